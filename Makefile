@@ -1,0 +1,50 @@
+# Every target creates the virtual environment it needs; a fresh clone needs only Python 3.11+.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: help venv demo test lint typecheck pytest proto bench prometheus clean
+
+help:
+	@echo "make demo       run the scaler on the bundled trace (no Prometheus, no cluster needed)"
+	@echo "make test       linters (ruff, mypy) + the whole test suite (installs Prometheus if missing)"
+	@echo "make bench      GetMetrics latency/throughput with 1,000 targets vs a trivial gRPC server"
+	@echo "make proto      regenerate scaler/_pb from protos/externalscaler.proto"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/scaler demo
+
+prometheus:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
+		{ echo "installing Debian's prometheus (the tests run a real server)"; \
+		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
+
+lint: $(STAMP)
+	$(BIN)/ruff check scaler models tests bench
+	$(BIN)/ruff format --check scaler models tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) prometheus
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+proto: $(STAMP)
+	$(BIN)/python scaler/_pb/generate.py
+
+bench: $(STAMP)
+	$(BIN)/python bench/getmetrics.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

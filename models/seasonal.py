@@ -1,0 +1,117 @@
+"""The seasonal baseline: the median of the same time of week (or day) over the last cycles,
+scaled to the level of the last hour.
+
+Cheap to fit (a reshape and a median), compact (one profile of one cycle), and hard to beat on
+strongly periodic load; every other model must earn its keep against it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+from models.base import DAY, HOUR, WEEK, ArtefactError, FitError, FloatArray, Series
+
+MAX_CYCLES = 4
+"""Cycles the median looks back over: enough to ignore one odd week, few enough to follow trends."""
+LEVEL_WINDOW = HOUR
+"""How much recent history sets the level correction."""
+LEVEL_CLIP = (0.25, 4.0)
+"""Bounds of the multiplicative level correction, so one odd hour cannot blow the forecast up."""
+
+
+def season_for(span: float) -> float:
+    """The seasonal period a history of `span` seconds supports: a week from two weeks on,
+    a day from one day on; FitError below a day."""
+    if span >= 2 * WEEK:
+        return WEEK
+    if span >= DAY:
+        return DAY
+    raise FitError(
+        f"history covers {span / HOUR:.1f} h; a forecast needs at least one day "
+        "(the scaler stays reactive until then)"
+    )
+
+
+class SeasonalBaseline:
+    """Median of the same phase over the last cycles, times a recent-level factor."""
+
+    kind: ClassVar[str] = "seasonal"
+    cost: ClassVar[int] = 1
+
+    def __init__(self) -> None:
+        self.period = 0.0
+        self.step = 0.0
+        self.anchor = 0.0
+        self.profile: FloatArray = np.zeros(0)
+
+    def fit(self, history: Series) -> None:
+        period = season_for(history.span)
+        n = round(period / history.step)
+        cycles = min(MAX_CYCLES, len(history) // n)
+        tail = history.values[-cycles * n :].reshape(cycles, n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN phases are filled below
+            profile = np.nanmedian(tail, axis=0)
+        if np.isnan(profile).all():
+            raise FitError("history has no observed values in its last cycles")
+        self.period = period
+        self.step = history.step
+        self.anchor = history.end - (n - 1) * history.step  # time of profile[0]
+        self.profile = _fill_gaps(profile)
+
+    def expected(self, times: FloatArray) -> FloatArray:
+        """The profile's value at each time (no level correction)."""
+        if self.profile.size == 0:
+            raise FitError("seasonal baseline used before fit")
+        n = self.profile.size
+        phase = np.rint((times - self.anchor) / self.step).astype(np.int64) % n
+        return self.profile[phase]
+
+    def predict(self, recent: Series, steps: int) -> FloatArray:
+        times = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
+        return np.maximum(self.expected(times) * self.level(recent), 0.0)
+
+    def level(self, recent: Series) -> float:
+        """Ratio of the last hour's observed load to what the profile expected for it."""
+        window = recent.since(recent.end - LEVEL_WINDOW + recent.step / 2)
+        mask = ~np.isnan(window.values)
+        if not mask.any():
+            return 1.0
+        seen = float(window.values[mask].sum())
+        expected = float(self.expected(window.times()[mask]).sum())
+        floor = max(float(np.abs(self.profile).mean()) * 0.05, 1e-9) * int(mask.sum())
+        return float(np.clip((seen + floor) / (expected + floor), *LEVEL_CLIP))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "period": self.period,
+            "step": self.step,
+            "anchor": self.anchor,
+            "profile": [float(v) for v in self.profile],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        model = cls()
+        try:
+            model.period = float(data["period"])
+            model.step = float(data["step"])
+            model.anchor = float(data["anchor"])
+            model.profile = np.asarray(data["profile"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ArtefactError(f"seasonal artefact is malformed: {exc!r}") from exc
+        if model.profile.size != round(model.period / model.step) or model.step <= 0:
+            raise ArtefactError("seasonal artefact: profile length does not match period/step")
+        return model
+
+
+def _fill_gaps(profile: FloatArray) -> FloatArray:
+    """Linear interpolation over phases never observed (circular), so predict never returns NaN."""
+    mask = np.isnan(profile)
+    if not mask.any():
+        return profile
+    idx = np.arange(profile.size)
+    return np.interp(idx, idx[~mask], profile[~mask], period=profile.size)

@@ -1,0 +1,7 @@
+"""python -m scaler -> cli.main()."""
+
+import sys
+
+from scaler.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Generated gRPC stubs for protos/externalscaler.proto. Never edit by hand: run ``make proto``."""

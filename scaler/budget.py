@@ -1,0 +1,92 @@
+"""The prewarm ledger: what prewarming has cost over a rolling window. Pure: no clock, no I/O.
+
+Each decision charges prewarm_replicas x step (replica-hours, or money when a cost per
+replica-hour is set). The allowance for the next step is what the window has left, in whole
+replicas for one step. The cap is strict whatever the clock does:
+- a charge is only ever made within the allowance, and `charge` refuses one that is not;
+- a charge at `now` is checked against every charge stamped in (now - window, now + window):
+  every window that contains `now` must stay within the budget, including charges stamped
+  "in the future" when the clock has jumped back;
+- charges are kept for two windows past the newest time seen; a clock that jumps back further
+  than one window behind that gets no allowance (it could not be checked), until it catches up;
+- non-finite times, steps or budgets give an allowance of 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+HOUR = 3600.0
+EPSILON = 1e-9
+"""Slack for float rounding in replica-hour sums; far below one replica-second."""
+
+
+@dataclass
+class Ledger:
+    """Rolling-window prewarm spend of one target."""
+
+    budget: float
+    """Allowed per window: replica-hours, or money when `cost_per_replica_hour` is set."""
+    window: float
+    """Window length in seconds."""
+    cost_per_replica_hour: float | None = None
+    """Price of one replica-hour in the budget's currency; None means the budget is in hours."""
+    charges: deque[tuple[float, float]] = field(default_factory=deque)
+    """(time, amount in budget units) of each charge, in the order they were made."""
+    newest: float = -math.inf
+    """Latest time the ledger has been asked about; charges expire relative to it."""
+
+    def spent(self, now: float) -> float:
+        """Budget units charged within one window either side of `now`."""
+        self._advance(now)
+        return sum(amount for at, amount in self.charges if abs(at - now) < self.window)
+
+    def remaining(self, now: float) -> float:
+        """What is left to spend at `now` (0 when `now` cannot be checked)."""
+        if not self._checkable(now):
+            return 0.0
+        return max(0.0, self.budget - self.spent(now))
+
+    def allowance(self, now: float, step: float) -> int:
+        """Whole prewarm replicas that fit in what is left of the window for one step."""
+        per_replica = self._amount(1, step)
+        if not (math.isfinite(per_replica) and per_replica > 0) or not self._checkable(now):
+            return 0
+        return max(0, math.floor(self.remaining(now) / per_replica + EPSILON))
+
+    def charge(self, now: float, replicas: int, step: float) -> float:
+        """Record `replicas` prewarmed for `step` seconds from `now`; returns replica-hours.
+
+        Raises ValueError if the charge would exceed the budget: the caller must stay within
+        `allowance`, and a bug that does not is stopped here rather than billed.
+        """
+        if replicas <= 0:
+            return 0.0
+        amount = self._amount(replicas, step)
+        if not math.isfinite(amount) or amount > self.remaining(now) + EPSILON:
+            raise ValueError(
+                f"prewarm of {replicas} replicas for {step}s at {now} exceeds the remaining "
+                f"budget of {self.remaining(now):.6g}; ask for at most allowance() replicas"
+            )
+        self.charges.append((now, amount))
+        return replicas * step / HOUR
+
+    def _amount(self, replicas: int, step: float) -> float:
+        hours = replicas * step / HOUR if math.isfinite(step) and step > 0 else math.nan
+        return hours if self.cost_per_replica_hour is None else hours * self.cost_per_replica_hour
+
+    def _checkable(self, now: float) -> bool:
+        ok = math.isfinite(now) and math.isfinite(self.budget) and self.budget > 0
+        if ok:
+            self._advance(now)
+        return ok and now > self.newest - self.window
+
+    def _advance(self, now: float) -> None:
+        if not math.isfinite(now):
+            return
+        self.newest = max(self.newest, now)
+        horizon = self.newest - 2 * self.window
+        if self.charges and any(at <= horizon for at, _ in self.charges):
+            self.charges = deque(c for c in self.charges if c[0] > horizon)

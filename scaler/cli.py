@@ -1,0 +1,296 @@
+"""`scaler serve | demo`: builds Settings from flags and SCALER_* environment variables, sets up
+logging, wires source, engine, server and telemetry. The only module that reads os.environ."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from scaler import server as grpc_server
+from scaler.clock import Clock, WallClock
+from scaler.decisionlog import DecisionLog
+from scaler.engine import Engine
+from scaler.errors import ConfigError, ScalerError
+from scaler.settings import (
+    EngineSettings,
+    PrometheusSettings,
+    ServerSettings,
+    Settings,
+    TLSSettings,
+)
+from scaler.sources.base import Source
+from scaler.spec import parse_duration
+from scaler.telemetry import Telemetry, serve_http
+
+logger = logging.getLogger("scaler")
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"SCALER_{name}", default)
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{exc}; use a Prometheus duration such as 30s or 7d"
+        ) from None
+
+
+def _bool(text: str | None) -> bool:
+    return (text or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def add_serve_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("server")
+    g.add_argument(
+        "--grpc-port",
+        type=int,
+        default=int(env("GRPC_PORT", "9000") or 9000),
+        help="ExternalScaler + grpc.health.v1 port (env SCALER_GRPC_PORT; default 9000)",
+    )
+    g.add_argument(
+        "--http-port",
+        type=int,
+        default=int(env("HTTP_PORT", "8080") or 8080),
+        help="/metrics, /healthz, /readyz port; -1 disables (env SCALER_HTTP_PORT; default 8080)",
+    )
+    g.add_argument("--host", default=env("HOST", "[::]"), help="bind address (default [::])")
+    g.add_argument(
+        "--source",
+        default=env("SOURCE", "prometheus"),
+        help="prometheus, or file:PATH to replay a timestamp,value CSV or a folder of "
+        "them (query = file name); file: alone replays the bundled trace "
+        "(env SCALER_SOURCE; default prometheus)",
+    )
+    g.add_argument(
+        "--prometheus-url",
+        default=env("PROMETHEUS_URL", PrometheusSettings.url),
+        help="Prometheus for targets without serverAddress (env SCALER_PROMETHEUS_URL)",
+    )
+    g.add_argument(
+        "--decision-log",
+        type=Path,
+        default=env("DECISION_LOG"),
+        help="append every decision as a JSON line here (env SCALER_DECISION_LOG)",
+    )
+    e = p.add_argument_group("engine")
+    e.add_argument(
+        "--step",
+        type=_duration,
+        default=env("STEP", "30s"),
+        help="time between decisions (env SCALER_STEP; default 30s)",
+    )
+    e.add_argument(
+        "--staleness",
+        type=_duration,
+        default=env("STALENESS", "5m"),
+        help="answer UNAVAILABLE once a target's data is this old (default 5m)",
+    )
+    e.add_argument(
+        "--fit-workers",
+        type=int,
+        default=int(env("FIT_WORKERS", "1") or 1),
+        help="processes fitting models off the serving process; 0 = a thread (default 1)",
+    )
+    t = p.add_argument_group(
+        "TLS (KEDA dials TLS when its TriggerAuthentication gives caCert / tlsClientCert)"
+    )
+    t.add_argument(
+        "--tls-cert", type=Path, default=env("TLS_CERT"), help="server certificate (PEM)"
+    )
+    t.add_argument("--tls-key", type=Path, default=env("TLS_KEY"), help="server private key (PEM)")
+    t.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        default=env("TLS_CLIENT_CA"),
+        help="CA that client certificates must chain to (PEM)",
+    )
+    t.add_argument(
+        "--tls-require-client-cert",
+        action="store_true",
+        default=_bool(env("TLS_REQUIRE_CLIENT_CERT")),
+        help="mTLS: refuse clients without a certificate from --tls-client-ca",
+    )
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    tls = TLSSettings(
+        cert=args.tls_cert,
+        key=args.tls_key,
+        client_ca=args.tls_client_ca,
+        require_client_cert=args.tls_require_client_cert,
+    )
+    if tls.key is not None and tls.cert is None:
+        raise ConfigError("--tls-key is set but --tls-cert is not; give both")
+    return Settings(
+        server=ServerSettings(
+            grpc_port=args.grpc_port, http_port=args.http_port, host=args.host, tls=tls
+        ),
+        prometheus=PrometheusSettings(url=args.prometheus_url),
+        engine=EngineSettings(
+            step=args.step, staleness=args.staleness, fit_workers=args.fit_workers
+        ),
+        source=args.source,
+        decision_log=args.decision_log,
+    )
+
+
+def make_source(settings: Settings, clock: Clock) -> Source:
+    kind = settings.source
+    if kind == "prometheus":
+        from scaler.sources.prometheus import PrometheusSource
+
+        return PrometheusSource(settings.prometheus.url, timeout=settings.prometheus.timeout)
+    if kind.startswith("file:"):
+        from scaler.sources.file import FileSource, bundled_trace
+
+        path = Path(kind.removeprefix("file:")) if kind != "file:" else bundled_trace()
+        if not path.exists():
+            raise ConfigError(f"--source {kind}: {path} does not exist; give a CSV or a folder")
+        return FileSource(path, clock=clock)
+    raise ConfigError(f"--source {kind!r} is not prometheus or file:PATH")
+
+
+async def run_server(
+    settings: Settings,
+    *,
+    clock: Clock,
+    stop: asyncio.Event,
+    on_ready: Callable[[int, int, Engine], None] | None = None,
+) -> None:
+    """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
+    source = make_source(settings, clock)
+    registry = CollectorRegistry()
+    telemetry = Telemetry(registry)
+    engine = Engine(
+        settings=settings.engine,
+        source_for=lambda _spec: source,
+        clock=clock,
+        telemetry=telemetry,
+        decision_log=DecisionLog(settings.decision_log),
+    )
+    server, port, health = await grpc_server.create_server(settings.server, engine)
+    http = None
+    http_port = -1
+    if settings.server.http_port >= 0:
+        http, http_port = serve_http(
+            registry,
+            host=settings.server.host,
+            port=settings.server.http_port,
+            ready=lambda: engine.refreshed_once,
+        )
+    engine_task = asyncio.create_task(engine.run(), name="engine")
+    logger.info(
+        "serving ExternalScaler on port %d (%s), metrics on %d, source %s",
+        port,
+        "TLS" if settings.server.tls.enabled else "plaintext",
+        http_port,
+        settings.source,
+    )
+    if on_ready is not None:
+        on_ready(port, http_port, engine)
+    try:
+        await grpc_server.serve_until_stopped(
+            server, health, grace=settings.server.grace_seconds, stop=stop
+        )
+    finally:
+        engine_task.cancel()
+        await asyncio.gather(engine_task, return_exceptions=True)
+        if http is not None:
+            http.shutdown()
+            http.server_close()
+        logger.info("stopped")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run_server(settings, clock=WallClock(), stop=stop)
+
+    asyncio.run(main())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scaler",
+        description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
+        "from a calibrated P95 forecast, under a strict budget.",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=env("LOG_LEVEL", "INFO"),
+        help="DEBUG, INFO, WARNING (env SCALER_LOG_LEVEL)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=env("LOG_FORMAT", "text"),
+        help="text for terminals, json for log pipelines (env SCALER_LOG_FORMAT)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = sub.add_parser(
+        "serve",
+        help="run the gRPC external scaler KEDA talks to",
+        description="Run the KEDA external scaler (gRPC) with /metrics.",
+    )
+    add_serve_flags(serve)
+    serve.set_defaults(func=cmd_serve)
+    from scaler import demo
+
+    demo.add_parser(sub)
+    return parser
+
+
+def setup_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    for noisy in ("cmdstanpy", "prophet", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        import json
+
+        return json.dumps(
+            {
+                "ts": record.created,
+                "level": record.levelname,
+                "logger": record.name,
+                "msg": record.getMessage(),
+            }
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(args.log_level, args.log_format)
+    try:
+        code: int = args.func(args)
+        return code
+    except ScalerError as exc:
+        print(f"scaler: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

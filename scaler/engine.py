@@ -1,0 +1,353 @@
+"""The background engine: per target, source -> model -> policy -> in-memory state.
+
+Every `step` seconds (stamped on multiples of the step, so replicas agree) each target is
+refreshed: new samples are fetched from its source, a forecast is made from its calibrated
+model, the policy decides, the ledger is charged, and the decision is published for the server.
+Models are fitted off this loop (a process pool, or a thread when fit_workers is 0) and refitted
+every `refit_every`. RPCs only ever read `TargetState`; nothing here runs on the request path.
+
+A failing target never stops the others: its error is kept on its state, and its answers turn
+UNAVAILABLE once its data is older than `staleness`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import math
+import multiprocessing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from models import artefact
+from models.base import ModelError, Series
+from models.calibrate import CalibratedModel
+from scaler import budget, policy
+from scaler.clock import Clock
+from scaler.decisionlog import DecisionLog
+from scaler.errors import ScalerError
+from scaler.settings import EngineSettings
+from scaler.sources.base import Source
+from scaler.spec import TargetSpec
+from scaler.telemetry import Telemetry
+
+logger = logging.getLogger(__name__)
+
+FIT_RETRY = 3600.0
+"""Seconds before a failed fit (e.g. less than a day of history) is tried again."""
+
+
+class Unavailable(ScalerError):
+    """The target has no trustworthy decision right now; the message says why."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the server tells KEDA for one target."""
+
+    desired: int
+    active: bool
+
+
+@dataclass
+class TargetState:
+    """Everything the engine knows about one target. Mutated only by the engine."""
+
+    spec: TargetSpec
+    ledger: budget.Ledger
+    last_asked: float
+    history: Series | None = None
+    model: CalibratedModel | None = None
+    model_note: str = "waiting for the first fit"
+    fitted_at: float = -math.inf
+    fitting: bool = False
+    decision: policy.Decision | None = None
+    predictive: policy.Decision | None = None
+    """The predictive decision; equals `decision` except in shadow mode."""
+    decided_at: float = -math.inf
+    active: bool = False
+    error: str | None = None
+    updated: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def quantise(t: float, step: float) -> float:
+    return math.floor(t / step) * step
+
+
+def forecast_steps(spec: TargetSpec, model_step: float) -> int:
+    return math.ceil(spec.lookahead / model_step) + 1
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        settings: EngineSettings,
+        source_for: Callable[[TargetSpec], Source],
+        clock: Clock,
+        telemetry: Telemetry,
+        decision_log: DecisionLog | None = None,
+    ) -> None:
+        self.settings = settings
+        self.source_for = source_for
+        self.clock = clock
+        self.telemetry = telemetry
+        self.decision_log = decision_log or DecisionLog(None)
+        self.targets: dict[str, TargetState] = {}
+        self.refreshed_once = False
+        self._wake = asyncio.Event()
+        self._limit = asyncio.Semaphore(settings.concurrency)
+        self._pool: concurrent.futures.Executor | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ---- what the server calls -------------------------------------------------------------
+    def ensure(self, spec: TargetSpec) -> TargetState:
+        """The state of `spec`'s target, registering it (and waking the loop) when new."""
+        state = self.targets.get(spec.key)
+        now = self.clock.now()
+        if state is None:
+            state = TargetState(
+                spec=spec,
+                ledger=budget.Ledger(budget=spec.prewarm_budget, window=spec.prewarm_budget_window),
+                last_asked=now,
+            )
+            self.targets[spec.key] = state
+            self.telemetry.targets.set(len(self.targets))
+            logger.info("new target %s (%s)", spec.key, spec.query)
+            self._wake.set()
+        state.last_asked = now
+        return state
+
+    def answer(self, state: TargetState) -> Answer:
+        """The current answer for a target; Unavailable when there is none to trust."""
+        if state.decision is None:
+            raise Unavailable(
+                f"{state.spec.label}: no decision yet ({state.error or 'warming up'})"
+            )
+        age = self.clock.now() - state.decided_at
+        if age > self.settings.staleness:
+            raise Unavailable(
+                f"{state.spec.label}: last good decision is {age:.0f}s old "
+                f"({state.error or 'engine stalled'}); KEDA's fallback applies"
+            )
+        return Answer(desired=state.decision.desired, active=state.active)
+
+    # ---- the loop ----------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Refresh every target each step until cancelled."""
+        self._start_pool()
+        try:
+            while True:
+                now = quantise(self.clock.now(), self.settings.step)
+                await self.tick(now)
+                self._wake.clear()
+                next_at = now + self.settings.step
+                sleep = asyncio.ensure_future(self.clock.sleep(next_at - self.clock.now()))
+                wake = asyncio.ensure_future(self._wake.wait())
+                await asyncio.wait({sleep, wake}, return_when=asyncio.FIRST_COMPLETED)
+                for pending in (sleep, wake):
+                    pending.cancel()
+        finally:
+            self.close()
+
+    async def tick(self, now: float) -> None:
+        """One step for every target: expire idle ones, refresh the rest concurrently."""
+        self._expire_idle()
+        states = list(self.targets.values())
+        await asyncio.gather(*(self._guarded_refresh(s, now) for s in states))
+        self.refreshed_once = True
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        self.decision_log.close()
+
+    # ---- one target --------------------------------------------------------------------------
+    async def _guarded_refresh(self, state: TargetState, now: float) -> None:
+        if state.decided_at >= now:
+            return
+        async with self._limit:
+            try:
+                await self.refresh(state, now)
+                state.error = None
+            except ScalerError as exc:
+                self._note_error(state, type(exc).__name__, str(exc))
+            except Exception as exc:  # one broken target must not stop the others
+                logger.exception("refresh of %s failed", state.spec.key)
+                self._note_error(state, "internal", repr(exc))
+
+    def _note_error(self, state: TargetState, kind: str, message: str) -> None:
+        if state.error != message:
+            logger.warning("%s: %s", state.spec.key, message)
+        state.error = message
+        self.telemetry.refresh_errors.labels(kind).inc()
+
+    async def refresh(self, state: TargetState, now: float) -> None:
+        spec, source = state.spec, self.source_for(state.spec)
+        state.history = await asyncio.to_thread(self._updated_history, source, state, now)
+        sample = await asyncio.to_thread(source.latest, spec, at=now)
+        if now - sample.at > self.settings.staleness:
+            raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
+        self._maybe_fit(state, now)
+        peak, fallback = self._forecast_peak(state, now)
+        self._decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
+
+    def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:
+        step, window = self.settings.model_step, self.settings.history
+        end = quantise(now, step)
+        old = state.history
+        if old is None or old.step != step or end - old.end > window:
+            return source.history(state.spec, start=end - window + step, end=end, step=step)
+        if end <= old.end:
+            return old
+        new = source.history(state.spec, start=old.end + step, end=end, step=step)
+        values = np.concatenate([old.values, new.values])
+        keep = int(window // step)
+        merged = Series(old.start, step, values)
+        return merged.since(merged.end - (keep - 1) * step) if len(merged) > keep else merged
+
+    def _forecast_peak(
+        self, state: TargetState, now: float
+    ) -> tuple[float | None, policy.Reason | None]:
+        if state.model is None or state.history is None:
+            return None, policy.Reason.NO_MODEL
+        spec = state.spec
+        forecast = state.model.forecast(
+            state.history,
+            steps=forecast_steps(spec, self.settings.model_step),
+            quantile=spec.quantile,
+        )
+        peak = forecast.peak(until=now + spec.lookahead)
+        return (peak if math.isfinite(peak) else None), None
+
+    def _decide(
+        self,
+        state: TargetState,
+        *,
+        now: float,
+        load: float,
+        peak: float | None,
+        fallback: policy.Reason | None,
+    ) -> None:
+        spec, step = state.spec, self.settings.step
+        limits = policy.Limits(
+            threshold=spec.threshold,
+            min_replicas=spec.min_replicas,
+            max_replicas=spec.max_replicas,
+            max_prewarm_replicas=spec.max_prewarm_replicas,
+        )
+        predictive = policy.decide(
+            load=load,
+            forecast_peak=peak,
+            limits=limits,
+            allowance=state.ledger.allowance(now, step),
+            fallback=fallback,
+        )
+        cost = state.ledger.charge(now, predictive.prewarm, step)
+        served = predictive
+        if spec.mode == "shadow":
+            served = policy.decide(
+                load=load,
+                forecast_peak=None,
+                limits=limits,
+                allowance=0,
+                fallback=policy.Reason.REACTIVE,
+            )
+        forecast_wants = peak is not None and fallback is None and spec.mode == "active"
+        active = load > spec.activation_threshold or (
+            forecast_wants and peak is not None and peak > spec.activation_threshold
+        )
+        state.decision, state.predictive = served, predictive
+        state.decided_at, state.active = now, active
+        self._publish(state, now=now, cost=cost)
+        state.updated.set()  # wakes StreamIsActive; it decides what to send
+        state.updated = asyncio.Event()
+
+    def _publish(self, state: TargetState, *, now: float, cost: float) -> None:
+        spec, d, p = state.spec, state.decision, state.predictive
+        assert d is not None and p is not None
+        t, key = self.telemetry, spec.key
+        t.load.labels(key).set(d.load)
+        t.forecast_peak.labels(key).set(p.forecast_peak)
+        t.desired.labels(key).set(d.desired)
+        t.predictive.labels(key).set(p.desired)
+        t.reactive.labels(key).set(d.reactive)
+        t.prewarm.labels(key).set(p.prewarm)
+        t.prewarm_spent.labels(key).inc(cost)
+        t.budget_remaining.labels(key).set(state.ledger.remaining(now))
+        t.active.labels(key).set(1 if state.active else 0)
+        t.decisions.labels(p.reason.value).inc()
+        record = {
+            "at": now,
+            "target": key,
+            "mode": spec.mode,
+            "load": d.load,
+            "forecast_peak": None if math.isnan(p.forecast_peak) else p.forecast_peak,
+            "reactive": d.reactive,
+            "predictive": p.predictive,
+            "prewarm": p.prewarm,
+            "desired": d.desired,
+            "predictive_desired": p.desired,
+            "reason": p.reason.value,
+            "active": state.active,
+            "model": state.model.kind if state.model else None,
+            "model_note": None if state.model else state.model_note,
+            "prewarm_replica_hours": cost,
+            "prewarm_cost": None
+            if spec.cost_per_replica_hour is None
+            else cost * spec.cost_per_replica_hour,
+            "currency": spec.currency if spec.cost_per_replica_hour is not None else None,
+        }
+        self.decision_log.write(record)
+
+    # ---- fitting -----------------------------------------------------------------------------
+    def _start_pool(self) -> None:
+        if self._pool is None and self.settings.fit_workers > 0:
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=self.settings.fit_workers,
+                mp_context=multiprocessing.get_context("spawn"),
+            )
+
+    def _maybe_fit(self, state: TargetState, now: float) -> None:
+        due = now - state.fitted_at >= self.settings.refit_every
+        if state.fitting or not due or state.history is None:
+            return
+        state.fitting = True
+        task = asyncio.ensure_future(self._fit(state, state.history, now))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _fit(self, state: TargetState, history: Series, now: float) -> None:
+        spec = state.spec
+        steps = forecast_steps(spec, self.settings.model_step)
+        loop = asyncio.get_running_loop()
+        try:
+            data = await loop.run_in_executor(self._pool, artefact.fit, spec.model, history, steps)
+            state.model = artefact.load(data)
+            state.model_note = f"{state.model.kind} fitted on {len(history)} points"
+            self.telemetry.fits.labels(spec.model, "ok").inc()
+            logger.info("%s: %s", spec.key, state.model_note)
+            state.fitted_at = now
+        except ModelError as exc:
+            state.model_note = str(exc)
+            self.telemetry.fits.labels(spec.model, "error").inc()
+            logger.info("%s: no model, staying reactive: %s", spec.key, exc)
+            state.fitted_at = now - self.settings.refit_every + FIT_RETRY
+        finally:
+            state.fitting = False
+
+    def _expire_idle(self) -> None:
+        now = self.clock.now()
+        for key, state in list(self.targets.items()):
+            if now - state.last_asked > self.settings.idle_expiry:
+                del self.targets[key]
+                self.telemetry.forget(key)
+                logger.info("dropped idle target %s", key)
+        self.telemetry.targets.set(len(self.targets))

@@ -1,0 +1,42 @@
+"""The scaler's error tree. Third-party exceptions are translated into these at one boundary
+(`raise X(...) from e`); only `server.py` maps them to gRPC status codes."""
+
+from __future__ import annotations
+
+
+class ScalerError(Exception):
+    """Base of every error the scaler raises on purpose."""
+
+
+class ConfigError(ScalerError):
+    """Bad settings: flags, environment, certificates."""
+
+
+class SpecError(ConfigError):
+    """Bad scalerMetadata: names the key, the value it had and the fix."""
+
+    def __init__(self, key: str, value: str, fix: str) -> None:
+        self.key = key
+        self.value = value
+        self.fix = fix
+        super().__init__(f"scalerMetadata key {key!r} = {value!r}: {fix}")
+
+
+class SourceError(ScalerError):
+    """The load source failed to answer usefully."""
+
+
+class SourceUnavailable(SourceError):
+    """The source could not be reached or answered with an error (retryable)."""
+
+
+class NoData(SourceError):
+    """The source answered, but with no usable samples for this query."""
+
+
+class BadQuery(SourceError):
+    """The query answers with a shape we cannot use (several series, a string...)."""
+
+
+class TraceError(ScalerError):
+    """A trace file that cannot be read: names the file, the line and why."""

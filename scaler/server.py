@@ -1,0 +1,222 @@
+"""The ExternalScaler gRPC service KEDA calls, the grpc.health.v1 service, and TLS/mTLS.
+
+RPCs only parse the metadata (cached) and read the engine's in-memory state: no Prometheus
+query, no model fit on the request path. This is the only module that knows gRPC status codes:
+bad metadata -> INVALID_ARGUMENT naming the key and the fix; no trustworthy decision ->
+UNAVAILABLE with the reason (never a made-up 0, so KEDA's `fallback` can take over).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Mapping
+from functools import lru_cache
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+
+from scaler import spec as specs
+from scaler._pb import externalscaler_pb2 as pb
+from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.engine import Answer, Engine, TargetState, Unavailable
+from scaler.errors import ConfigError, SpecError
+from scaler.settings import ServerSettings, TLSSettings
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME = "externalscaler.ExternalScaler"
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+@lru_cache(maxsize=65536)
+def _parse_cached(
+    namespace: str, name: str, items: tuple[tuple[str, str], ...]
+) -> specs.TargetSpec:
+    return specs.parse(namespace, name, dict(items))
+
+
+def parse_ref(ref: pb.ScaledObjectRef) -> specs.TargetSpec:
+    """The TargetSpec of a ScaledObjectRef (SpecError on bad metadata); cached per metadata."""
+    meta: Mapping[str, str] = ref.scalerMetadata
+    return _parse_cached(ref.namespace, ref.name, tuple(sorted(meta.items())))
+
+
+class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def _state(self, ref: pb.ScaledObjectRef, context: Context) -> TargetState:
+        try:
+            spec = parse_ref(ref)
+        except SpecError as exc:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"{ref.namespace}/{ref.name}: {exc}"
+            )
+        return self.engine.ensure(spec)
+
+    async def _answer(self, state: TargetState, context: Context) -> Answer:
+        try:
+            return self.engine.answer(state)
+        except Unavailable as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+
+    async def IsActive(  # noqa: N802 - gRPC method names
+        self, request: pb.ScaledObjectRef, context: Context
+    ) -> pb.IsActiveResponse:
+        state = await self._state(request, context)
+        answer = await self._answer(state, context)
+        return pb.IsActiveResponse(result=answer.active)
+
+    async def StreamIsActive(  # noqa: N802
+        self, request: pb.ScaledObjectRef, context: Context
+    ) -> AsyncIterator[pb.IsActiveResponse]:
+        state = await self._state(request, context)
+        while state.decision is None:  # the first message is the current state, once known
+            await state.updated.wait()
+        answer = await self._answer(state, context)
+        yield pb.IsActiveResponse(result=answer.active)
+        was_active = answer.active
+        while True:
+            await state.updated.wait()
+            state = self.engine.ensure(state.spec)
+            try:
+                now_active = self.engine.answer(state).active
+            except Unavailable:
+                continue  # keep the stream; KEDA's polling path reports the error
+            if now_active and not was_active:
+                yield pb.IsActiveResponse(result=True)
+            was_active = now_active
+
+    async def GetMetricSpec(  # noqa: N802
+        self, request: pb.ScaledObjectRef, context: Context
+    ) -> pb.GetMetricSpecResponse:
+        state = await self._state(request, context)
+        metric = pb.MetricSpec(metricName=state.spec.metric_name, targetSize=1, targetSizeFloat=1.0)
+        return pb.GetMetricSpecResponse(metricSpecs=[metric])
+
+    async def GetMetrics(  # noqa: N802
+        self, request: pb.GetMetricsRequest, context: Context
+    ) -> pb.GetMetricsResponse:
+        state = await self._state(request.scaledObjectRef, context)
+        answer = await self._answer(state, context)
+        value = metric_value(answer.desired)
+        return pb.GetMetricsResponse(
+            metricValues=[
+                pb.MetricValue(
+                    metricName=request.metricName or state.spec.metric_name,
+                    metricValue=math.ceil(value),
+                    metricValueFloat=value,
+                )
+            ]
+        )
+
+    async def StreamMetricSpec(  # noqa: N802
+        self, request: pb.ScaledObjectRef, context: Context
+    ) -> AsyncIterator[pb.GetMetricSpecResponse]:
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "StreamMetricSpec is not supported; KEDA falls back to GetMetricSpec",
+        )
+        yield pb.GetMetricSpecResponse()  # pragma: no cover - abort raises
+
+
+def metric_value(desired: float) -> float:
+    """KEDA turns NaN, inf and negatives into 0 anyway; never send them."""
+    return float(desired) if math.isfinite(desired) and desired > 0 else 0.0
+
+
+class _Timing(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Records RPC latency per method and status code into the telemetry histogram."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.histogram = engine.telemetry.rpc_seconds
+
+    async def intercept_service(self, continuation, handler_call_details):  # type: ignore[no-untyped-def]
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        if handler is None or handler.unary_unary is None:
+            return handler
+        inner, histogram = handler.unary_unary, self.histogram
+
+        async def timed(request, context):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            code = "OK"
+            try:
+                return await inner(request, context)
+            except BaseException:
+                code = (context.code() or grpc.StatusCode.UNKNOWN).name
+                raise
+            finally:
+                histogram.labels(method, code).observe(time.perf_counter() - start)
+
+        return grpc.unary_unary_rpc_method_handler(
+            timed,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def server_credentials(tls: TLSSettings) -> grpc.ServerCredentials:
+    """TLS (and mTLS when a client CA is given) credentials; ConfigError names the bad file."""
+
+    def read(path: object, what: str) -> bytes:
+        try:
+            with open(str(path), "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise ConfigError(
+                f"{what} {path}: {exc.strerror}; check the path or the mounted secret"
+            ) from exc
+        if b"-----BEGIN" not in data:
+            raise ConfigError(f"{what} {path} is not a PEM file; expected -----BEGIN ...")
+        return data
+
+    if tls.key is None:
+        raise ConfigError("--tls-cert is set but --tls-key is not; give both")
+    cert = read(tls.cert, "TLS certificate")
+    key = read(tls.key, "TLS key")
+    ca = read(tls.client_ca, "client CA") if tls.client_ca else None
+    if tls.require_client_cert and ca is None:
+        raise ConfigError(
+            "--tls-require-client-cert needs --tls-client-ca to verify clients against"
+        )
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=tls.require_client_cert
+    )
+
+
+async def create_server(
+    settings: ServerSettings, engine: Engine
+) -> tuple[grpc.aio.Server, int, HealthServicer]:
+    """A started-ready (not yet started) grpc.aio server and its bound port."""
+    server = grpc.aio.server(interceptors=[_Timing(engine)], options=[("grpc.so_reuseport", 0)])
+    pb_grpc.add_ExternalScalerServicer_to_server(  # type: ignore[no-untyped-call]
+        ExternalScalerServicer(engine), server
+    )
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    address = f"{settings.host}:{settings.grpc_port}"
+    if settings.tls.enabled:
+        port = server.add_secure_port(address, server_credentials(settings.tls))
+    else:
+        port = server.add_insecure_port(address)
+    if port == 0:
+        raise ConfigError(f"could not bind the gRPC port {address}; is it in use?")
+    for name in ("", SERVICE_NAME):
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, port, health
+
+
+async def serve_until_stopped(
+    server: grpc.aio.Server, health: HealthServicer, *, grace: float, stop: asyncio.Event
+) -> None:
+    """Run until `stop` is set, then drain: NOT_SERVING first, then a graceful stop."""
+    await server.start()
+    await stop.wait()
+    await health.enter_graceful_shutdown()
+    await server.stop(grace)

@@ -1,0 +1,79 @@
+"""One typed Settings, made of small frozen groups. Built once in cli.py from flags and
+`SCALER_*` environment variables and passed explicitly; no other module reads the environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class TLSSettings:
+    """Server-side TLS. All paths are PEM files; empty means plaintext."""
+
+    cert: Path | None = None
+    """Server certificate chain."""
+    key: Path | None = None
+    """Server private key."""
+    client_ca: Path | None = None
+    """CA bundle that client certificates are verified against (mTLS)."""
+    require_client_cert: bool = False
+    """Refuse clients without a certificate signed by client_ca."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.cert is not None
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    grpc_port: int = 9000
+    """Port of the ExternalScaler and grpc.health.v1 services; 0 picks a free one."""
+    http_port: int = 8080
+    """Port of /metrics, /healthz and /readyz; 0 picks a free one, -1 disables it."""
+    host: str = "[::]"
+    """Address to bind both ports to."""
+    grace_seconds: float = 5.0
+    """How long in-flight RPCs may finish after SIGTERM."""
+    tls: TLSSettings = field(default_factory=TLSSettings)
+
+
+@dataclass(frozen=True)
+class PrometheusSettings:
+    url: str = "http://prometheus-operated.monitoring.svc:9090"
+    """Default Prometheus for targets without `serverAddress`."""
+    timeout: float = 10.0
+    """Seconds per Prometheus HTTP request."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    step: float = 30.0
+    """Seconds between decisions; decisions are stamped on multiples of it, so every scaler
+    replica gives the same answer for the same target at the same time."""
+    model_step: float = 300.0
+    """Resolution models are fitted and predict at (5 min is plenty for a 10-30 min horizon)."""
+    history: float = 28 * 86400.0
+    """Seconds of history fetched for a fit."""
+    refit_every: float = 7 * 86400.0
+    """Seconds between refits of a target's model."""
+    staleness: float = 300.0
+    """How old the newest sample (or the last successful refresh) may be before the target's
+    answers become UNAVAILABLE instead of a guess."""
+    idle_expiry: float = 3600.0
+    """Targets no RPC asked about for this long are dropped."""
+    concurrency: int = 16
+    """Targets refreshed at once (source queries run in threads)."""
+    fit_workers: int = 1
+    """Processes that fit models off the serving process; 0 fits in a thread (tests, demo)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    server: ServerSettings = field(default_factory=ServerSettings)
+    prometheus: PrometheusSettings = field(default_factory=PrometheusSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    source: str = "prometheus"
+    """`prometheus`, or `file:PATH` to replay a timestamp,value CSV (or a folder of them)."""
+    decision_log: Path | None = None
+    """Append every decision as a JSON line to this file."""

@@ -1,0 +1,1 @@
+"""Load sources behind one small interface (`base.Source`): Prometheus and CSV replay."""

@@ -1,0 +1,36 @@
+"""The interface every load source implements, and the clock they are replayed on.
+
+A source answers two questions for a target's query: its values on a regular grid over a
+window (history, for fitting and level correction) and its latest value (for the reactive
+floor). It translates its own failures into `SourceUnavailable`, `NoData` or `BadQuery`
+(scaler.errors); it never returns made-up zeros for missing data (NaN instead).
+Sources are synchronous; the engine calls them from worker threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from models.base import Series
+from scaler.spec import TargetSpec
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One observation: the load at time `at` (epoch seconds)."""
+
+    at: float
+    value: float
+
+
+class Source(Protocol):
+    """Where load comes from. Implementations: prometheus.PrometheusSource, file.FileSource."""
+
+    def history(self, spec: TargetSpec, *, start: float, end: float, step: float) -> Series:
+        """Values of spec.query at start, start + step, ... <= end; NaN where there is no data."""
+        ...
+
+    def latest(self, spec: TargetSpec, *, at: float) -> Sample:
+        """The newest value at or before `at`. Raises NoData when there is none."""
+        ...

@@ -1,0 +1,134 @@
+"""Every Prometheus metric the scaler exports, on an injected registry, and the HTTP endpoint
+that serves them with /healthz and /readyz.
+
+Names: `scaler_` prefix, base units, `_total`/`_seconds` suffixes. Labels are bounded: `target`
+is one per trigger the scaler serves, `reason` and `method` are fixed sets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+
+
+class Telemetry:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        target = ["target"]
+        self.load = Gauge(
+            "scaler_load", "Latest load of the target's query.", target, registry=registry
+        )
+        self.forecast_peak = Gauge(
+            "scaler_forecast_peak",
+            "Peak calibrated forecast over lead time + horizon.",
+            target,
+            registry=registry,
+        )
+        self.desired = Gauge(
+            "scaler_desired_replicas", "Replicas answered to KEDA.", target, registry=registry
+        )
+        self.predictive = Gauge(
+            "scaler_predictive_desired_replicas",
+            "Replicas the predictive decision asks for (differs from desired in shadow mode).",
+            target,
+            registry=registry,
+        )
+        self.reactive = Gauge(
+            "scaler_reactive_replicas", "ceil(load / threshold).", target, registry=registry
+        )
+        self.prewarm = Gauge(
+            "scaler_prewarm_replicas",
+            "Replicas asked for above reactive.",
+            target,
+            registry=registry,
+        )
+        self.prewarm_spent = Counter(
+            "scaler_prewarm_replica_hours",
+            "Replica-hours spent on prewarming.",
+            target,
+            registry=registry,
+        )
+        self.budget_remaining = Gauge(
+            "scaler_prewarm_budget_remaining_replica_hours",
+            "Prewarm budget left in the current window.",
+            target,
+            registry=registry,
+        )
+        self.active = Gauge(
+            "scaler_target_active", "1 when IsActive answers true.", target, registry=registry
+        )
+        self.decisions = Counter(
+            "scaler_decisions", "Decisions by reason.", ["reason"], registry=registry
+        )
+        self.refresh_errors = Counter(
+            "scaler_refresh_errors", "Failed target refreshes by kind.", ["kind"], registry=registry
+        )
+        self.fits = Counter(
+            "scaler_model_fits",
+            "Model fits by kind and result.",
+            ["model", "result"],
+            registry=registry,
+        )
+        self.targets = Gauge("scaler_targets", "Targets the engine refreshes.", registry=registry)
+        self.rpc_seconds = Histogram(
+            "scaler_rpc_duration_seconds",
+            "ExternalScaler RPC latency.",
+            ["method", "code"],
+            registry=registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0),
+        )
+
+    def forget(self, target: str) -> None:
+        """Drop a target's series when it is no longer served."""
+        for metric in (
+            self.load,
+            self.forecast_peak,
+            self.desired,
+            self.predictive,
+            self.reactive,
+            self.prewarm,
+            self.prewarm_spent,
+            self.budget_remaining,
+            self.active,
+        ):
+            with contextlib.suppress(KeyError):
+                metric.remove(target)
+
+
+StartResponse = Callable[..., Any]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def serve_http(
+    registry: CollectorRegistry, *, host: str, port: int, ready: Callable[[], bool]
+) -> tuple[WSGIServer, int]:
+    """Serve /metrics, /healthz (alive) and /readyz (engine has refreshed) in a daemon thread."""
+    metrics = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == "/healthz":
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [b"ok\n"]
+        if path == "/readyz":
+            ok = ready()
+            start_response(
+                "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain")]
+            )
+            return [b"ready\n" if ok else b"engine has not completed a refresh yet\n"]
+        result: Iterable[bytes] = metrics(environ, start_response)
+        return result
+
+    bind = host.strip("[]") if host not in ("[::]", "") else "0.0.0.0"
+    server = make_server(bind, port, app, handler_class=_QuietHandler)
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    return server, server.server_port

@@ -1,0 +1,100 @@
+"""Runs the real scaler (engine + grpc.aio server) in a background thread for tests, and gives
+them a real gRPC channel to it on an ephemeral loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import grpc
+
+from scaler._pb import externalscaler_pb2 as pb
+from scaler.cli import run_server
+from scaler.clock import WallClock
+from scaler.engine import Engine
+from scaler.settings import EngineSettings, ServerSettings, Settings
+
+
+def fast_settings(source: str, **server: Any) -> Settings:
+    """Settings for tests: ports 0, decisions every 0.2 s, fits in a thread."""
+    return Settings(
+        server=ServerSettings(
+            grpc_port=0, http_port=0, host="127.0.0.1", grace_seconds=0.5, **server
+        ),
+        engine=EngineSettings(step=0.2, fit_workers=0, model_step=600.0, history=7 * 86400.0),
+        source=source,
+    )
+
+
+class RunningScaler:
+    """The scaler running in a thread with its own event loop; `.port`, `.http_port`, `.engine`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.port = 0
+        self.http_port = 0
+        self.engine: Engine | None = None
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="scaler", daemon=True)
+
+    def __enter__(self) -> RunningScaler:
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError(f"scaler did not start: {self._error!r}")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(15)
+
+    def _main(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+
+            def ready(port: int, http_port: int, engine: Engine) -> None:
+                self.port, self.http_port, self.engine = port, http_port, engine
+                self._ready.set()
+
+            await run_server(self.settings, clock=WallClock(), stop=self._stop, on_ready=ready)
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # surfaced to the test by __enter__
+            self._error = exc
+            self._ready.set()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def ref(name: str = "llm-serve", namespace: str = "team-a", **meta: str) -> pb.ScaledObjectRef:
+    metadata = {"query": "llm_serving_10min", "threshold": "60"}
+    metadata.update(meta)
+    return pb.ScaledObjectRef(name=name, namespace=namespace, scalerMetadata=metadata)
+
+
+def eventually(call: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """Retry `call` while it raises UNAVAILABLE (the engine is warming up), up to `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+__all__ = ["RunningScaler", "eventually", "fast_settings", "ref", "replace"]

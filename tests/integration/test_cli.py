@@ -1,0 +1,123 @@
+"""`scaler serve` and `scaler demo` as a user runs them: a real process, signals, files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+
+from scaler._pb import externalscaler_pb2 as pb
+from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from tests.integration.scaler_server import eventually, ref
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def scaler(*args: str, **kwargs: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "scaler", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,  # type: ignore[call-overload]
+    )
+
+
+def test_serve_answers_over_grpc_and_stops_cleanly_on_sigterm() -> None:
+    grpc_port, http_port = free_port(), free_port()
+    env = {**os.environ, "SCALER_HTTP_PORT": str(http_port), "SCALER_STEP": "1s"}
+    proc = scaler(
+        "serve",
+        "--source",
+        "file:",
+        "--host",
+        "127.0.0.1",
+        "--grpc-port",
+        str(grpc_port),
+        "--fit-workers",
+        "1",
+        env=env,
+    )
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+            stub = pb_grpc.ExternalScalerStub(channel)
+            target = ref(leadTime="10m")
+            assert stub.GetMetricSpec(target).metricSpecs[0].targetSize == 1
+            request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")
+            value = eventually(lambda: stub.GetMetrics(request), timeout=30).metricValues[0]
+            assert value.metricValue >= 1
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=5) as reply:
+            text = reply.read().decode()
+        assert "scaler_targets 1.0" in text
+        deadline = time.monotonic() + 30  # the fit runs in a worker process
+        while 'scaler_model_fits_total{model="auto",result="ok"}' not in text:
+            assert time.monotonic() < deadline, "the model was never fitted"
+            time.sleep(0.5)
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=5) as r:
+                text = r.read().decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "stopped" in out
+
+
+def test_serve_with_a_missing_trace_exits_with_a_clear_error() -> None:
+    proc = scaler(
+        "serve", "--source", "file:/nonexistent/trace.csv", "--grpc-port", "0", "--http-port", "-1"
+    )
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "/nonexistent/trace.csv" in out and "does not exist" in out
+
+
+def test_help_lists_the_commands_and_the_serve_flags() -> None:
+    top = subprocess.run(
+        [sys.executable, "-m", "scaler", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "serve" in top and "demo" in top
+    serve = subprocess.run(
+        [sys.executable, "-m", "scaler", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for flag in (
+        "--grpc-port",
+        "--http-port",
+        "--source",
+        "--tls-cert",
+        "--tls-client-ca",
+        "--tls-require-client-cert",
+        "SCALER_GRPC_PORT",
+    ):
+        assert flag in serve
+
+
+@pytest.mark.slow
+def test_demo_short_mode_prints_the_table_and_writes_a_png(tmp_path: Path) -> None:
+    out = tmp_path / "demo.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "scaler", "demo", "--short", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "P95 peak" in proc.stdout and "reactive" in proc.stdout
+    assert "forecast" in proc.stdout  # the model prewarmed at least once
+    assert out.stat().st_size > 10_000
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,161 @@
+"""The real ExternalScaler server over a real gRPC channel: every rpc, stream, health, errors."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from scaler._pb import externalscaler_pb2 as pb
+from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.sources.file import bundled_trace
+from tests.integration.scaler_server import RunningScaler, eventually, fast_settings, ref
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("traces")
+    shutil.copy(bundled_trace(), folder / "llm_serving_10min.csv")
+    # 20 minutes at 1 s; the replay starts half-way (the default warm-up), idle for 3 s more,
+    # then busy: a pool at zero that must wake up.
+    rows = ["timestamp,value"] + [
+        f"2024-01-01 00:{i // 60:02d}:{i % 60:02d},{0 if i < 603 else 100}" for i in range(1200)
+    ]
+    (folder / "wakes_up.csv").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def scaler(traces: Path) -> Iterator[RunningScaler]:
+    with RunningScaler(fast_settings(f"file:{traces}")) as running:
+        yield running
+
+
+@pytest.fixture()
+def stub(scaler: RunningScaler) -> Iterator[pb_grpc.ExternalScalerStub]:
+    with grpc.insecure_channel(scaler.address) as channel:
+        yield pb_grpc.ExternalScalerStub(channel)
+
+
+def test_get_metric_spec_returns_one_metric_with_target_one(
+    stub: pb_grpc.ExternalScalerStub,
+) -> None:
+    spec = stub.GetMetricSpec(ref(metricName="llm-replicas"))
+    assert len(spec.metricSpecs) == 1
+    metric = spec.metricSpecs[0]
+    assert (metric.metricName, metric.targetSize, metric.targetSizeFloat) == (
+        "llm-replicas",
+        1,
+        1.0,
+    )
+
+
+def test_default_metric_name_is_stable_and_differs_between_triggers(
+    stub: pb_grpc.ExternalScalerStub,
+) -> None:
+    first = stub.GetMetricSpec(ref()).metricSpecs[0].metricName
+    again = stub.GetMetricSpec(ref()).metricSpecs[0].metricName
+    other = stub.GetMetricSpec(ref(threshold="70")).metricSpecs[0].metricName
+    assert first == again
+    assert first != other
+    assert first.startswith("predictive-llm-serve-")
+
+
+def test_get_metrics_answers_the_desired_replicas_never_below_reactive(
+    stub: pb_grpc.ExternalScalerStub, scaler: RunningScaler
+) -> None:
+    target = ref()
+    stub.GetMetricSpec(target)
+    answer = eventually(
+        lambda: stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=target, metricName="m"))
+    )
+    assert len(answer.metricValues) == 1
+    value = answer.metricValues[0]
+    assert value.metricName == "m"
+    assert value.metricValue == math.ceil(value.metricValueFloat)
+    assert scaler.engine is not None
+    state = next(s for s in scaler.engine.targets.values() if s.spec.threshold == 60.0)
+    assert state.decision is not None
+    load = state.decision.load
+    assert load > 0
+    assert value.metricValueFloat >= math.ceil(load / 60.0) - 1  # a newer step may have landed
+
+
+def test_is_active_follows_the_activation_threshold(stub: pb_grpc.ExternalScalerStub) -> None:
+    busy = ref(name="busy")
+    quiet = ref(name="quiet", activationThreshold="1e9")
+    assert eventually(lambda: stub.IsActive(busy)).result is True
+    assert eventually(lambda: stub.IsActive(quiet)).result is False
+
+
+def test_stream_is_active_sends_the_state_then_true_when_the_pool_wakes(
+    stub: pb_grpc.ExternalScalerStub,
+) -> None:
+    target = ref(name="sleepy", query="wakes_up", activationThreshold="50", threshold="10")
+    stream = stub.StreamIsActive(target, timeout=20)
+    first = next(stream)
+    assert first.result is False
+    woke = next(stream)
+    assert woke.result is True
+    stream.cancel()
+
+
+def test_bad_metadata_is_invalid_argument_naming_the_key_and_others_keep_serving(
+    stub: pb_grpc.ExternalScalerStub,
+) -> None:
+    with pytest.raises(grpc.RpcError) as err:
+        stub.GetMetricSpec(ref(threshold="0"))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "threshold" in str(err.value.details())
+    with pytest.raises(grpc.RpcError) as err:
+        stub.IsActive(ref(maxReplica="3"))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "maxReplica" in str(err.value.details())
+    assert stub.GetMetricSpec(ref()).metricSpecs
+
+
+def test_a_target_without_data_is_unavailable_with_the_reason_never_zero(
+    stub: pb_grpc.ExternalScalerStub,
+) -> None:
+    target = ref(name="ghost", query="no_such_trace")
+    stub.GetMetricSpec(target)
+    with pytest.raises(grpc.RpcError) as err:
+        for _ in range(30):
+            stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=target, metricName="x"))
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "no decision yet" in str(err.value.details())
+    assert stub.GetMetricSpec(ref()).metricSpecs  # the server keeps serving the others
+
+
+def test_stream_metric_spec_is_unimplemented(stub: pb_grpc.ExternalScalerStub) -> None:
+    with pytest.raises(grpc.RpcError) as err:
+        next(stub.StreamMetricSpec(ref()))
+    assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_health_service_reports_serving(scaler: RunningScaler) -> None:
+    with grpc.insecure_channel(scaler.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "externalscaler.ExternalScaler"):
+            reply = health.Check(health_pb2.HealthCheckRequest(service=service))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_http_port_serves_metrics_and_health(
+    stub: pb_grpc.ExternalScalerStub, scaler: RunningScaler
+) -> None:
+    eventually(lambda: stub.IsActive(ref()))
+    base = f"http://127.0.0.1:{scaler.http_port}"
+    for path in ("/healthz", "/readyz"):
+        with urllib.request.urlopen(f"{base}{path}", timeout=5) as reply:
+            assert reply.status == 200
+    with urllib.request.urlopen(f"{base}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    assert "scaler_desired_replicas{" in text
+    assert 'scaler_rpc_duration_seconds_count{code="OK",method="IsActive"}' in text

@@ -1,0 +1,176 @@
+"""TLS and mTLS with certificates generated here, over a real gRPC channel."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.errors import ConfigError
+from scaler.server import server_credentials
+from scaler.settings import TLSSettings
+from scaler.sources.file import bundled_trace
+from tests.integration.scaler_server import RunningScaler, fast_settings, ref
+
+
+@dataclass(frozen=True)
+class Pair:
+    cert: bytes
+    key: bytes
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _issue(
+    name: str, *, issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None, ca: bool
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer[0].subject if issuer else subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if not ca:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+    cert = builder.sign(issuer[1] if issuer else key, hashes.SHA256())
+    return cert, key
+
+
+def _pair(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> Pair:
+    return Pair(cert.public_bytes(serialization.Encoding.PEM), _pem_key(key))
+
+
+@dataclass(frozen=True)
+class PKI:
+    ca: bytes
+    server: Pair
+    client: Pair
+    stranger: Pair
+    """A client certificate from another CA."""
+    paths: dict[str, Path]
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> PKI:
+    ca = _issue("test-ca", issuer=None, ca=True)
+    other_ca = _issue("other-ca", issuer=None, ca=True)
+    server = _pair(*_issue("scaler", issuer=ca, ca=False))
+    client = _pair(*_issue("keda-operator", issuer=ca, ca=False))
+    stranger = _pair(*_issue("keda-operator", issuer=other_ca, ca=False))
+    ca_pem = ca[0].public_bytes(serialization.Encoding.PEM)
+    folder = tmp_path_factory.mktemp("pki")
+    paths = {"ca": folder / "ca.crt", "cert": folder / "tls.crt", "key": folder / "tls.key"}
+    paths["ca"].write_bytes(ca_pem)
+    paths["cert"].write_bytes(server.cert)
+    paths["key"].write_bytes(server.key)
+    return PKI(ca=ca_pem, server=server, client=client, stranger=stranger, paths=paths)
+
+
+def _serve(pki: PKI, *, mtls: bool) -> RunningScaler:
+    tls = TLSSettings(
+        cert=pki.paths["cert"],
+        key=pki.paths["key"],
+        client_ca=pki.paths["ca"] if mtls else None,
+        require_client_cert=mtls,
+    )
+    return RunningScaler(fast_settings(f"file:{bundled_trace()}", tls=tls))
+
+
+def _call(address: str, credentials: grpc.ChannelCredentials) -> int:
+    with grpc.secure_channel(address, credentials) as channel:
+        stub = pb_grpc.ExternalScalerStub(channel)
+        return len(stub.GetMetricSpec(ref(), timeout=5).metricSpecs)
+
+
+@pytest.fixture(scope="module")
+def tls_server(pki: PKI) -> Iterator[RunningScaler]:
+    with _serve(pki, mtls=False) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def mtls_server(pki: PKI) -> Iterator[RunningScaler]:
+    with _serve(pki, mtls=True) as running:
+        yield running
+
+
+def test_tls_server_answers_a_client_that_trusts_its_ca(
+    tls_server: RunningScaler, pki: PKI
+) -> None:
+    assert _call(tls_server.address, grpc.ssl_channel_credentials(root_certificates=pki.ca)) == 1
+
+
+def test_tls_server_refuses_plaintext_clients(tls_server: RunningScaler) -> None:
+    with grpc.insecure_channel(tls_server.address) as channel:
+        stub = pb_grpc.ExternalScalerStub(channel)
+        with pytest.raises(grpc.RpcError) as err:
+            stub.GetMetricSpec(ref(), timeout=3)
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_mtls_server_answers_a_client_certificate_from_its_ca(
+    mtls_server: RunningScaler, pki: PKI
+) -> None:
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=pki.ca, private_key=pki.client.key, certificate_chain=pki.client.cert
+    )
+    assert _call(mtls_server.address, creds) == 1
+
+
+@pytest.mark.parametrize("who", ["no certificate", "certificate from another CA"])
+def test_mtls_server_refuses_clients_it_cannot_verify(
+    mtls_server: RunningScaler, pki: PKI, who: str
+) -> None:
+    if who == "no certificate":
+        creds = grpc.ssl_channel_credentials(root_certificates=pki.ca)
+    else:
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=pki.ca,
+            private_key=pki.stranger.key,
+            certificate_chain=pki.stranger.cert,
+        )
+    with pytest.raises(grpc.RpcError) as err:
+        _call(mtls_server.address, creds)
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_unreadable_certificate_is_a_config_error_naming_the_file(pki: PKI, tmp_path: Path) -> None:
+    missing = tmp_path / "absent.crt"
+    with pytest.raises(ConfigError, match=r"absent\.crt"):
+        server_credentials(TLSSettings(cert=missing, key=pki.paths["key"]))
+    garbage = tmp_path / "garbage.crt"
+    garbage.write_text("not a certificate")
+    with pytest.raises(ConfigError, match="not a PEM file"):
+        server_credentials(TLSSettings(cert=garbage, key=pki.paths["key"]))
+    with pytest.raises(ConfigError, match=r"--tls-client-ca"):
+        server_credentials(
+            TLSSettings(cert=pki.paths["cert"], key=pki.paths["key"], require_client_cert=True)
+        )
