@@ -209,6 +209,9 @@ async def run_server(
         if http is not None:
             http.shutdown()
             http.server_close()
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
         logger.info("stopped")
 
 

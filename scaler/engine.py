@@ -340,6 +340,11 @@ class Engine:
             self.telemetry.fits.labels(spec.model, "error").inc()
             logger.info("%s: no model, staying reactive: %s", spec.key, exc)
             state.fitted_at = now - self.settings.refit_every + FIT_RETRY
+        except Exception as exc:  # a crashed worker must not leave the target without retries
+            logger.exception("%s: model fit crashed", spec.key)
+            state.model_note = f"fit crashed: {exc!r}"
+            self.telemetry.fits.labels(spec.model, "crash").inc()
+            state.fitted_at = now - self.settings.refit_every + FIT_RETRY
         finally:
             state.fitting = False
 

@@ -14,7 +14,7 @@ import grpc
 
 from scaler._pb import externalscaler_pb2 as pb
 from scaler.cli import run_server
-from scaler.clock import WallClock
+from scaler.clock import Clock, WallClock
 from scaler.engine import Engine
 from scaler.settings import EngineSettings, ServerSettings, Settings
 
@@ -33,8 +33,9 @@ def fast_settings(source: str, **server: Any) -> Settings:
 class RunningScaler:
     """The scaler running in a thread with its own event loop; `.port`, `.http_port`, `.engine`."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
         self.settings = settings
+        self.clock = clock or WallClock()
         self.port = 0
         self.http_port = 0
         self.engine: Engine | None = None
@@ -66,7 +67,7 @@ class RunningScaler:
                 self.port, self.http_port, self.engine = port, http_port, engine
                 self._ready.set()
 
-            await run_server(self.settings, clock=WallClock(), stop=self._stop, on_ready=ready)
+            await run_server(self.settings, clock=self.clock, stop=self._stop, on_ready=ready)
 
         try:
             asyncio.run(main())
@@ -97,4 +98,22 @@ def eventually(call: Callable[[], Any], timeout: float = 20.0) -> Any:
             time.sleep(0.1)
 
 
-__all__ = ["RunningScaler", "eventually", "fast_settings", "ref", "replace"]
+def refused(call: Callable[[], Any], *, says: str, timeout: float = 20.0) -> grpc.RpcError:
+    """Call until the server refuses with details containing `says` (the engine fills in the
+    reason on its next refresh); returns that error. Fails if it answers or never says so."""
+    deadline = time.monotonic() + timeout
+    last: grpc.RpcError | None = None
+    while time.monotonic() < deadline:
+        try:
+            call()
+        except grpc.RpcError as exc:
+            last = exc
+            if says in str(exc.details()):
+                return exc
+        else:
+            raise AssertionError(f"expected a refusal saying {says!r}, got an answer")
+        time.sleep(0.1)
+    raise AssertionError(f"never refused with {says!r}; last error: {last!r}")
+
+
+__all__ = ["RunningScaler", "eventually", "fast_settings", "ref", "refused", "replace"]

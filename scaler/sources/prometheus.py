@@ -1,0 +1,284 @@
+"""Load from Prometheus' HTTP API, through prometheus-api-client (`PrometheusConnect`).
+
+Owns: range queries cut into chunks under Prometheus' 11,000-points-per-series limit and laid on
+the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), instant queries
+for the latest value, one client per Prometheus URL, and the translation of every HTTP, transport
+and PromQL failure into `SourceUnavailable`, `BadQuery` or `NoData`, here and nowhere else.
+It is the only module that imports prometheus_api_client (and its transport, requests).
+
+Must not: retry with backoff (the engine asks again on its next step, and a retry would stretch
+a timeout past that step), cache answers, or make up values for missing data.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, TypeVar
+
+import numpy as np
+import requests
+from prometheus_api_client.prometheus_connect import PrometheusConnect
+from urllib3.util.retry import Retry
+
+from models.base import FloatArray, Series
+from scaler.errors import BadQuery, NoData, SourceUnavailable
+from scaler.sources.base import Sample
+from scaler.spec import TargetSpec
+
+logger = logging.getLogger(__name__)
+
+MAX_POINTS = 11_000
+"""Points per series Prometheus serves in one range query (it rejects more with HTTP 400)."""
+
+URL_FIX = "check serverAddress / --prometheus-url"
+
+T = TypeVar("T")
+
+
+class PrometheusSource:
+    """A `Source` backed by Prometheus; thread-safe (the engine calls it from worker threads)."""
+
+    def __init__(
+        self,
+        default_url: str,
+        *,
+        timeout: float = 10.0,
+        headers: dict[str, str] | None = None,
+        verify_tls: bool | str = True,
+    ) -> None:
+        """`verify_tls` is True, False (no verification) or the path of a CA bundle.
+
+        Nothing is sent to Prometheus until the first query.
+        """
+        self.default_url = default_url.rstrip("/")
+        self.timeout = timeout
+        self._headers = dict(headers or {})
+        self._verify_tls = verify_tls
+        self._clients: dict[str, PrometheusConnect] = {}
+        self._lock = threading.Lock()
+
+    def history(self, spec: TargetSpec, *, start: float, end: float, step: float) -> Series:
+        """Values of spec.query at start, start + step, ... <= end; NaN where there is no sample.
+
+        Raises NoData when the whole window holds no series at all.
+        """
+        grid = _Grid(start, step, _grid_size(start, end, step))
+        values = np.full(grid.size, np.nan)
+        found = False
+        logger.debug("%s: history of %d points in %d queries", spec.label, grid.size,
+                     math.ceil(grid.size / MAX_POINTS))
+        for chunk in grid.chunks(MAX_POINTS):
+            result = self._ask(spec, partial(_query_range, query=spec.query, chunk=chunk))
+            series = _single_series(spec, result)
+            if series is not None:
+                found = True
+                _place(values, chunk, series["values"])
+        if grid.size and not found:
+            raise NoData(
+                f"query {spec.query!r} for {spec.label} returned no series between "
+                f"{_iso(start)} and {_iso(end)}; check the metric name and labels"
+            )
+        return Series(start, step, values)
+
+    def latest(self, spec: TargetSpec, *, at: float) -> Sample:
+        """The value of spec.query at `at` (Prometheus looks back 5 minutes for a sample)."""
+        result = self._ask(spec, partial(_query_instant, query=spec.query, at=at))
+        value = _instant_value(spec, result)
+        if value is None or math.isnan(value):
+            raise NoData(
+                f"query {spec.query!r} for {spec.label} has no value at {_iso(at)} (no sample "
+                f"in Prometheus' lookback window, or NaN/Inf); check the metric name and labels"
+            )
+        return Sample(at, value)
+
+    def close(self) -> None:
+        """Close every HTTP connection pool."""
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+
+    def _client(self, url: str) -> PrometheusConnect:
+        with self._lock:
+            client = self._clients.get(url)
+            if client is None:
+                client = self._clients[url] = self._connect(url)
+            return client
+
+    def _connect(self, url: str) -> PrometheusConnect:
+        # PrometheusConnect sends nothing in __init__. We hand it our own session so that
+        # `verify_tls` may be a CA bundle path (disable_ssl can only say yes or no) and so that
+        # HTTP errors arrive as requests.HTTPError with the response attached, instead of the
+        # library's exception that only carries the status and body inside its message.
+        session = requests.Session()
+        session.verify = self._verify_tls
+        session.hooks["response"].append(_raise_for_status)
+        return PrometheusConnect(
+            url=url,
+            headers=self._headers,
+            disable_ssl=self._verify_tls is False,
+            # No retries (the engine's next step is the retry); read=False lets a read timeout
+            # surface as requests.Timeout rather than as a "max retries" ConnectionError.
+            retry=Retry(total=0, read=False, raise_on_status=False),
+            session=session,
+            # Annotated `int` in the library, but handed to requests, which takes float seconds.
+            timeout=self.timeout,  # type: ignore[arg-type]
+        )
+
+    def _ask(self, spec: TargetSpec, call: Callable[[PrometheusConnect], T]) -> T:
+        """Run one request for `spec`, translating every failure into the scaler's errors."""
+        url = (spec.server_address or self.default_url).rstrip("/")
+        try:
+            return call(self._client(url))
+        except requests.HTTPError as e:
+            raise _http_error(spec, url, e) from e
+        except requests.Timeout as e:
+            raise SourceUnavailable(
+                f"Prometheus at {url} did not answer within {self.timeout:g}s for {spec.label}; "
+                f"{URL_FIX}, or raise the timeout if the query is slow"
+            ) from e
+        except (requests.RequestException, KeyError, TypeError) as e:
+            # RequestException covers refused connections, DNS, TLS and non-JSON bodies; a
+            # KeyError/TypeError means a 200 answer that is not a Prometheus API response.
+            raise SourceUnavailable(
+                f"Prometheus at {url} is unavailable for {spec.label} "
+                f"({type(e).__name__}: {e}); {URL_FIX}"
+            ) from e
+
+
+def _raise_for_status(response: requests.Response, *args: Any, **kwargs: Any) -> None:
+    response.raise_for_status()
+
+
+def _http_error(spec: TargetSpec, url: str, e: requests.HTTPError) -> Exception:
+    """BadQuery for a query Prometheus rejects (400/422), SourceUnavailable for the rest."""
+    response = e.response
+    status = response.status_code if response is not None else 0
+    error = _error_text(response)
+    if status in (400, 422):
+        return BadQuery(
+            f"Prometheus at {url} rejected the query for {spec.label} {spec.query!r}: {error}; "
+            f"fix `query` (try it in the Prometheus UI)"
+        )
+    fix = "check the credentials in the Prometheus headers" if status in (401, 403) else URL_FIX
+    return SourceUnavailable(
+        f"Prometheus at {url} answered HTTP {status} for {spec.label}: {error}; {fix}"
+    )
+
+
+def _error_text(response: requests.Response | None) -> str:
+    """Prometheus' own `error` field, else the start of the body."""
+    if response is None:
+        return "no response"
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200].strip() or response.reason
+    if isinstance(body, dict) and body.get("error"):
+        return str(body["error"])
+    return response.text[:200].strip()
+
+
+class _Grid:
+    """`size` points start, start + step, ...; a chunk is the slice [first, first + size)."""
+
+    def __init__(self, start: float, step: float, size: int, first: int = 0) -> None:
+        self.start, self.step, self.size, self.first = start, step, size, first
+
+    def time(self, i: int) -> float:
+        return self.start + i * self.step
+
+    def chunks(self, max_points: int) -> Iterator[_Grid]:
+        for first in range(0, self.size, max_points):
+            size = min(max_points, self.size - first)
+            yield _Grid(self.time(first), self.step, size, first)
+
+
+def _grid_size(start: float, end: float, step: float) -> int:
+    if not (math.isfinite(step) and step > 0):
+        raise ValueError(f"history step must be a positive number of seconds, got {step}")
+    if end < start:
+        return 0
+    # The epsilon keeps `end` on the grid when float rounding puts it a hair short.
+    return math.floor((end - start) / step + 1e-9) + 1
+
+
+def _query_range(client: PrometheusConnect, query: str, chunk: _Grid) -> list[Any]:
+    # The library rounds start/end to whole seconds; our own params (which take precedence)
+    # keep millisecond precision, so the returned points land exactly on our grid.
+    last = chunk.time(chunk.size - 1)
+    params = {"start": _ts(chunk.start), "end": _ts(last), "step": _ts(chunk.step)}
+    result: list[Any] = client.custom_query_range(
+        query, _dt(chunk.start), _dt(last), step=params["step"], params=params
+    )
+    return result
+
+
+def _query_instant(client: PrometheusConnect, query: str, at: float) -> list[Any]:
+    result: list[Any] = client.custom_query(query, params={"time": _ts(at)})
+    return result
+
+
+def _single_series(spec: TargetSpec, result: list[Any]) -> dict[str, Any] | None:
+    """The only series of a range result, None when there is none; BadQuery for several."""
+    if len(result) > 1:
+        raise BadQuery(_several_series(spec, len(result)))
+    return result[0] if result else None
+
+
+def _place(values: FloatArray, chunk: _Grid, points: list[Any]) -> None:
+    """Write a chunk's `[timestamp, "value"]` points into `values` at their grid index."""
+    for stamp, text in points:
+        i = round((float(stamp) - chunk.start) / chunk.step)
+        if 0 <= i < chunk.size:
+            values[chunk.first + i] = _to_float(text)
+
+
+def _instant_value(spec: TargetSpec, result: list[Any]) -> float | None:
+    """The value of an instant result: a vector of at most one sample, or a scalar."""
+    if not result:
+        return None
+    if not isinstance(result[0], dict):
+        # The library drops resultType: a scalar or string comes back as [time, "text"].
+        _, text = result
+        try:
+            return _to_float(text)
+        except ValueError:
+            raise BadQuery(
+                f"query {spec.query!r} for {spec.label} returned the string {text!r}, "
+                f"not a number; fix `query`"
+            ) from None
+    if len(result) > 1:
+        raise BadQuery(_several_series(spec, len(result)))
+    _, text = result[0]["value"]
+    return _to_float(text)
+
+
+def _several_series(spec: TargetSpec, count: int) -> str:
+    return (
+        f"query {spec.query!r} for {spec.label} returned {count} series; wrap it in sum() or max()"
+    )
+
+
+def _to_float(text: str) -> float:
+    """A Prometheus sample value; "NaN", "+Inf" and "-Inf" all become NaN (Series holds no inf)."""
+    value = float(text)
+    return value if math.isfinite(value) else math.nan
+
+
+def _ts(seconds: float) -> str:
+    """Epoch seconds as Prometheus reads them, to the millisecond it stores."""
+    return f"{seconds:.3f}"
+
+
+def _dt(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _iso(seconds: float) -> str:
+    return _dt(seconds).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,84 @@
+"""Dependencies point one way (STYLE.md): checked on the source, so a stray import fails CI."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Where each third-party library may be imported (module paths relative to the repo root).
+CONFINED = {
+    "prometheus_api_client": {"scaler/sources/prometheus.py"},
+    "prophet": {"models/prophet.py"},
+    "statsmodels": {"models/ets.py"},
+    "kubernetes": set(),
+    "grpc": {"scaler/server.py", "scaler/demo.py"},  # demo: the in-process stand-in for KEDA
+    "grpc_health": {"scaler/server.py"},
+}
+PURE = [
+    "scaler/policy.py",
+    "scaler/budget.py",
+    "scaler/drift.py",
+    "scaler/yardstick.py",
+    "models/base.py",
+]
+PURE_ALLOWED = {"numpy", "pandas", "scaler", "models"}
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def sources() -> list[Path]:
+    return [
+        p for d in ("scaler", "models") for p in (ROOT / d).rglob("*.py") if "_pb" not in p.parts
+    ]
+
+
+def test_models_never_import_scaler() -> None:
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "models").rglob("*.py")
+        if any(m == "scaler" or m.startswith("scaler.") for m in imports(p))
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("library", sorted(CONFINED))
+def test_each_third_party_library_lives_in_one_place(library: str) -> None:
+    users = {
+        str(p.relative_to(ROOT))
+        for p in sources()
+        if any(m == library or m.startswith(library + ".") for m in imports(p))
+    }
+    assert users <= CONFINED[library], f"{library} imported outside {CONFINED[library]}"
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_pure_modules_import_only_the_standard_library_numpy_pandas_and_each_other(
+    module: str,
+) -> None:
+    path = ROOT / module
+    if not path.exists():
+        pytest.fail(f"{module} is listed as pure but does not exist")
+    roots = {m.split(".")[0] for m in imports(path)}
+    foreign = roots - PURE_ALLOWED - set(sys.stdlib_module_names) - {"__future__"}
+    assert foreign == set()
+    if module.startswith("scaler/"):
+        impure = (
+            {m for m in imports(path) if m.startswith("scaler.")}
+            - {f"scaler.{Path(p).stem}" for p in PURE}
+            - {"scaler.errors"}
+        )
+        assert impure == set(), f"{module} imports non-pure scaler modules {impure}"
