@@ -6,13 +6,17 @@ plain data, so nothing but numbers crosses the process boundary.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from models import catalog
-from models.base import ArtefactError, ModelError, Series
-from models.calibrate import ARTEFACT_FORMAT, CalibratedModel, Calibration, fit_calibrated
+import numpy as np
 
-DEFAULT_KIND = "seasonal"
+from models import catalog, select
+from models.base import ArtefactError, ModelError, Series
+from models.calibrate import ARTEFACT_FORMAT, CalibratedModel, Calibration
+
+DEFAULT_KIND = "auto"
+"""What a target gets without a `model` key: the backtests pick (models.select)."""
 
 
 def dump(model: CalibratedModel) -> dict[str, Any]:
@@ -29,7 +33,7 @@ def load(data: dict[str, Any]) -> CalibratedModel:
         )
     try:
         cls = catalog.adapter(str(data["kind"]))
-        return CalibratedModel(
+        model = CalibratedModel(
             model=cls.from_dict(data["params"]),
             calibration=Calibration.from_dict(data["calibration"]),
             trained_from=float(data["trained_from"]),
@@ -42,10 +46,14 @@ def load(data: dict[str, Any]) -> CalibratedModel:
         raise
     except (KeyError, TypeError, ValueError, ModelError) as exc:
         raise ArtefactError(f"artefact is malformed: {exc!r}") from exc
+    if not all(math.isfinite(v) for v in (model.trained_from, model.trained_until, model.step)):
+        raise ArtefactError("artefact has a non-finite training window or step; refit the model")
+    if not np.isfinite(model.calibration.table).all():
+        raise ArtefactError("artefact calibration table holds NaN or inf; refit the model")
+    return model
 
 
-def fit(kind: str, history: Series, steps: int) -> dict[str, Any]:
-    """Fit `kind` (or the default for `auto`) on history, calibrated for `steps` ahead."""
-    chosen = DEFAULT_KIND if kind == "auto" else kind
-    cls = catalog.adapter(chosen)
-    return dump(fit_calibrated(cls, history, steps=steps))
+def fit(kind: str, history: Series, steps: int, *, quantile: float = 0.95) -> dict[str, Any]:
+    """Fit `kind` ("auto" selects, see models.select) on history, calibrated for `steps` ahead;
+    the artefact's scores grade it at `quantile` on the latest week. ModelError when it cannot."""
+    return dump(select.fit_kind(kind, history, steps=steps, quantile=quantile))

@@ -9,7 +9,9 @@ missing), which every model may rely on. Resampling raw scrapes to that grid liv
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, ClassVar, Protocol, Self
 
 import numpy as np
@@ -125,6 +127,8 @@ class Forecast:
     upper: FloatArray = field(repr=False)
     """Calibrated forecast at `quantile`; >= p50 point by point."""
     quantile: float
+    raw_upper: FloatArray | None = field(default=None, repr=False)
+    """The model's own, uncalibrated bound at `quantile` (reported, never used to decide)."""
 
     def times(self) -> FloatArray:
         return self.origin + self.step * np.arange(self.p50.size, dtype=np.float64)
@@ -162,6 +166,11 @@ class Forecaster(Protocol):
         """
         ...
 
+    def interval(self, p50: FloatArray, quantile: float) -> FloatArray:
+        """The model's own upper bound at `quantile` for a path `p50` (steps 1..n), as the
+        model's theory would state it. Reported next to the calibrated bound, never used."""
+        ...
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters (floats, lists, strings); no pickle."""
         ...
@@ -170,3 +179,51 @@ class Forecaster(Protocol):
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """Inverse of to_dict. Raises ArtefactError on missing or malformed fields."""
         ...
+
+
+def season_for(span: float) -> float:
+    """The seasonal period a history of `span` seconds (first to last observed value) supports:
+    a week from two weeks on, a day from one day on; FitError below a day (DESIGN.md)."""
+    if span >= 2 * WEEK:
+        return WEEK
+    if span >= DAY:
+        return DAY
+    raise FitError(
+        f"history covers {span / HOUR:.1f} h of observed load; a forecast needs at least one "
+        "day (the scaler stays reactive until then)"
+    )
+
+
+def observed_span(history: Series) -> float:
+    """Seconds from the first to the last observed value, counting each as one step."""
+    idx = np.flatnonzero(~np.isnan(history.values))
+    if idx.size == 0:
+        return 0.0
+    return float(idx[-1] - idx[0] + 1) * history.step
+
+
+def prepared(history: Series) -> Series:
+    """History as every model fits on it: leading missing values dropped (a series that starts
+    mid-way), negative values read as 0 (a load cannot be negative; sources that compute
+    differences may produce tiny negatives). FitError when nothing is observed."""
+    values = history.values
+    idx = np.flatnonzero(~np.isnan(values))
+    if idx.size == 0:
+        raise FitError("history has no observed values; check the query returns data")
+    first = int(idx[0])
+    clean = np.where(values[first:] < 0, 0.0, values[first:])
+    return Series(history.start + first * history.step, history.step, clean)
+
+
+def lognormal_upper(
+    p50: FloatArray, *, offset: float, sigma: FloatArray, quantile: float
+) -> FloatArray:
+    """Upper bound of a model that is Gaussian on log(load + offset) with per-step `sigma`."""
+    z = NormalDist().inv_cdf(min(max(quantile, 1e-6), 1 - 1e-6))
+    out: FloatArray = np.maximum((p50 + offset) * np.exp(z * sigma) - offset, p50)
+    return out
+
+
+def finite_or(value: float, default: float) -> float:
+    """`value` when it is a finite number, else `default` (for fitted parameters)."""
+    return value if math.isfinite(value) else default

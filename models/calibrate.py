@@ -13,6 +13,7 @@ narrow at the peak, exactly where prewarming matters.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from models.base import (
+    DAY,
     HOUR,
     WEEK,
     ArtefactError,
@@ -28,13 +30,23 @@ from models.base import (
     Forecast,
     Forecaster,
     Series,
+    observed_span,
+    prepared,
+    season_for,
 )
 
+RECALIBRATE_EVERY = DAY
+"""How often a model's table is re-measured on its own forecasts since its fit."""
+RECALIBRATION_WINDOW = WEEK
+"""The newest out-of-sample forecasts a re-measured table is made of."""
+MIN_ORIGINS = 20
+"""Fewest graded forecasts a re-measured table needs (a 95% quantile needs 19)."""
 LEVELS: FloatArray = np.round(np.arange(0.50, 0.995, 0.01), 2)
 """Quantile levels kept in the calibration table (0.50 .. 0.99)."""
 FLOOR_FRACTION = 0.1
 """Residual scale floor, as a fraction of the mean load: keeps near-zero forecasts sane."""
-ARTEFACT_FORMAT = 1
+ARTEFACT_FORMAT = 2
+"""Bumped whenever an artefact of the previous format would predict differently when loaded."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,12 @@ class Calibration:
         return out
 
     def upper(self, p50: FloatArray, quantile: float) -> FloatArray:
-        return np.maximum(p50 + self.offsets(p50.size, quantile) * self.scale(p50), 0.0)
+        """p50 + the residual quantile, never below p50 (nor 0): a model that ran high on the
+        calibration window keeps its median as the bound rather than promise less."""
+        out: FloatArray = np.maximum(
+            p50 + self.offsets(p50.size, quantile) * self.scale(p50), np.maximum(p50, 0.0)
+        )
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +100,44 @@ class Calibration:
         return cls(table=table, floor=floor, samples=samples)
 
 
+@dataclass(frozen=True)
+class Backtest:
+    """Rolling-origin forecasts: row k is the forecast made at the k-th origin, steps 1..steps
+    (each origin sees history up to itself only); NaN where the actual is missing."""
+
+    actual: FloatArray = field(repr=False)
+    p50: FloatArray = field(repr=False)
+
+    @property
+    def origins(self) -> int:
+        return int(self.actual.shape[0])
+
+    def relative(self, floor: float) -> FloatArray:
+        """Residuals (actual - p50) / max(p50, floor): the unit the calibration table is in."""
+        out: FloatArray = (self.actual - self.p50) / np.maximum(self.p50, floor)
+        return out
+
+    def part(self, rows: slice) -> Backtest:
+        return Backtest(actual=self.actual[rows], p50=self.p50[rows])
+
+
+def rolling(
+    model: Forecaster, history: Series, *, since: float, steps: int, stride: int = 1
+) -> Backtest:
+    """Forecast from every origin at or after `since` (every `stride`-th) to the series' end."""
+    first = max(1, int(np.ceil((since - history.start) / history.step - 1e-9)))
+    actual, p50 = [], []
+    for i in range(first, len(history) - 1, stride):
+        past = Series(history.start, history.step, history.values[: i + 1])
+        row_actual = np.full(steps, np.nan)
+        seen = history.values[i + 1 : i + 1 + steps]
+        row_actual[: seen.size] = seen
+        actual.append(row_actual)
+        p50.append(model.predict(past, steps))
+    shape = (len(actual), steps)
+    return Backtest(actual=np.array(actual).reshape(shape), p50=np.array(p50).reshape(shape))
+
+
 def residuals(
     model: Forecaster, history: Series, *, since: float, steps: int, stride: int = 1
 ) -> FloatArray:
@@ -91,17 +146,68 @@ def residuals(
     Row k holds the errors of the forecast made at the k-th origin, steps 1..steps; NaN where the
     actual is missing. Each origin only sees history up to itself.
     """
-    floor = _floor(history)
-    first = max(1, int(np.ceil((since - history.start) / history.step)))
-    rows = []
-    for i in range(first, len(history) - 1, stride):
-        past = Series(history.start, history.step, history.values[: i + 1])
-        actual = history.values[i + 1 : i + 1 + steps]
-        pred = model.predict(past, steps)[: actual.size]
-        row = np.full(steps, np.nan)
-        row[: actual.size] = (actual - pred) / np.maximum(pred, floor)
-        rows.append(row)
-    return np.array(rows).reshape(len(rows), steps)
+    backtest = rolling(model, history, since=since, steps=steps, stride=stride)
+    return backtest.relative(_floor(history))
+
+
+def pinball(actual: FloatArray, upper: FloatArray, quantile: float) -> float:
+    """Mean pinball (quantile) loss of `upper` at `quantile`, over the finite actuals."""
+    ok = np.isfinite(actual) & np.isfinite(upper)
+    if not ok.any():
+        return float("nan")
+    diff = actual[ok] - upper[ok]
+    return float(np.maximum(quantile * diff, (quantile - 1) * diff).mean())
+
+
+def scores(backtest: Backtest, *, floor: float, quantile: float) -> dict[str, float]:
+    """Out-of-sample scores of the calibrated quantile: each half of the origins is scored with
+    the table measured on the other half (cross-fitted), so no origin grades its own table."""
+    if backtest.origins < 4:
+        return {}
+    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
+    a, u = actual.ravel(), upper.ravel()
+    ok = np.isfinite(a)
+    p50, seen = backtest.p50.ravel(), backtest.actual.ravel()
+    ok50 = np.isfinite(seen)
+    return {
+        "pinball": pinball(a, u, quantile),
+        "coverage": float((a[ok] <= u[ok] + 1e-9).mean()) if ok.any() else float("nan"),
+        "wape": float(
+            np.abs(seen[ok50] - p50[ok50]).sum() / max(float(np.abs(seen[ok50]).sum()), 1e-12)
+        ),
+        "origins": float(backtest.origins),
+    }
+
+
+def origin_losses(backtest: Backtest, *, floor: float, quantile: float) -> FloatArray:
+    """Cross-fitted pinball loss of each origin's forecast (mean over its steps; NaN when none
+    was graded), in origin order: what model selection compares pair by pair."""
+    if backtest.origins < 4:
+        return np.full(backtest.origins, np.nan)
+    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
+    diff = actual - upper
+    loss = np.maximum(quantile * diff, (quantile - 1) * diff)
+    graded = np.isfinite(loss).sum(axis=1)
+    total = np.nansum(loss, axis=1)
+    out: FloatArray = np.where(graded > 0, total / np.maximum(graded, 1), np.nan)
+    return out
+
+
+def _cross_fitted(
+    backtest: Backtest, *, floor: float, quantile: float
+) -> tuple[FloatArray, FloatArray]:
+    """(actual, calibrated upper) per origin, each half calibrated on the other half."""
+    n = backtest.origins
+    halves = (slice(0, n // 2), slice(n // 2, n))
+    upper = np.empty_like(backtest.p50)
+    for fit_on, score_on in (halves, halves[::-1]):
+        table = Calibration(
+            table=table_from(backtest.part(fit_on).relative(floor)), floor=floor, samples=n
+        )
+        p50 = backtest.p50[score_on]
+        offsets = table.offsets(p50.shape[1], quantile)
+        upper[score_on] = np.maximum(p50 + offsets * table.scale(p50), np.maximum(p50, 0.0))
+    return backtest.actual, upper
 
 
 def table_from(errors: FloatArray) -> FloatArray:
@@ -137,6 +243,12 @@ class CalibratedModel:
     step: float
     fingerprint: str
     scores: dict[str, float] = field(default_factory=dict)
+    losses: FloatArray | None = field(default=None, repr=False, compare=False)
+    """Per-origin cross-fitted pinball losses on the calibration window (not in the artefact:
+    only model selection, right after fitting, compares them)."""
+    _recalibrated: dict[tuple[float, int], Calibration] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def kind(self) -> str:
@@ -148,9 +260,39 @@ class CalibratedModel:
             origin=recent.end + recent.step,
             step=recent.step,
             p50=p50,
-            upper=self.calibration.upper(p50, quantile),
+            upper=self.calibration_for(recent, steps).upper(p50, quantile),
             quantile=quantile,
+            raw_upper=self.model.interval(p50, quantile),
         )
+
+    def calibration_for(self, recent: Series, steps: int) -> Calibration:
+        """The table a forecast from `recent` uses: the fit-time table for the first day, then
+        one re-measured each RECALIBRATE_EVERY on this model's own out-of-sample forecasts
+        since its fit (the last RECALIBRATION_WINDOW of them), so a change in how noisy the
+        load is shows up in the band within a day, not at the next weekly refit.
+
+        A pure function of the artefact and `recent` up to the last whole day since the fit:
+        every scaler replica computes the same table; the cache only saves the work.
+        """
+        days = math.floor((recent.end - self.trained_until) / RECALIBRATE_EVERY + 1e-9)
+        if days < 1 or recent.step != self.step:
+            return self.calibration
+        boundary = self.trained_until + days * RECALIBRATE_EVERY
+        key = (boundary, steps)
+        if key not in self._recalibrated:
+            self._recalibrated.clear()  # only the current day's table is ever asked for again
+            self._recalibrated[key] = self._remeasured(recent.until(boundary), steps)
+        return self._recalibrated[key]
+
+    def _remeasured(self, known: Series, steps: int) -> Calibration:
+        since = max(self.trained_until, known.end - RECALIBRATION_WINDOW)
+        window = known.since(since - RECALIBRATION_WINDOW / 2)  # level/state context
+        backtest = rolling(self.model, window, since=since, steps=steps)
+        errors = backtest.relative(self.calibration.floor)
+        if np.isfinite(errors[:, -1:]).sum() < MIN_ORIGINS:
+            return self.calibration
+        table = table_from(errors)
+        return Calibration(table=table, floor=self.calibration.floor, samples=backtest.origins)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,38 +304,45 @@ class CalibratedModel:
             "fingerprint": self.fingerprint,
             "params": self.model.to_dict(),
             "calibration": self.calibration.to_dict(),
-            "scores": self.scores,
+            "scores": {k: v for k, v in self.scores.items() if np.isfinite(v)},
         }
 
 
 def fit_calibrated(
-    make: Callable[[], Forecaster], history: Series, *, steps: int
+    make: Callable[[], Forecaster], history: Series, *, steps: int, quantile: float = 0.95
 ) -> CalibratedModel:
-    """Fit on all but the calibration window, measure residuals on it, then refit on everything."""
-    if history.observed < 2:
-        raise FitError("history has fewer than two observed values")
-    hold_out = calibration_window(history.span)
+    """Fit on all but the calibration window, backtest on it (rolling origin), then refit on
+    everything. The table comes from that backtest; `scores` grade it out of sample."""
+    history = prepared(history)
+    season_for(observed_span(history))  # under a day: FitError saying the scaler stays reactive
+    hold_out = calibration_window(observed_span(history))
     split = history.end - hold_out
-    early = history.until(split)
     probe = make()
     try:
-        probe.fit(early)
-        since = split
+        probe.fit(history.until(split))
     except FitError:
-        probe.fit(history)  # too short to hold out: calibrate in-sample, and say so in samples
-        since = history.end - hold_out
-    errors = residuals(probe, history, since=since, steps=steps)
+        probe.fit(history)  # too short to hold out: calibrate in-sample (scores say "insample")
+        in_sample = True
+    else:
+        in_sample = False
+    backtest = rolling(probe, history, since=split, steps=steps)
+    floor = _floor(history)
     final = make()
     final.fit(history)
+    graded = scores(backtest, floor=floor, quantile=quantile)
+    if graded:
+        graded["in_sample"] = float(in_sample)
     return CalibratedModel(
         model=final,
         calibration=Calibration(
-            table=table_from(errors), floor=_floor(history), samples=errors.shape[0]
+            table=table_from(backtest.relative(floor)), floor=floor, samples=backtest.origins
         ),
         trained_from=history.start,
         trained_until=history.end,
         step=history.step,
         fingerprint=data_fingerprint(history),
+        scores=graded,
+        losses=origin_losses(backtest, floor=floor, quantile=quantile),
     )
 
 

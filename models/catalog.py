@@ -9,10 +9,16 @@ from models.base import Forecaster, UnknownModelError
 
 _ADAPTERS: dict[str, tuple[str, str]] = {
     "seasonal": ("models.seasonal", "SeasonalBaseline"),
+    "ets": ("models.ets", "ETSModel"),
+    "prophet": ("models.prophet", "ProphetModel"),
+    "naive": ("models.reference", "SeasonalNaive"),
 }
+CANDIDATES: tuple[str, ...] = ("seasonal", "ets", "prophet")
+"""What `model: auto` chooses from. `naive` is the backtest's reference, not a candidate."""
 
 
 def names() -> tuple[str, ...]:
+    """Every model kind an artefact may name (the candidates and the reference)."""
     return tuple(_ADAPTERS)
 
 

@@ -12,7 +12,17 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from models.base import DAY, HOUR, WEEK, ArtefactError, FitError, FloatArray, Series
+from models.base import (
+    HOUR,
+    ArtefactError,
+    FitError,
+    FloatArray,
+    Series,
+    lognormal_upper,
+    observed_span,
+    prepared,
+    season_for,
+)
 
 MAX_CYCLES = 4
 """Cycles the median looks back over: enough to ignore one odd week, few enough to follow trends."""
@@ -20,19 +30,10 @@ LEVEL_WINDOW = HOUR
 """How much recent history sets the level correction."""
 LEVEL_CLIP = (0.25, 4.0)
 """Bounds of the multiplicative level correction, so one odd hour cannot blow the forecast up."""
+OFFSET_FRACTION = 0.05
+"""log(load + offset) for the model's own interval; offset = this fraction of the mean load."""
 
-
-def season_for(span: float) -> float:
-    """The seasonal period a history of `span` seconds supports: a week from two weeks on,
-    a day from one day on; FitError below a day."""
-    if span >= 2 * WEEK:
-        return WEEK
-    if span >= DAY:
-        return DAY
-    raise FitError(
-        f"history covers {span / HOUR:.1f} h; a forecast needs at least one day "
-        "(the scaler stays reactive until then)"
-    )
+__all__ = ["SeasonalBaseline", "season_for"]
 
 
 class SeasonalBaseline:
@@ -46,11 +47,14 @@ class SeasonalBaseline:
         self.step = 0.0
         self.anchor = 0.0
         self.profile: FloatArray = np.zeros(0)
+        self.offset = 1.0
+        self.sigma = 0.0
 
     def fit(self, history: Series) -> None:
-        period = season_for(history.span)
+        history = prepared(history)
+        period = season_for(observed_span(history))
         n = round(period / history.step)
-        cycles = min(MAX_CYCLES, len(history) // n)
+        cycles = max(1, min(MAX_CYCLES, len(history) // n))
         tail = history.values[-cycles * n :].reshape(cycles, n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN phases are filled below
@@ -61,6 +65,11 @@ class SeasonalBaseline:
         self.step = history.step
         self.anchor = history.end - (n - 1) * history.step  # time of profile[0]
         self.profile = _fill_gaps(profile)
+        observed = tail[~np.isnan(tail)]
+        self.offset = max(float(observed.mean()) * OFFSET_FRACTION, 1e-6)
+        spread = np.log(tail + self.offset) - np.log(self.profile + self.offset)
+        spread = spread[np.isfinite(spread)]
+        self.sigma = float(spread.std()) if spread.size > 1 else 0.0
 
     def expected(self, times: FloatArray) -> FloatArray:
         """The profile's value at each time (no level correction)."""
@@ -73,6 +82,12 @@ class SeasonalBaseline:
     def predict(self, recent: Series, steps: int) -> FloatArray:
         times = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
         return np.maximum(self.expected(times) * self.level(recent), 0.0)
+
+    def interval(self, p50: FloatArray, quantile: float) -> FloatArray:
+        """Spread of the cycles around their median profile, read as log-normal (flat in h)."""
+        return lognormal_upper(
+            p50, offset=self.offset, sigma=np.full(p50.size, self.sigma), quantile=quantile
+        )
 
     def level(self, recent: Series) -> float:
         """Ratio of the last hour's observed load to what the profile expected for it."""
@@ -91,6 +106,8 @@ class SeasonalBaseline:
             "step": self.step,
             "anchor": self.anchor,
             "profile": [float(v) for v in self.profile],
+            "offset": self.offset,
+            "sigma": self.sigma,
         }
 
     @classmethod
@@ -101,10 +118,14 @@ class SeasonalBaseline:
             model.step = float(data["step"])
             model.anchor = float(data["anchor"])
             model.profile = np.asarray(data["profile"], dtype=np.float64)
+            model.offset = float(data["offset"])
+            model.sigma = float(data["sigma"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtefactError(f"seasonal artefact is malformed: {exc!r}") from exc
-        if model.profile.size != round(model.period / model.step) or model.step <= 0:
+        if model.step <= 0 or model.profile.size != round(model.period / model.step):
             raise ArtefactError("seasonal artefact: profile length does not match period/step")
+        if not np.isfinite(model.profile).all():
+            raise ArtefactError("seasonal artefact: profile holds NaN or inf")
         return model
 
 

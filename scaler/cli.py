@@ -254,9 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
-    from scaler import demo
+    from scaler import backtest, demo
 
     demo.add_parser(sub)
+    backtest.add_parser(sub)
     return parser
 
 

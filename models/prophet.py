@@ -1,0 +1,266 @@
+"""Prophet: piecewise-linear trend + daily (and, from two weeks of history, weekly) Fourier
+seasonality, optional public holidays by country code, fitted on log(load + offset) so the
+seasonality is multiplicative and forecasts stay >= 0. The only module that imports prophet.
+
+Prophet is fitted once; then its trend (the last linear segment), its seasonal components on the
+model-step grid (one cycle) and its holiday effects (per day, up to HOLIDAY_DAYS past the fit)
+are extracted into arrays, and the Prophet object is dropped. `predict` is array arithmetic, the
+artefact is compact, and a JSON round trip predicts exactly what the fitted object did.
+
+Prophet's curve ignores what happened in the last minutes, which is most of the information a
+10-30 minute forecast has. So its residuals are smoothed exponentially (a local level on the log
+scale, the weight chosen on the in-sample one-step errors) and the current level is added to the
+curve: a Prophet + ETS-on-residuals hybrid. Noisy load gets a small weight (the curve is trusted),
+a level shift (a holiday, a launch, a migration) is followed within the hour.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import pandas as pd
+
+from models.base import (
+    DAY,
+    WEEK,
+    ArtefactError,
+    FitError,
+    FloatArray,
+    Series,
+    finite_or,
+    lognormal_upper,
+    observed_span,
+    prepared,
+    season_for,
+)
+
+OFFSET_FRACTION = 0.05
+"""log(load + offset), offset = this fraction of the mean load: zeros stay finite."""
+DAILY_ORDER = 10
+"""Fourier terms of the daily cycle. Prophet's default (4) is tuned for hourly-or-coarser data;
+at 5-minute resolution a morning ramp is an hour wide and needs more harmonics to show."""
+WEEKLY_ORDER = 6
+"""Fourier terms of the weekly cycle (Prophet's default is 3): room for a sharp weekend step."""
+RESIDUAL_WEIGHTS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+"""Candidate smoothing weights of the residual level (a grid: one parameter, no optimiser)."""
+HOLIDAY_DAYS = 42
+"""Days past the end of training for which holiday effects are kept (refits are weekly)."""
+
+
+class ProphetModel:
+    """Prophet trend + seasonality (+ holidays) on the log scale, with an AR(1) correction."""
+
+    kind: ClassVar[str] = "prophet"
+    cost: ClassVar[int] = 3
+
+    def __init__(self, holidays: str | None = None) -> None:
+        self.holidays = holidays
+        """Country code for Prophet's built-in holidays (e.g. "US"), or None."""
+        self.step = 0.0
+        self.anchor = 0.0
+        self.profile: FloatArray = np.zeros(0)
+        self.t0 = 0.0
+        self.t_scale = 1.0
+        self.slope = 0.0
+        self.intercept = 0.0
+        self.y_scale = 1.0
+        self.offset = 1.0
+        self.alpha = 0.0
+        """Smoothing weight of the residual level (0 = Prophet's curve as is)."""
+        self.sigma = 0.0
+        self.holiday_days: FloatArray = np.zeros(0)
+        self.holiday_effects: FloatArray = np.zeros(0)
+
+    def fit(self, history: Series) -> None:
+        history = prepared(history)
+        period = season_for(observed_span(history))
+        n = round(period / history.step)
+        observed = history.values[~np.isnan(history.values)]
+        self.step = history.step
+        self.anchor = history.end - (n - 1) * history.step
+        self.offset = max(float(observed.mean()) * OFFSET_FRACTION, 1e-6)
+        ok = ~np.isnan(history.values)
+        times = history.times()[ok]
+        z = np.log(history.values[ok] + self.offset)
+        frame = pd.DataFrame({"ds": _ds(times), "y": z})
+        model = self._prophet(weekly=period >= WEEK)
+        try:
+            model.fit(frame)
+            in_sample = model.predict(frame[["ds"]])["yhat"].to_numpy(dtype=np.float64)
+        except (RuntimeError, ValueError) as exc:
+            raise FitError(f"prophet did not fit: {exc}") from exc
+        self._extract(model, history, n)
+        residuals = np.full(len(history), np.nan)
+        residuals[ok] = z - in_sample
+        self.alpha = _residual_weight(residuals)
+        self.sigma = finite_or(float(np.nanmean(model.params["sigma_obs"])) * self.y_scale, 0.0)
+
+    def _prophet(self, *, weekly: bool) -> Any:
+        from prophet import Prophet
+
+        quiet = logging.getLogger("cmdstanpy")  # else it adds its own handler, one line a chain
+        if not quiet.handlers:
+            quiet.addHandler(logging.NullHandler())
+        quiet.setLevel(logging.WARNING)
+
+        model = Prophet(
+            growth="linear",
+            yearly_seasonality=False,
+            weekly_seasonality=False,
+            daily_seasonality=False,
+            uncertainty_samples=0,
+        )
+        model.add_seasonality(name="daily", period=1, fourier_order=DAILY_ORDER)
+        if weekly:
+            model.add_seasonality(name="weekly", period=7, fourier_order=WEEKLY_ORDER)
+        if self.holidays:
+            try:
+                model.add_country_holidays(country_name=self.holidays)
+            except (AttributeError, KeyError, ValueError, NotImplementedError) as exc:
+                raise FitError(
+                    f"prophet: no holidays for country {self.holidays!r}; use an ISO code "
+                    "such as US or DE"
+                ) from exc
+        return model
+
+    def _extract(self, model: Any, history: Series, n: int) -> None:
+        """Trend, seasonal profile and holiday effects as arrays; the Prophet object is dropped."""
+        params = model.params
+        k = float(np.nanmean(params["k"]))
+        m = float(np.nanmean(params["m"]))
+        deltas = np.nanmean(params["delta"], axis=0)
+        changepoints = np.asarray(model.changepoints_t, dtype=np.float64)
+        self.slope = k + float(deltas.sum())
+        self.intercept = m - float((changepoints * deltas).sum())
+        self.y_scale = float(model.y_scale)
+        self.t0 = pd.Timestamp(model.start).value / 1e9
+        self.t_scale = pd.Timedelta(model.t_scale).total_seconds()
+        grid = self.anchor + self.step * np.arange(n, dtype=np.float64)
+        self.profile = self._components(model, grid, ("daily", "weekly"))
+        days = np.arange(
+            np.floor(history.start / DAY), np.floor(history.end / DAY) + HOLIDAY_DAYS + 1
+        )
+        effects = (
+            self._components(model, days * DAY, ("holidays",))
+            if self.holidays
+            else np.zeros(days.size)
+        )
+        keep = np.abs(effects) > 1e-12
+        self.holiday_days, self.holiday_effects = days[keep], effects[keep]
+
+    def _components(self, model: Any, times: FloatArray, names: tuple[str, ...]) -> FloatArray:
+        frame = model.setup_dataframe(pd.DataFrame({"ds": _ds(times)}))
+        features, _, columns, _ = model.make_all_seasonality_features(frame)
+        mask = sum(
+            (columns[c].to_numpy() for c in names if c in columns.columns),
+            np.zeros(columns.shape[0]),
+        )
+        beta = np.nanmean(model.params["beta"], axis=0) * mask
+        out: FloatArray = features.to_numpy(dtype=np.float64) @ beta * self.y_scale
+        return out
+
+    def curve(self, times: FloatArray) -> FloatArray:
+        """Prophet's log-scale forecast at `times` (trend of the last segment + seasonality)."""
+        if self.profile.size == 0:
+            raise FitError("prophet model used before fit")
+        trend = (self.slope * (times - self.t0) / self.t_scale + self.intercept) * self.y_scale
+        phase = np.rint((times - self.anchor) / self.step).astype(np.int64) % self.profile.size
+        out: FloatArray = trend + self.profile[phase]
+        if self.holiday_days.size:
+            day = np.floor(times / DAY)
+            at = np.searchsorted(self.holiday_days, day)
+            at = np.minimum(at, self.holiday_days.size - 1)
+            out = out + np.where(self.holiday_days[at] == day, self.holiday_effects[at], 0.0)
+        return out
+
+    def predict(self, recent: Series, steps: int) -> FloatArray:
+        future = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
+        z = self.curve(future) + self.residual_level(recent)
+        out: FloatArray = np.maximum(np.exp(z) - self.offset, 0.0)
+        return out
+
+    def residual_level(self, recent: Series) -> float:
+        """Exponentially weighted mean of the newest residuals (log scale), missing ones skipped."""
+        if self.alpha <= 0:
+            return 0.0
+        keep = _memory(self.alpha, round(DAY / self.step))
+        values = recent.values[-keep:]
+        ok = ~np.isnan(values)
+        if not ok.any():
+            return 0.0
+        times = recent.times()[-keep:][ok]
+        e = np.log(np.maximum(values[ok], 0.0) + self.offset) - self.curve(times)
+        weights = self.alpha * (1 - self.alpha) ** np.arange(e.size - 1, -1, -1, dtype=np.float64)
+        return float(weights @ e)
+
+    def interval(self, p50: FloatArray, quantile: float) -> FloatArray:
+        """Prophet's own interval: Gaussian observation noise sigma_obs (log scale)."""
+        return lognormal_upper(
+            p50, offset=self.offset, sigma=np.full(p50.size, self.sigma), quantile=quantile
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        scalars = ("step", "anchor", "t0", "t_scale", "slope", "intercept", "y_scale")
+        return {
+            **{name: float(getattr(self, name)) for name in scalars},
+            "offset": self.offset,
+            "alpha": self.alpha,
+            "sigma": self.sigma,
+            "holidays": self.holidays,
+            "profile": [float(v) for v in self.profile],
+            "holiday_days": [float(v) for v in self.holiday_days],
+            "holiday_effects": [float(v) for v in self.holiday_effects],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        try:
+            holidays = data["holidays"]
+            model = cls(holidays=None if holidays is None else str(holidays))
+            for name in ("step", "anchor", "t0", "t_scale", "slope", "intercept", "y_scale"):
+                setattr(model, name, float(data[name]))
+            model.offset = float(data["offset"])
+            model.alpha = float(data["alpha"])
+            model.sigma = float(data["sigma"])
+            model.profile = np.asarray(data["profile"], dtype=np.float64)
+            model.holiday_days = np.asarray(data["holiday_days"], dtype=np.float64)
+            model.holiday_effects = np.asarray(data["holiday_effects"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ArtefactError(f"prophet artefact is malformed: {exc!r}") from exc
+        if model.profile.ndim != 1 or model.profile.size == 0 or model.step <= 0:
+            raise ArtefactError("prophet artefact: empty profile or non-positive step")
+        if model.holiday_days.shape != model.holiday_effects.shape or model.t_scale <= 0:
+            raise ArtefactError("prophet artefact: holiday arrays differ in length, or bad scale")
+        return model
+
+
+def _ds(times: FloatArray) -> pd.Series:
+    """Epoch seconds -> the naive UTC datetimes Prophet wants."""
+    nanoseconds = np.rint(np.asarray(times, dtype=np.float64) * 1e9).astype(np.int64)
+    return pd.Series(pd.to_datetime(nanoseconds, unit="ns"))
+
+
+def _residual_weight(residuals: FloatArray) -> float:
+    """The smoothing weight with the least in-sample one-step squared error (missing skipped)."""
+    e = residuals[np.isfinite(residuals)]
+    if e.size < 3 or np.ptp(e) < 1e-12:
+        return 0.0
+    best, best_error = 0.0, float((e * e).mean())  # 0: no correction
+    for alpha in RESIDUAL_WEIGHTS:
+        level, total = 0.0, 0.0
+        for value in e:
+            total += (value - level) ** 2
+            level += alpha * (value - level)
+        if total / e.size < best_error:
+            best, best_error = alpha, total / e.size
+    return best
+
+
+def _memory(alpha: float, cap: int) -> int:
+    """Points whose weight is above 1% of the newest one's, at most `cap`."""
+    if alpha >= 1:
+        return 1
+    return int(min(max(math.ceil(math.log(0.01) / math.log(1 - alpha)), 1), max(cap, 1)))

@@ -1,0 +1,99 @@
+"""`model: auto`: fit every candidate, grade each on the latest week (rolling origin, the
+calibration backtest), keep the lowest pinball loss at the requested quantile.
+
+A more expensive model must win by more than TIE (relative) and by more than chance: on the
+same origins, its hourly mean loss must beat the cheaper model's by more than SIGNIFICANCE
+standard errors (a paired test on hourly blocks, since neighbouring origins share errors).
+Otherwise it is a tie, and ties go to the cheaper model: faster to refit, smaller to keep, easier
+to explain, and a lucky week on a short calibration window is not evidence.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from models import catalog
+from models.base import HOUR, FitError, ModelError, Series
+from models.calibrate import CalibratedModel, fit_calibrated
+
+logger = logging.getLogger(__name__)
+
+TIE = 0.02
+"""Relative pinball-loss margin under which two models are tied (the cheaper one wins)."""
+SIGNIFICANCE = 2.0
+"""Standard errors by which a costlier model's paired gain must exceed zero."""
+BLOCK = HOUR
+"""Length of the blocks the paired test averages over (errors within an hour are not
+independent: one burst spoils several neighbouring forecasts)."""
+
+
+def fit_kind(kind: str, history: Series, *, steps: int, quantile: float = 0.95) -> CalibratedModel:
+    """A calibrated model of `kind`, or the best candidate for "auto"."""
+    if kind == "auto":
+        return fit_best(history, steps=steps, quantile=quantile)
+    return fit_calibrated(catalog.adapter(kind), history, steps=steps, quantile=quantile)
+
+
+def fit_best(
+    history: Series,
+    *,
+    steps: int,
+    quantile: float = 0.95,
+    candidates: tuple[str, ...] = catalog.CANDIDATES,
+) -> CalibratedModel:
+    """Fit each candidate and keep the best (see the module docstring). Its `scores` also hold
+    every candidate's pinball loss as `pinball.<kind>`. FitError only when none fits."""
+    fitted: list[CalibratedModel] = []
+    failures: list[str] = []
+    for kind in sorted(candidates, key=lambda k: catalog.adapter(k).cost):
+        try:
+            fitted.append(fit_kind(kind, history, steps=steps, quantile=quantile))
+        except ModelError as exc:
+            failures.append(f"{kind}: {exc}")
+    if not fitted:
+        raise FitError("no model could be fitted (" + "; ".join(failures) + ")")
+    best = choose(fitted)
+    for model in fitted:
+        if math.isfinite(_loss(model)):
+            best.scores[f"pinball.{model.kind}"] = _loss(model)
+    logger.info(
+        "auto chose %s: %s",
+        best.kind,
+        ", ".join(f"{m.kind} {m.scores.get('pinball', math.nan):.4g}" for m in fitted),
+    )
+    return best
+
+
+def choose(models: list[CalibratedModel]) -> CalibratedModel:
+    """The lowest pinball loss, cheaper first; ungraded models lose to graded ones."""
+    ordered = sorted(models, key=lambda m: m.model.cost)
+    best = ordered[0]
+    for model in ordered[1:]:
+        if _loss(model) < _loss(best) * (1 - TIE) and _significant(best, model):
+            best = model
+    return best
+
+
+def _significant(incumbent: CalibratedModel, challenger: CalibratedModel) -> bool:
+    """Does `challenger` beat `incumbent` on the same origins by more than chance?"""
+    a, b = incumbent.losses, challenger.losses
+    if not math.isfinite(_loss(incumbent)):
+        return True
+    if a is None or b is None or a.shape != b.shape:
+        return True  # nothing to pair (e.g. scores read from artefacts): the margin decides
+    gain = a - b
+    size = max(1, round(BLOCK / challenger.step))
+    blocks = [gain[i : i + size] for i in range(0, gain.size, size)]
+    means = np.array([np.nanmean(x) for x in blocks if np.isfinite(x).any()])
+    if means.size < 3:
+        return False
+    error = float(means.std(ddof=1)) / math.sqrt(means.size)
+    return float(means.mean()) > SIGNIFICANCE * error
+
+
+def _loss(model: CalibratedModel) -> float:
+    loss = model.scores.get("pinball", math.nan)
+    return loss if math.isfinite(loss) else math.inf

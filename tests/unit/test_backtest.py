@@ -1,0 +1,120 @@
+"""`scaler backtest`: production's walk forward over a trace, graded on the forecast made
+lead-time before each step, with no lookahead; bad traces refused with file:line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from models.base import DAY, Series
+from scaler import backtest, cli
+from tests.contract.synthetic import load
+
+CONFIG = backtest.BacktestConfig(model="seasonal", compare=(), warmup=3 * DAY, limit=DAY / 2)
+
+
+def write_trace(path: Path, series: Series, *, blank: tuple[int, ...] = ()) -> Path:
+    times = pd.to_datetime(series.times(), unit="s").strftime("%Y-%m-%d %H:%M:%S")
+    values = [("" if i in blank else f"{v:g}") for i, v in enumerate(series.values)]
+    path.write_text(
+        "timestamp,value\n" + "".join(f"{t},{v}\n" for t, v in zip(times, values, strict=True))
+    )
+    return path
+
+
+def test_writes_forecasts_csv_summary_json_and_a_png(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4), blank=(900, 901, 950))
+    code = cli.main(
+        [
+            "backtest", str(trace), "--model", "seasonal", "--compare", "ets",
+            "--warmup", "3d", "--threshold", "20", "--out", str(tmp_path / "out"),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    frame = pd.read_csv(tmp_path / "out" / "forecasts.csv")
+    assert list(frame.columns) == ["timestamp", "actual", "forecast_p50", "forecast_p95"]
+    assert len(frame) == 288 - 3  # one day scored, minus the three blank steps in it
+    assert frame["actual"].notna().all() and frame["forecast_p95"].notna().all()
+    assert (frame["forecast_p95"] >= frame["forecast_p50"]).all()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert set(summary["models"]) == {"seasonal", "ets", "naive"}
+    for figures in summary["models"].values():
+        assert {"coverage", "raw_coverage", "pinball", "wape", "mase"} <= set(figures)
+    assert summary["threshold"] == 20.0
+    assert (tmp_path / "out" / "backtest.png").stat().st_size > 10_000
+
+
+def test_the_forecast_for_a_step_uses_exactly_what_was_known_lead_time_earlier() -> None:
+    series = load(4, seed=1)
+    k = 2  # 10 minutes on a 5-minute step: decided at the start of step s - k
+    base = backtest.forecast_frame(series, CONFIG, "seasonal")
+    s = len(base) // 2
+    step = round(3 * DAY / series.step) + s
+    for changed, should_change in ((step - k, False), (step - k - 1, True)):
+        values = series.values.copy()
+        values[changed] *= 5
+        frame = backtest.forecast_frame(
+            Series(series.start, series.step, values), CONFIG, "seasonal"
+        )
+        moved = frame["forecast_p50"][s] != base["forecast_p50"][s]
+        assert moved == should_change, (
+            f"value at {changed} {'should' if should_change else 'must not'} matter"
+        )
+        assert frame["forecast_p50"][:s].equals(base["forecast_p50"][:s])
+
+
+def test_a_trace_cut_short_gives_the_same_forecasts_up_to_the_cut() -> None:
+    series = load(4, seed=2)
+    whole = backtest.forecast_frame(series, CONFIG, "naive")
+    cut = backtest.forecast_frame(series.until(series.start + 3.25 * DAY), CONFIG, "naive")
+    assert len(cut) < len(whole)
+    pd.testing.assert_frame_equal(
+        cut[["timestamp", "forecast_p50", "forecast_p95"]],
+        whole[["timestamp", "forecast_p50", "forecast_p95"]].iloc[: len(cut)],
+    )
+
+
+def test_a_trace_it_cannot_read_exits_2_naming_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "bad.csv"
+    trace.write_text("timestamp,value\n2024-01-01 00:00:00,1\n2024-01-01 00:05:00,lots\n")
+    code = cli.main(["backtest", str(trace), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert f"{trace}:3: value 'lots' is not a number" in capsys.readouterr().err
+
+
+def test_forecasts_start_once_a_day_of_history_is_known_and_not_before(
+    tmp_path: Path,
+) -> None:
+    trace = write_trace(tmp_path / "short.csv", load(1.5))
+    code = cli.main(["backtest", str(trace), "--model", "seasonal", "--compare", "none",
+                     "--out", str(tmp_path / "out")])  # fmt: skip
+    assert code == 0
+    frame = pd.read_csv(tmp_path / "out" / "forecasts.csv")
+    times = pd.to_datetime(frame["timestamp"]).astype("int64") / 1e9
+    known = times - 600 - 300  # decided lead time earlier, on the step before
+    early = known < load(1.5).start + DAY - 300
+    assert frame["forecast_p50"][early].isna().all()  # the scaler stays reactive
+    assert frame["forecast_p50"][~early].notna().mean() > 0.9  # refits hourly until a model fits
+
+
+def test_threshold_accepts_a_load_or_a_percentile_of_the_trace() -> None:
+    series = Series(0.0, 300.0, np.arange(101, dtype=np.float64))
+    assert backtest.parse_threshold("12.5", series) == 12.5
+    assert backtest.parse_threshold("p50/5", series) == pytest.approx(10.0)
+    with pytest.raises(backtest.ConfigError, match="pNN/D"):
+        backtest.parse_threshold("-1", series)
+
+
+def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["backtest", "--help"])
+    text = capsys.readouterr().out
+    for flag in ("--threshold", "--lead-time", "--horizon", "--quantile", "--model", "--warmup",
+                 "--out", "forecasts.csv", "summary.json"):  # fmt: skip
+        assert flag in text
