@@ -49,12 +49,14 @@ class Ledger:
             return 0.0
         return max(0.0, self.budget - self.spent(now))
 
-    def allowance(self, now: float, step: float) -> int:
-        """Whole prewarm replicas that fit in what is left of the window for one step."""
+    def allowance(self, now: float, step: float, *, reserve: float = 0.0) -> int:
+        """Whole prewarm replicas that fit in what is left of the window for one step, keeping
+        back `reserve` (a fraction of the budget) for later."""
         per_replica = self._amount(1, step)
         if not (math.isfinite(per_replica) and per_replica > 0) or not self._checkable(now):
             return 0
-        return max(0, math.floor(self.remaining(now) / per_replica + EPSILON))
+        kept = self.budget * min(max(reserve, 0.0), 1.0) if math.isfinite(reserve) else self.budget
+        return max(0, math.floor((self.remaining(now) - kept) / per_replica + EPSILON))
 
     def charge(self, now: float, replicas: int, step: float) -> float:
         """Record `replicas` prewarmed for `step` seconds from `now`; returns replica-hours.

@@ -26,7 +26,7 @@ import numpy as np
 from models import artefact
 from models.base import ModelError, Series
 from models.calibrate import CalibratedModel
-from scaler import budget, policy
+from scaler import budget, drift, policy
 from scaler.clock import Clock
 from scaler.decisionlog import DecisionLog
 from scaler.errors import ScalerError
@@ -71,6 +71,8 @@ class TargetState:
     decided_at: float = -math.inf
     active: bool = False
     error: str | None = None
+    drift: drift.DriftTracker | None = None
+    """Forecasts awaiting their actuals, and the drift state they add up to."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -112,7 +114,11 @@ class Engine:
         if state is None:
             state = TargetState(
                 spec=spec,
-                ledger=budget.Ledger(budget=spec.prewarm_budget, window=spec.prewarm_budget_window),
+                ledger=budget.Ledger(
+                    budget=spec.prewarm_budget,
+                    window=spec.prewarm_budget_window,
+                    cost_per_replica_hour=spec.cost_per_replica_hour,
+                ),
                 last_asked=now,
             )
             self.targets[spec.key] = state
@@ -219,13 +225,30 @@ class Engine:
         if state.model is None or state.history is None:
             return None, policy.Reason.NO_MODEL
         spec = state.spec
+        if state.drift is None:
+            state.drift = drift.DriftTracker(
+                lead_time=spec.lead_time, monitor=drift.DriftMonitor(quantile=spec.quantile)
+            )
         forecast = state.model.forecast(
             state.history,
             steps=forecast_steps(spec, self.settings.model_step),
             quantile=spec.quantile,
         )
-        peak = forecast.peak(until=now + spec.lookahead)
-        return (peak if math.isfinite(peak) else None), None
+        # Score the actuals now known against the forecasts made lead time before them, then
+        # keep this forecast for its turn; a drift alarm asks for a refit on the next refresh.
+        state.drift.score(state.history)
+        state.drift.record(forecast)
+        if state.drift.monitor.take_retrain():
+            state.fitted_at = -math.inf
+        budget_left = (
+            state.ledger.remaining(now) / spec.prewarm_budget if spec.prewarm_budget else 0.0
+        )
+        quantile = policy.affordable_quantile(spec.quantile, budget_left)
+        upper = state.model.calibration.upper(forecast.p50, quantile)
+        ahead = upper[(forecast.times() <= now + spec.lookahead + 1e-9) & np.isfinite(upper)]
+        peak = float(ahead.max()) if ahead.size else None
+        fallback = policy.Reason.DRIFT_FALLBACK if state.drift.monitor.in_fallback else None
+        return peak, fallback
 
     def _decide(
         self,
@@ -243,8 +266,13 @@ class Engine:
             max_replicas=spec.max_replicas,
             max_prewarm_replicas=spec.max_prewarm_replicas,
         )
+        # The reactive floor: the highest load observed within the last lead time (floor_load).
+        recent = [load]
+        if state.history is not None:
+            recent += state.history.since(now - spec.lead_time).values.tolist()
+        floor = policy.floor_load(recent)
         predictive = policy.decide(
-            load=load,
+            load=floor,
             forecast_peak=peak,
             limits=limits,
             allowance=state.ledger.allowance(now, step),
@@ -254,7 +282,7 @@ class Engine:
         served = predictive
         if spec.mode == "shadow":
             served = policy.decide(
-                load=load,
+                load=floor,
                 forecast_peak=None,
                 limits=limits,
                 allowance=0,
@@ -284,6 +312,11 @@ class Engine:
         t.budget_remaining.labels(key).set(state.ledger.remaining(now))
         t.active.labels(key).set(1 if state.active else 0)
         t.decisions.labels(p.reason.value).inc()
+        if state.drift is not None:
+            accuracy = state.drift.monitor.accuracy()
+            t.drift_fallback.labels(key).set(1 if state.drift.monitor.in_fallback else 0)
+            t.forecast_coverage.labels(key).set(accuracy.coverage)
+            t.forecast_wape.labels(key).set(accuracy.wape)
         record = {
             "at": now,
             "target": key,

@@ -3,18 +3,21 @@
 The live engine, the replay backtest, the notebooks and the tests all call `decide`, so what is
 measured offline is exactly what runs in the cluster.
 
-    reactive   = ceil(load / threshold)                       what a reactive autoscaler asks now
-    predictive = ceil(peak P95 over [now, now + lead + horizon] / threshold)
+    reactive   = ceil(floor load / threshold)       floor load: max sample of the last lead time
+    predictive = ceil(peak of the forecast at the affordable quantile
+                      over [now, now + lead + horizon] / threshold)
     prewarm    = min(max(0, predictive - reactive), maxPrewarmReplicas, budget allowance)
     desired    = clamp(reactive + prewarm, minReplicas, maxReplicas)
 
 desired is never below reactive (unless maxReplicas says so): a forecast may add capacity early,
-never take away capacity that current load needs.
+never take away capacity that current load needs. The affordable quantile is the calibrated one
+(P95) while the budget is comfortable, sliding to the median as the window's budget runs out.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -70,6 +73,50 @@ class Decision:
     reason: Reason
 
 
+MEDIAN = 0.5
+FULL_INSURANCE_LEFT = 0.5
+"""Share of the window's budget that must be unspent for prewarm at the full calibrated quantile.
+Below it the quantile slides linearly to the median, so a tight budget is spent on the rises the
+forecast expects rather than on insurance against noise, and is not exhausted hours before the
+next ramp (a rolling window that runs dry at 9:00 refills only at 9:00 the next day)."""
+MAX_PREDICTIVE = 1_000_000
+"""Bound on the replicas a forecast can ask for, so an absurd forecast stays an integer."""
+
+
+def forecast_points(lead_time: float, horizon: float, step: float) -> int:
+    """Forecast points the decision reads, the first being the step it decides for: up to
+    lead time + horizon, rounded up to the step, so a replica asked for now is covered on
+    the step it becomes ready even when the step is longer than the lead time."""
+    return max(1, math.ceil((lead_time + horizon) / step - 1e-9)) + 1
+
+
+def affordable_quantile(quantile: float, budget_left: float) -> float:
+    """The forecast quantile the budget affords: the calibrated `quantile` while at least
+    FULL_INSURANCE_LEFT of the window's budget is unspent, sliding linearly to the median as
+    it runs out. Prewarm for the rise the forecast expects (the median) is bought to the last
+    replica-hour; insurance against noise above it only while the budget is comfortable."""
+    if not (math.isfinite(budget_left) and math.isfinite(quantile)):
+        return MEDIAN
+    share = min(max(budget_left / FULL_INSURANCE_LEFT, 0.0), 1.0)
+    return MEDIAN + (min(max(quantile, MEDIAN), 1.0) - MEDIAN) * share
+
+
+def floor_samples(lead_time: float, step: float) -> int:
+    """Samples of a `step`-spaced series observed within the last lead time (the newest one
+    included): the reactive floor is the max over them."""
+    return max(1, math.floor(lead_time / step + 1e-9) + 1)
+
+
+def floor_load(recent: Sequence[float]) -> float:
+    """The load the reactive floor is computed from: the highest finite sample observed within
+    the last lead time (NaN when none is). A replica released now would take a cold start to
+    come back, so a dip shorter than that (a lost scrape, a one-step lull, a sample read as 0
+    during a brief outage) never hands back capacity the next samples need: the HPA's
+    scale-down stabilisation, sized to the cold start instead of a fixed 5 minutes."""
+    finite = [v for v in recent if math.isfinite(v)]
+    return max(finite) if finite else math.nan
+
+
 def replicas_for(load: float, threshold: float) -> int:
     """ceil(load / threshold), with missing, negative or non-finite load counting as 0."""
     if not math.isfinite(load) or load <= 0:
@@ -87,14 +134,15 @@ def decide(
 ) -> Decision:
     """The replicas to ask for now.
 
-    `forecast_peak` is the calibrated forecast's peak over lead time + horizon, or None when there
-    is no usable forecast. `allowance` is how many prewarm replicas the budget can pay for this
-    step (budget.Ledger.allowance). `fallback` (DRIFT_FALLBACK or NO_MODEL) forces pure reactive.
+    `load` is what the reactive floor serves (see floor_load). `forecast_peak` is the calibrated
+    forecast's peak over lead time + horizon (at affordable_quantile), or None when there is no
+    usable forecast. `allowance` is how many prewarm replicas the budget can pay for this step
+    (budget.Ledger.allowance). `fallback` (DRIFT_FALLBACK or NO_MODEL) forces pure reactive.
     """
     reactive = replicas_for(load, limits.threshold)
     usable = fallback is None and forecast_peak is not None and math.isfinite(forecast_peak)
     peak = float(forecast_peak) if usable and forecast_peak is not None else math.nan
-    predictive = min(replicas_for(peak, limits.threshold), 1_000_000) if usable else 0
+    predictive = min(replicas_for(peak, limits.threshold), MAX_PREDICTIVE) if usable else 0
     wanted = max(0, predictive - reactive)
     caps = {
         Reason.PREWARM_CAPPED: max(0, limits.max_prewarm_replicas),

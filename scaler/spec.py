@@ -81,7 +81,8 @@ class TargetSpec:
     max_replicas: int = 100
     max_prewarm_replicas: int = 10
     prewarm_budget: float = 24.0
-    """Replica-hours of prewarm allowed per `prewarm_budget_window`."""
+    """Prewarm allowed per `prewarm_budget_window`: replica-hours, or money in `currency` when
+    `cost_per_replica_hour` is set."""
     prewarm_budget_window: float = 86400.0
     cost_per_replica_hour: float | None = None
     currency: str = "USD"
@@ -265,7 +266,11 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
         max_replicas=_get(meta, "maxReplicas", _non_negative_int, 100, "e.g. '20'"),
         max_prewarm_replicas=_get(meta, "maxPrewarmReplicas", _non_negative_int, 10, "e.g. '4'"),
         prewarm_budget=_get(
-            meta, "prewarmBudget", _non_negative_float, 24.0, "replica-hours per window, e.g. '24'"
+            meta,
+            "prewarmBudget",
+            _non_negative_float,
+            24.0,
+            "replica-hours per window (money with costPerReplicaHour), e.g. '24'",
         ),
         prewarm_budget_window=_get(
             meta,

@@ -54,8 +54,27 @@ class Telemetry:
             registry=registry,
         )
         self.budget_remaining = Gauge(
-            "scaler_prewarm_budget_remaining_replica_hours",
-            "Prewarm budget left in the current window.",
+            "scaler_prewarm_budget_remaining",
+            "Prewarm budget left in the current window, in the budget's unit (replica-hours, or "
+            "money when costPerReplicaHour is set).",
+            target,
+            registry=registry,
+        )
+        self.drift_fallback = Gauge(
+            "scaler_drift_fallback",
+            "1 while forecasts have drifted and the target is held at reactive.",
+            target,
+            registry=registry,
+        )
+        self.forecast_coverage = Gauge(
+            "scaler_forecast_coverage_ratio",
+            "Share of recent actuals at or under the forecast made lead time earlier.",
+            target,
+            registry=registry,
+        )
+        self.forecast_wape = Gauge(
+            "scaler_forecast_wape_ratio",
+            "Weighted absolute percentage error of recent median forecasts.",
             target,
             registry=registry,
         )
@@ -95,6 +114,9 @@ class Telemetry:
             self.prewarm_spent,
             self.budget_remaining,
             self.active,
+            self.drift_fallback,
+            self.forecast_coverage,
+            self.forecast_wape,
         ):
             with contextlib.suppress(KeyError):
                 metric.remove(target)

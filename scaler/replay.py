@@ -1,0 +1,366 @@
+"""The policy replay: run the live decision over a load trace and score it with the yardstick.
+
+The same pieces as the live engine, step by step: walk-forward forecasts (models.walkforward:
+weekly refit, calibrated, no lookahead), the drift tracker (an early refit on drift), the prewarm
+ledger and `policy.decide`. Step t of the trace is the load served during [T, T + step); the
+decision for it is made at T from L[..t-1] only, with the forecast made after observing L[t-1]
+(whose first point is step t). Missing load is missing data: the last request is held
+(`no_data`) and the step is not scored.
+
+Nothing here reads the future: the rows up to any step are the same whether the trace ends there
+or goes on. Scoring (warm-up, baselines, frontier) happens afterwards, on the whole frame.
+
+`python -m scaler.replay TRACE --threshold p99/20` prints the summary as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from models import catalog
+from models.base import DAY, WEEK, Forecaster, ModelError, Series
+from models.seasonal import SeasonalBaseline
+from models.walkforward import Origin, walk_forward
+from scaler import baselines, budget, drift, policy, yardstick
+from scaler.errors import ScalerError
+from scaler.spec import parse_duration
+from scaler.traces import read_trace
+
+COLUMNS = (
+    "timestamp",
+    "load",
+    "required",
+    "reactive",
+    "desired",
+    "ready",
+    "reason",
+    "prewarm_replica_hours",
+)
+"""Columns of decisions.csv, one row per step of the trace."""
+WARMUP = 14 * DAY
+"""Unscored history at the start of a trace (DESIGN.md): 14 days, or half a shorter trace."""
+REPORTED_HEADROOMS = (0.1, 0.2, 0.5)
+"""Static headrooms reported next to the policy (and drawn in the frontier notebook)."""
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """One target's options, as in its TargetSpec, plus the replay's own."""
+
+    threshold: float
+    """Load one replica serves within its SLO (c)."""
+    lead_time: float = 600.0
+    """Seconds a new replica needs to become ready (the cold start)."""
+    horizon: float = 900.0
+    """Seconds past the lead time the forecast peak looks."""
+    quantile: float = 0.95
+    min_replicas: int = 0
+    max_replicas: int = 100
+    max_prewarm_replicas: int = 10
+    budget: float = 24.0
+    """Prewarm allowed per window: replica-hours, or money with cost_per_replica_hour."""
+    budget_window: float = DAY
+    cost_per_replica_hour: float | None = None
+    refit_every: float = WEEK
+    history_window: float = 4 * WEEK
+    """History a fit sees, as the engine's `history` setting."""
+    drift: bool = True
+    """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
+
+    def limits(self) -> policy.Limits:
+        return policy.Limits(
+            threshold=self.threshold,
+            min_replicas=self.min_replicas,
+            max_replicas=self.max_replicas,
+            max_prewarm_replicas=self.max_prewarm_replicas,
+        )
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The decisions frame (COLUMNS) and the summary of how they, and the baselines, fared."""
+
+    decisions: pd.DataFrame
+    summary: dict[str, Any]
+
+
+def replay(
+    series: Series,
+    config: ReplayConfig,
+    *,
+    make: Callable[[], Forecaster] = SeasonalBaseline,
+    warmup: float | None = None,
+) -> Replay:
+    """Replay the policy over `series` and score it (warm-up: DESIGN.md's unless given)."""
+    frame, extra = simulate(series, config, make=make)
+    return Replay(decisions=frame, summary=summarise(series, frame, extra, config, warmup))
+
+
+def simulate(
+    series: Series, config: ReplayConfig, *, make: Callable[[], Forecaster] = SeasonalBaseline
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The decisions frame, step by step, and counts the summary reports (drift episodes...)."""
+    step, load = series.step, series.values
+    points = policy.forecast_points(config.lead_time, config.horizon, step)
+    floor = policy.floor_samples(config.lead_time, step)
+    limits = config.limits()
+    ledger = budget.Ledger(
+        budget=config.budget,
+        window=config.budget_window,
+        cost_per_replica_hour=config.cost_per_replica_hour,
+    )
+    tracker = drift.DriftTracker(
+        lead_time=config.lead_time, monitor=drift.DriftMonitor(quantile=config.quantile)
+    )
+
+    def forecasts(start: int) -> Iterator[Origin]:
+        return walk_forward(
+            make,
+            series,
+            start=start,
+            steps=points,
+            quantile=config.quantile,
+            refit_every=config.refit_every,
+            window=config.history_window,
+        )
+
+    origins = forecasts(0)
+    desired = np.zeros(len(series), dtype=np.int64)
+    reactive = np.zeros(len(series), dtype=np.int64)
+    reasons: list[str] = []
+    spent = np.zeros(len(series))
+    fallback_steps = episodes = retrains = 0
+    held = config.min_replicas
+    for t in range(len(series)):
+        now = series.start + t * step
+        if t == 0:
+            desired[t], reactive[t] = held, 0
+            reasons.append(policy.Reason.NO_DATA.value)
+            continue
+        seen = Series(now - step, step, load[t - 1 : t])
+        was_ok = not tracker.monitor.in_fallback
+        if config.drift:
+            tracker.score(seen)
+            if tracker.monitor.take_retrain():
+                origins, retrains = forecasts(t - 1), retrains + 1
+        episodes += int(was_ok and tracker.monitor.in_fallback)
+        origin = next(origins)
+        if origin.forecast is not None and config.drift:
+            tracker.record(origin.forecast)
+        if not math.isfinite(load[t - 1]):
+            desired[t], reactive[t] = held, 0
+            reasons.append(policy.Reason.NO_DATA.value)
+            continue
+        fallback = None
+        if origin.forecast is None:
+            fallback = policy.Reason.NO_MODEL
+        elif tracker.monitor.in_fallback:
+            fallback = policy.Reason.DRIFT_FALLBACK
+            fallback_steps += 1
+        peak = None
+        if origin.forecast is not None and origin.model is not None:
+            left = ledger.remaining(now) / config.budget if config.budget > 0 else 0.0
+            quantile = policy.affordable_quantile(config.quantile, left)
+            peak = _peak(origin.model.calibration.upper(origin.forecast.p50[:points], quantile))
+        decision = policy.decide(
+            load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
+            forecast_peak=peak,
+            limits=limits,
+            allowance=ledger.allowance(now, step),
+            fallback=fallback,
+        )
+        spent[t] = ledger.charge(now, decision.prewarm, step)
+        desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired
+        reasons.append(decision.reason.value)
+    k = yardstick.cold_start_steps(config.lead_time, step)
+    frame = pd.DataFrame(
+        {
+            "timestamp": pd.to_datetime(series.times().tolist(), unit="s").strftime(
+                "%Y-%m-%d %H:%M:%S"
+            ),
+            "load": load,
+            "required": yardstick.required(load, config.threshold),
+            "reactive": reactive,
+            "desired": desired,
+            "ready": yardstick.ready(desired, k),
+            "reason": reasons,
+            "prewarm_replica_hours": spent,
+        },
+        columns=list(COLUMNS),
+    )
+    extra = {"fallback_steps": fallback_steps, "episodes": episodes, "retrains": retrains}
+    return frame, extra
+
+
+def warmup_steps(series: Series, warmup: float | None = None) -> int:
+    """Steps not scored at the start: 14 days, or the first half of a shorter trace."""
+    seconds = min(WARMUP, series.span / 2) if warmup is None else warmup
+    return min(len(series), math.ceil(seconds / series.step - 1e-9))
+
+
+def summarise(
+    series: Series,
+    frame: pd.DataFrame,
+    extra: dict[str, Any],
+    config: ReplayConfig,
+    warmup: float | None = None,
+) -> dict[str, Any]:
+    """Yardstick figures for the policy and the baselines, over the scored steps."""
+    step, load, c = series.step, series.values, config.threshold
+    k = yardstick.cold_start_steps(config.lead_time, step)
+    scored = np.zeros(len(series), dtype=bool)
+    scored[warmup_steps(series, warmup) :] = True
+
+    def score(desired: Any) -> yardstick.Outcome:
+        requests = np.asarray(desired, dtype=np.int64)
+        return yardstick.outcome(
+            load=load, desired=requests, threshold=c, k=k, step=step, scored=scored
+        )
+
+    headroom = {
+        h: baselines.reactive(load, threshold=c, step=step, headroom=h)
+        for h in sorted({*baselines.HEADROOMS, *REPORTED_HEADROOMS})
+    }
+    front = yardstick.frontier({h: score(d) for h, d in headroom.items()})
+    reactive_d = headroom[0.0]
+    base = score(reactive_d)
+    runs = {
+        "policy": frame["desired"].to_numpy(),
+        "reactive": reactive_d,
+        **{f"reactive_{round(h * 100)}": headroom[h] for h in REPORTED_HEADROOMS},
+        "oracle": baselines.oracle(load, threshold=c, k=k),
+    }
+    results: dict[str, Any] = {}
+    for name, desired in runs.items():
+        result = score(desired)
+        extra_hours = (
+            frame["prewarm_replica_hours"].to_numpy()
+            if name == "policy"
+            else np.maximum(np.asarray(desired) - reactive_d, 0) * step / 3600.0
+        )
+        results[name] = {
+            **result.as_dict(),
+            "gpu_hours_x_reactive": result.gpu_hours / max(base.gpu_hours, 1e-12),
+            "frontier_ratio": front.ratio(result),
+            "prewarm": _spend(series, extra_hours, config),
+        }
+    reasons = frame["reason"][scored].value_counts().sort_index()
+    return {
+        "trace": {
+            "start": frame["timestamp"].iloc[0],
+            "end": frame["timestamp"].iloc[-1],
+            "step_seconds": step,
+            "steps": len(series),
+            "scored_steps": int((scored & np.isfinite(load)).sum()),
+            "warmup_steps": int((~scored).sum()),
+        },
+        "config": {**asdict(config), "cold_start_steps": k},
+        **results,
+        "drift": {**extra, "reasons": {str(r): int(n) for r, n in reasons.items()}},
+        "frontier": {
+            "headrooms": list(front.headrooms),
+            "gpu_hours": list(front.gpu_hours),
+            "under_provisioned_pct": list(front.under_provisioned_pct),
+        },
+    }
+
+
+def _spend(series: Series, hours: Any, config: ReplayConfig) -> dict[str, float]:
+    """Prewarm replica-hours (and money), in total and in the costliest rolling window."""
+    per_step = np.asarray(hours, dtype=np.float64)
+    cum = np.concatenate([[0.0], np.cumsum(per_step)])
+    width = max(1, math.ceil(config.budget_window / series.step - 1e-9))
+    idx = np.arange(per_step.size)
+    window = cum[idx + 1] - cum[np.maximum(idx + 1 - width, 0)]
+    price = config.cost_per_replica_hour or 1.0
+    return {
+        "replica_hours": float(per_step.sum()),
+        "max_window_spend": float(window.max(initial=0.0)) * price,
+        "budget": config.budget,
+        "window_seconds": config.budget_window,
+    }
+
+
+def _peak(upper: Any) -> float | None:
+    finite = np.asarray(upper, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.max()) if finite.size else None
+
+
+def threshold_from(text: str, series: Series) -> float:
+    """A threshold given as a number, or as `pNN/D` (the trace's NN-th percentile over D, e.g.
+    `p99/20`: the peak needs about 20 replicas). ValueError names the forms accepted."""
+    text = text.strip()
+    try:
+        if text.startswith("p") and "/" in text:
+            pct, over = text[1:].split("/", 1)
+            value = float(np.nanpercentile(series.values, float(pct))) / float(over)
+        else:
+            value = float(text)
+    except ValueError:
+        raise ValueError(f"threshold {text!r} is not a number nor pNN/D (e.g. p99/20)") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"threshold {text!r} gives {value}; it must be a load > 0")
+    return value
+
+
+def write(result: Replay, directory: Path) -> None:
+    """DIR/decisions.csv and DIR/summary.json, byte for byte the same for the same inputs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    result.decisions.to_csv(directory / "decisions.csv", index=False, lineterminator="\n")
+    text = json.dumps(result.summary, indent=2, sort_keys=True, allow_nan=False, default=str)
+    (directory / "summary.json").write_text(text + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m scaler.replay TRACE --threshold p99/20`: replay and print the summary JSON."""
+    parser = argparse.ArgumentParser(prog="python -m scaler.replay", description=__doc__)
+    parser.add_argument("trace", type=Path, help="timestamp,value CSV")
+    parser.add_argument("--threshold", required=True, help="load per replica, or pNN/D")
+    parser.add_argument("--lead-time", default="10m", help="cold start (default 10m)")
+    parser.add_argument("--horizon", default="15m", help="look past the lead time (default 15m)")
+    parser.add_argument("--quantile", type=float, default=ReplayConfig.quantile)
+    parser.add_argument("--budget", type=float, default=ReplayConfig.budget, help="per window")
+    parser.add_argument("--budget-window", default="1d", help="rolling window (default 1d)")
+    parser.add_argument("--cost-per-replica-hour", type=float, default=None)
+    parser.add_argument("--max-replicas", type=int, default=ReplayConfig.max_replicas)
+    parser.add_argument("--max-prewarm-replicas", type=int, default=10)
+    parser.add_argument("--model", default="seasonal", help="a models.catalog name")
+    parser.add_argument("--no-drift", action="store_true", help="ignore forecast drift")
+    parser.add_argument("--out", type=Path, help="write decisions.csv and summary.json here")
+    args = parser.parse_args(argv)
+    try:
+        series = read_trace(args.trace)
+        config = ReplayConfig(
+            threshold=threshold_from(args.threshold, series),
+            lead_time=parse_duration(args.lead_time),
+            horizon=parse_duration(args.horizon),
+            quantile=args.quantile,
+            budget=args.budget,
+            budget_window=parse_duration(args.budget_window),
+            cost_per_replica_hour=args.cost_per_replica_hour,
+            max_replicas=args.max_replicas,
+            max_prewarm_replicas=args.max_prewarm_replicas,
+            drift=not args.no_drift,
+        )
+        make = catalog.adapter(args.model)
+    except (ScalerError, ModelError, ValueError) as exc:
+        parser.error(str(exc))
+    result = replay(series, config, make=make)
+    if args.out is not None:
+        write(result, args.out)
+    print(json.dumps(result.summary, indent=2, sort_keys=True, allow_nan=False, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

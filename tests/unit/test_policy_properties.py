@@ -1,0 +1,185 @@
+"""The invariants of the decision and the prewarm ledger (issue 4), over random inputs."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaler import budget, policy
+
+HOUR = 3600.0
+loads = st.one_of(
+    st.floats(min_value=-10, max_value=1e6),
+    st.sampled_from([0.0, math.nan, math.inf, -math.inf]),
+)
+peaks = st.one_of(st.none(), loads, st.floats(allow_nan=True, allow_infinity=True))
+reasons = st.sampled_from([None, policy.Reason.DRIFT_FALLBACK, policy.Reason.NO_MODEL])
+
+
+@st.composite
+def limit_sets(draw: st.DrawFn) -> policy.Limits:
+    low = draw(st.integers(0, 20))
+    return policy.Limits(
+        threshold=draw(st.floats(min_value=0.01, max_value=1e4)),
+        min_replicas=low,
+        max_replicas=draw(st.integers(low, 200)),
+        max_prewarm_replicas=draw(st.integers(0, 30)),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(load=loads, peak=peaks, limits=limit_sets(), allowance=st.integers(-5, 1000), fb=reasons)
+def test_never_below_reactive_nor_above_max_replicas_nor_prewarm_cap(
+    load: float,
+    peak: float | None,
+    limits: policy.Limits,
+    allowance: int,
+    fb: policy.Reason | None,
+) -> None:
+    d = policy.decide(
+        load=load, forecast_peak=peak, limits=limits, allowance=allowance, fallback=fb
+    )
+    assert d.desired >= min(d.reactive, limits.max_replicas)
+    assert d.desired <= limits.max_replicas
+    assert d.desired <= max(d.reactive + limits.max_prewarm_replicas, limits.min_replicas)
+    assert 0 <= d.prewarm <= min(limits.max_prewarm_replicas, max(allowance, 0))
+    assert isinstance(d.reason, policy.Reason)
+
+
+@settings(max_examples=300, deadline=None)
+@given(load=loads, peak=peaks, limits=limit_sets(), fb=reasons)
+def test_a_budget_of_zero_gives_exactly_the_reactive_decision(
+    load: float, peak: float | None, limits: policy.Limits, fb: policy.Reason | None
+) -> None:
+    ours = policy.decide(load=load, forecast_peak=peak, limits=limits, allowance=0, fallback=fb)
+    reactive = policy.decide(load=load, forecast_peak=None, limits=limits, allowance=0)
+    assert ours.desired == reactive.desired
+    assert ours.prewarm == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    load=loads,
+    peak=peaks,
+    limits=limit_sets(),
+    a=st.integers(0, 50),
+    extra=st.integers(0, 50),
+    fb=reasons,
+)
+def test_more_budget_never_yields_fewer_replicas(
+    load: float,
+    peak: float | None,
+    limits: policy.Limits,
+    a: int,
+    extra: int,
+    fb: policy.Reason | None,
+) -> None:
+    less = policy.decide(load=load, forecast_peak=peak, limits=limits, allowance=a, fallback=fb)
+    more = policy.decide(
+        load=load, forecast_peak=peak, limits=limits, allowance=a + extra, fallback=fb
+    )
+    assert more.desired >= less.desired
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    budget_hours=st.floats(min_value=0, max_value=50),
+    extra=st.floats(min_value=0, max_value=50),
+    charges=st.lists(st.tuples(st.floats(0, 3 * 86400), st.integers(0, 5)), max_size=30),
+    now=st.floats(0, 4 * 86400),
+    reserve=st.floats(0, 1),
+)
+def test_a_larger_budget_never_allows_less_after_the_same_charges(
+    budget_hours: float,
+    extra: float,
+    charges: list[tuple[float, int]],
+    now: float,
+    reserve: float,
+) -> None:
+    small = budget.Ledger(budget=budget_hours, window=86400.0)
+    large = budget.Ledger(budget=budget_hours + extra, window=86400.0)
+    for at, replicas in charges:
+        fits = min(replicas, small.allowance(at, 300.0))
+        small.charge(at, fits, 300.0)
+        large.charge(at, fits, 300.0)
+    assert large.allowance(now, 300.0, reserve=reserve) >= small.allowance(
+        now, 300.0, reserve=reserve
+    )
+
+
+# ---- the ledger over a simulated sequence of steps --------------------------------------------
+
+clock_moves = st.one_of(
+    st.sampled_from([300.0, 300.0, 300.0, 30.0]),  # mostly regular steps
+    st.floats(min_value=-3 * 86400, max_value=3 * 86400),  # jumps back and forth
+    st.sampled_from([math.nan, math.inf, -math.inf, 0.0]),  # broken clocks
+)
+steps = st.tuples(clock_moves, loads, peaks, st.sampled_from([30.0, 300.0, 600.0, math.nan]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sequence=st.lists(steps, min_size=1, max_size=120),
+    budget_amount=st.floats(min_value=0, max_value=30),
+    window=st.sampled_from([3600.0, 86400.0]),
+    price=st.one_of(st.none(), st.floats(min_value=0.01, max_value=10)),
+    limits=limit_sets(),
+)
+def test_prewarm_spent_in_any_window_never_exceeds_the_budget(
+    sequence: list[tuple[float, float, float | None, float]],
+    budget_amount: float,
+    window: float,
+    price: float | None,
+    limits: policy.Limits,
+) -> None:
+    ledger = budget.Ledger(budget=budget_amount, window=window, cost_per_replica_hour=price)
+    now = 1_000_000.0
+    spent: list[tuple[float, float]] = []
+    for move, load, peak, step in sequence:
+        stamp = now + move if math.isfinite(move) else move
+        if math.isfinite(stamp):
+            now = stamp
+        d = policy.decide(
+            load=load,
+            forecast_peak=peak,
+            limits=limits,
+            allowance=ledger.allowance(stamp, step),
+        )
+        hours = ledger.charge(stamp, d.prewarm, step)
+        if hours > 0:
+            assert math.isfinite(stamp)
+            spent.append((stamp, hours * (price or 1.0)))
+    for end, _ in spent:  # every window that ends at a charge: the worst ones
+        in_window = sum(x for t, x in spent if end - window < t <= end)
+        assert in_window <= budget_amount + 1e-6
+
+
+@settings(max_examples=100, deadline=None)
+@given(sequence=st.lists(steps, min_size=1, max_size=60), limits=limit_sets())
+def test_with_a_budget_of_zero_every_decision_of_a_sequence_is_reactive(
+    sequence: list[tuple[float, float, float | None, float]], limits: policy.Limits
+) -> None:
+    ledger = budget.Ledger(budget=0.0, window=86400.0)
+    now = 0.0
+    for move, load, peak, step in sequence:
+        now = now + move if math.isfinite(move) else now
+        d = policy.decide(
+            load=load, forecast_peak=peak, limits=limits, allowance=ledger.allowance(now, step)
+        )
+        ledger.charge(now, d.prewarm, step)
+        assert (
+            d.desired
+            == policy.decide(load=load, forecast_peak=None, limits=limits, allowance=0).desired
+        )
+
+
+def test_shadow_mode_answers_reactive_while_the_predictive_decision_prewarms() -> None:
+    limits = policy.Limits(threshold=10.0, max_prewarm_replicas=5)
+    predictive = policy.decide(load=40.0, forecast_peak=75.0, limits=limits, allowance=10)
+    served = policy.decide(
+        load=40.0, forecast_peak=None, limits=limits, allowance=0, fallback=policy.Reason.REACTIVE
+    )
+    assert (predictive.desired, predictive.reason) == (8, policy.Reason.FORECAST)
+    assert (served.desired, served.prewarm) == (4, 0)
