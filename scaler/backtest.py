@@ -1,7 +1,7 @@
 """`scaler backtest TRACE.csv`: walk forward through a trace exactly as production would and grade
 the forecasts the policy would have acted on.
 
-Pipeline: load trace -> forecasts (this module) -> [decisions: the policy replay, later] -> files.
+Pipeline: load trace -> forecasts (this module) -> decisions (scaler.replay) -> files.
 - load: `read_trace` (line-numbered TraceError on anything unreadable), then bucket means at the
   model step (a 1-minute trace is fitted at 5 minutes; a 30-minute one stays at 30 minutes);
 - forecasts: `models.walkforward` (fit on what was known, weekly refit on the last 4 weeks, no
@@ -11,7 +11,10 @@ Pipeline: load trace -> forecasts (this module) -> [decisions: the policy replay
   observing step s - k - 1, at its point k, k = ceil(lead time / step));
 - files: DIR/forecasts.csv (`timestamp,actual,forecast_p50,forecast_p95`, one row per scored
   step), DIR/summary.json (coverage, pinball, WAPE, MASE, per model and for the reference, raw
-  model intervals next to calibrated ones, fit and predict times) and DIR/backtest.png.
+  model intervals next to calibrated ones, fit and predict times; under `decisions`, the
+  yardstick figures of the policy and its baselines), DIR/decisions.csv (one row per step:
+  `timestamp,load,required,reactive,desired,ready,reason,prewarm_replica_hours`) and
+  DIR/backtest.png.
 
 Scoring: the first 14 days (the first half of a shorter trace) are warm-up and not scored; nor
 are steps whose value is missing, or steps before any model could be fitted.
@@ -19,7 +22,6 @@ are steps whose value is missing, or steps before any model could be fitted.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import math
@@ -36,9 +38,8 @@ from models import catalog, resample
 from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import pinball
 from models.walkforward import walk_forward
-from scaler import policy, yardstick
-from scaler.errors import ConfigError
-from scaler.spec import format_duration, parse_duration
+from scaler import policy, replay, yardstick
+from scaler.spec import format_duration
 from scaler.traces import read_trace
 
 WARMUP = 14 * DAY
@@ -88,11 +89,6 @@ def load_trace(path: Path, step: float) -> Series:
     return resample.regrid(read_trace(path), step)
 
 
-def warmup_steps(series: Series, warmup: float | None) -> int:
-    seconds = min(WARMUP, series.span / 2) if warmup is None else warmup
-    return min(len(series), math.ceil(seconds / series.step - 1e-9))
-
-
 def factory(name: str, config: BacktestConfig) -> Callable[[], Forecaster] | str:
     """What walk_forward fits for `name`: the model name, or Prophet with holidays."""
     if name == "prophet" and config.holidays:
@@ -112,7 +108,7 @@ def forecast_frame(series: Series, config: BacktestConfig, name: str) -> pd.Data
     """
     k = yardstick.cold_start_steps(config.lead_time, series.step)
     points = max(policy.forecast_points(config.lead_time, config.horizon, series.step), k + 1)
-    first = warmup_steps(series, config.warmup)
+    first = replay.warmup_steps(series, config.warmup)
     last = len(series)
     if config.limit is not None:
         last = min(last, first + math.ceil(config.limit / series.step - 1e-9))
@@ -199,7 +195,7 @@ def naive_scale(series: Series, warmup: int) -> float:
 def run(series: Series, config: BacktestConfig, *, trace: str = "") -> Result:
     """Forecast frames for `config.model`, the compared models and the reference; the summary."""
     names = list(dict.fromkeys([config.model, *config.compare, REFERENCE]))
-    first = warmup_steps(series, config.warmup)
+    first = replay.warmup_steps(series, config.warmup)
     scale = naive_scale(series, first)
     frames: dict[str, pd.DataFrame] = {}
     graded: dict[str, dict[str, Any]] = {}
@@ -235,8 +231,11 @@ def run(series: Series, config: BacktestConfig, *, trace: str = "") -> Result:
     return Result(frames=frames, summary=summary)
 
 
-def write(result: Result, out: Path, *, model: str, threshold: float) -> None:
-    """DIR/forecasts.csv (the model asked for), DIR/summary.json and DIR/backtest.png."""
+def write(
+    result: Result, out: Path, *, model: str, threshold: float, decisions: replay.Replay | None
+) -> None:
+    """DIR/forecasts.csv (the model asked for), DIR/decisions.csv (when the policy was replayed),
+    DIR/summary.json and DIR/backtest.png."""
     out.mkdir(parents=True, exist_ok=True)
     frame = result.frames[model]
     rows = frame[frame["actual"].notna()]
@@ -251,258 +250,14 @@ def write(result: Result, out: Path, *, model: str, threshold: float) -> None:
     )
     csv.to_csv(out / "forecasts.csv", index=False, float_format="%.6g")
     summary = {**result.summary, "threshold": threshold}
-    (out / "summary.json").write_text(json.dumps(_finite(summary), indent=2) + "\n")
-    plot(result, out / "backtest.png", model=model)
+    if decisions is not None:
+        replay.write_decisions(decisions, out)
+        summary["decisions"] = decisions.summary
+    text = json.dumps(_finite(summary), indent=2, sort_keys=True, default=str)
+    (out / "summary.json").write_text(text + "\n")
+    from scaler import backtest_plot  # matplotlib only when a picture is written
 
-
-def plot(result: Result, path: Path, *, model: str, days: float = 7.0) -> None:
-    """Forecast vs actual (the last `days`), coverage over time, and the model comparison."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=(12, 10))
-    grid = fig.add_gridspec(3, 2, height_ratios=(1.2, 1, 1))
-    draw_forecast(fig.add_subplot(grid[0, :]), result, model=model, days=days)
-    draw_coverage(fig.add_subplot(grid[1, :]), result, model=model)
-    draw_comparison(fig.add_subplot(grid[2, 0]), fig.add_subplot(grid[2, 1]), result)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-
-
-def draw_forecast(ax: Any, result: Result, *, model: str, days: float) -> None:
-    frame = result.frames[model]
-    step = float(result.summary["trace"]["step_seconds"])
-    tail = frame.tail(max(1, round(days * DAY / step)))
-    t = pd.to_datetime(tail["timestamp"], unit="s")
-    lead = result.summary["config"]["lead_time"]
-    ax.plot(t, tail["actual"], color="black", lw=0.8, label="actual")
-    ax.plot(t, tail["forecast_p50"], color="tab:blue", lw=0.8, label=f"P50 made {lead} earlier")
-    q = result.summary["config"]["quantile"]
-    ax.plot(t, tail["forecast_p95"], color="tab:orange", lw=0.8, label=f"calibrated P{q * 100:g}")
-    ax.plot(t, tail["raw_p95"], color="tab:red", lw=0.6, ls=":", label="model's own interval")
-    ax.set_title(f"{model}: forecast vs actual (last {days:g} days of the backtest)")
-    ax.set_ylabel("load")
-    ax.legend(loc="upper left", fontsize=8, ncol=4)
-
-
-def draw_coverage(ax: Any, result: Result, *, model: str, days: float = 3.0) -> None:
-    """Rolling coverage of the calibrated quantile: the model asked for and the reference."""
-    q = float(result.summary["config"]["quantile"])
-    step = float(result.summary["trace"]["step_seconds"])
-    window = max(1, round(days * DAY / step))
-    for name in dict.fromkeys([model, REFERENCE]):
-        frame = result.frames[name]
-        covered = (frame["actual"] <= frame["forecast_p95"] + 1e-9).astype(float)
-        covered[frame["actual"].isna() | frame["forecast_p95"].isna()] = np.nan
-        rolling = covered.rolling(window, min_periods=window // 2).mean()
-        t = pd.to_datetime(frame["timestamp"], unit="s")
-        ax.plot(t, rolling * 100, lw=1.2, label=f"{name} (calibrated)")
-    ax.axhline(q * 100, color="grey", ls="--", lw=1, label=f"nominal {q * 100:g}%")
-    ax.set_ylabel(f"coverage, rolling {days:g} days (%)")
-    ax.set_ylim(max(0, q * 100 - 25), 100.5)
-    ax.set_title("realised coverage of the calibrated quantile over time")
-    ax.legend(loc="lower left", fontsize=8, ncol=3)
-
-
-def draw_comparison(ax_loss: Any, ax_cov: Any, result: Result) -> None:
-    models = result.summary["models"]
-    names = list(models)
-    x = np.arange(len(names))
-    ax_loss.bar(x, [models[n]["pinball"] for n in names], color="tab:blue")
-    ax_loss.set_xticks(x, names)
-    q = float(result.summary["config"]["quantile"])
-    ax_loss.set_title(f"pinball loss at {q:g} (lower is better)")
-    width = 0.4
-    ax_cov.bar(
-        x - width / 2,
-        [models[n]["raw_coverage"] * 100 for n in names],
-        width,
-        label="model's own interval",
-        color="tab:red",
-    )
-    ax_cov.bar(
-        x + width / 2,
-        [models[n]["coverage"] * 100 for n in names],
-        width,
-        label="calibrated",
-        color="tab:orange",
-    )
-    ax_cov.axhline(q * 100, color="grey", ls="--", lw=1)
-    ax_cov.set_xticks(x, names)
-    ax_cov.set_ylim(50, 100)
-    ax_cov.set_title("coverage: raw vs calibrated (%)")
-    ax_cov.legend(loc="lower right", fontsize=8)
-
-
-# ---- command line ------------------------------------------------------------------------------
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "backtest",
-        help="walk forward through a trace as production would and grade the forecasts",
-        description="Walk forward through a timestamp,value CSV exactly as production would "
-        "(fit on what was known, refit weekly on the last 4 weeks, no lookahead), and grade "
-        "the forecast made LEAD-TIME before each step: coverage of the calibrated quantile, "
-        "pinball loss, WAPE and MASE, per model and for the seasonal-naive reference (same "
-        "time one week earlier, level-corrected; one day earlier when the warm-up is under "
-        "two weeks). Writes DIR/forecasts.csv, DIR/summary.json and DIR/backtest.png.",
-        epilog="example: scaler backtest ../shared/traces/nasa_http_5min.csv --threshold p99/20 "
-        "--lead-time 10m --horizon 15m --out /tmp/bt-nasa",
-    )
-    p.add_argument(
-        "trace",
-        type=Path,
-        metavar="TRACE.csv",
-        help="timestamp,value CSV (empty values are missing data)",
-    )
-    p.add_argument(
-        "--threshold",
-        default="p99/20",
-        metavar="C",
-        help="load one replica serves, or pNN/D: the NNth percentile of the trace "
-        "divided by D (default p99/20); recorded for the decisions part",
-    )
-    p.add_argument(
-        "--lead-time",
-        type=_duration,
-        default=600.0,
-        metavar="DURATION",
-        help="replica cold start: forecasts are graded this long before the step (default 10m)",
-    )
-    p.add_argument(
-        "--horizon",
-        type=_duration,
-        default=900.0,
-        metavar="DURATION",
-        help="look-ahead past the lead time each forecast covers (default 15m)",
-    )
-    p.add_argument("--quantile", type=_quantile, default=0.95, help="default 0.95")
-    p.add_argument(
-        "--model",
-        default="auto",
-        choices=("auto", *catalog.CANDIDATES),
-        help="model production would run; auto = select at every refit (default)",
-    )
-    p.add_argument(
-        "--compare",
-        default=",".join(catalog.CANDIDATES),
-        metavar="M1,M2",
-        help="models graded alongside (default: every candidate; 'none' for none); "
-        "the seasonal-naive reference is always graded",
-    )
-    p.add_argument(
-        "--step",
-        type=_duration,
-        default=300.0,
-        metavar="DURATION",
-        help="model step; a finer trace is averaged to it (default 5m)",
-    )
-    p.add_argument(
-        "--warmup",
-        type=_duration,
-        default=None,
-        metavar="DURATION",
-        help="unscored history at the start (default 14d, or half a shorter trace)",
-    )
-    p.add_argument(
-        "--limit",
-        type=_duration,
-        default=None,
-        metavar="DURATION",
-        help="grade only this long after the warm-up (default: to the end)",
-    )
-    p.add_argument(
-        "--holidays",
-        default=None,
-        metavar="CC",
-        help="country code for Prophet's holidays, e.g. US (prophet only)",
-    )
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
-    p.set_defaults(func=cmd_backtest)
-
-
-def cmd_backtest(args: argparse.Namespace) -> int:
-    config = config_from(args)
-    series = load_trace(args.trace, config.step)
-    threshold = parse_threshold(args.threshold, series)
-    result = run(series, config, trace=str(args.trace))
-    write(result, args.out, model=config.model, threshold=threshold)
-    print(table(result.summary))
-    print(f"wrote {args.out / 'forecasts.csv'}, summary.json and backtest.png")
-    return 0
-
-
-def config_from(args: argparse.Namespace) -> BacktestConfig:
-    compare = () if args.compare == "none" else tuple(filter(None, args.compare.split(",")))
-    unknown = [m for m in compare if m not in catalog.CANDIDATES]
-    if unknown:
-        raise ConfigError(
-            f"--compare {','.join(unknown)}: not a model; use {','.join(catalog.CANDIDATES)}"
-        )
-    return BacktestConfig(
-        lead_time=args.lead_time,
-        horizon=args.horizon,
-        quantile=args.quantile,
-        model=args.model,
-        step=args.step,
-        warmup=args.warmup,
-        limit=args.limit,
-        holidays=args.holidays,
-        compare=compare,
-    )
-
-
-def parse_threshold(text: str, series: Series) -> float:
-    """A load per replica, or `pNN/D` read off the trace; ConfigError naming the fix."""
-    try:
-        if text.startswith("p"):
-            pct, _, divisor = text[1:].partition("/")
-            observed = series.values[~np.isnan(series.values)]
-            value = float(np.percentile(observed, float(pct))) / float(divisor or 1)
-        else:
-            value = float(text)
-    except (ValueError, IndexError, ZeroDivisionError):
-        value = float("nan")
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"--threshold {text!r}: give a load > 0, or pNN/D such as p99/20")
-    return value
-
-
-def table(summary: dict[str, Any]) -> str:
-    """The figures as a fixed-width table (what the command prints)."""
-    q = summary["config"]["quantile"]
-    head = (
-        f"{'model':10} {'coverage':>9} {'raw cov':>8} {'pinball':>10} {'vs ref':>7} "
-        f"{'WAPE':>6} {'MASE':>6} {'fit s':>6} {'pred ms':>7}"
-    )
-    lines = [f"backtest at quantile {q:g}, graded {summary['config']['lead_time']} ahead", head]
-    for name, m in summary["models"].items():
-        lines.append(
-            f"{name:10} {m['coverage'] * 100:8.1f}% {m['raw_coverage'] * 100:7.1f}% "
-            f"{m['pinball']:10.4g} {m['pinball_vs_reference'] * 100:6.1f}% "
-            f"{m['wape'] * 100:5.1f}% {m['mase']:6.3f} {m['fit_seconds_mean']:6.2f} "
-            f"{m['predict_ms_median']:7.2f}"
-        )
-    return "\n".join(lines)
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; use a duration such as 10m or 14d") from None
-
-
-def _quantile(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.5 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a quantile between 0.5 and 1, e.g. 0.95")
-    return value
+    backtest_plot.plot(result, out / "backtest.png", model=model)
 
 
 def _iso(t: float) -> str:

@@ -27,7 +27,7 @@ from scaler.settings import (
     TLSSettings,
 )
 from scaler.sources.base import Source
-from scaler.spec import parse_duration
+from scaler.spec import duration_arg
 from scaler.telemetry import Telemetry, serve_http
 
 logger = logging.getLogger("scaler")
@@ -35,15 +35,6 @@ logger = logging.getLogger("scaler")
 
 def env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(f"SCALER_{name}", default)
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"{exc}; use a Prometheus duration such as 30s or 7d"
-        ) from None
 
 
 def _bool(text: str | None) -> bool:
@@ -86,13 +77,13 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     e = p.add_argument_group("engine")
     e.add_argument(
         "--step",
-        type=_duration,
+        type=duration_arg,
         default=env("STEP", "30s"),
         help="time between decisions (env SCALER_STEP; default 30s)",
     )
     e.add_argument(
         "--staleness",
-        type=_duration,
+        type=duration_arg,
         default=env("STALENESS", "5m"),
         help="answer UNAVAILABLE once a target's data is this old (default 5m)",
     )
@@ -254,10 +245,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
-    from scaler import backtest, demo
+    from scaler import backtest_cli, demo
 
     demo.add_parser(sub)
-    backtest.add_parser(sub)
+    backtest_cli.add_parser(sub)
     return parser
 
 
@@ -268,8 +259,13 @@ def setup_logging(level: str, fmt: str) -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
-    for noisy in ("cmdstanpy", "prophet", "urllib3"):
+    for noisy in ("prophet", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # cmdstanpy logs a failed L-BFGS run as ERROR although Prophet then retries with Newton and
+    # says so (a WARNING from prophet.models); prophet.plot logs ERROR when plotly, which we do
+    # not use, is absent. Neither is an error of ours.
+    for quiet in ("cmdstanpy", "prophet.plot"):
+        logging.getLogger(quiet).setLevel(logging.CRITICAL)
 
 
 class _JsonFormatter(logging.Formatter):

@@ -244,7 +244,8 @@ class Engine:
             state.ledger.remaining(now) / spec.prewarm_budget if spec.prewarm_budget else 0.0
         )
         quantile = policy.affordable_quantile(spec.quantile, budget_left)
-        upper = state.model.calibration.upper(forecast.p50, quantile)
+        steps = forecast.p50.size
+        upper = state.model.calibration_for(state.history, steps).upper(forecast.p50, quantile)
         ahead = upper[(forecast.times() <= now + spec.lookahead + 1e-9) & np.isfinite(upper)]
         peak = float(ahead.max()) if ahead.size else None
         fallback = policy.Reason.DRIFT_FALLBACK if state.drift.monitor.in_fallback else None

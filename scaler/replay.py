@@ -10,15 +10,13 @@ decision for it is made at T from L[..t-1] only, with the forecast made after ob
 Nothing here reads the future: the rows up to any step are the same whether the trace ends there
 or goes on. Scoring (warm-up, baselines, frontier) happens afterwards, on the whole frame.
 
-`python -m scaler.replay TRACE --threshold p99/20` prints the summary as JSON.
+`scaler backtest TRACE --threshold p99/20 --budget 24 --out DIR` runs it (scaler.backtest).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +24,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models import catalog
-from models.base import DAY, WEEK, Forecaster, ModelError, Series
+from models.base import DAY, WEEK, Forecaster, Series
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
 from scaler import baselines, budget, drift, policy, yardstick
-from scaler.errors import ScalerError
-from scaler.spec import parse_duration
-from scaler.traces import read_trace
+from scaler.errors import ConfigError
 
 COLUMNS = (
     "timestamp",
@@ -97,7 +92,7 @@ def replay(
     series: Series,
     config: ReplayConfig,
     *,
-    make: Callable[[], Forecaster] = SeasonalBaseline,
+    make: Callable[[], Forecaster] | str = SeasonalBaseline,
     warmup: float | None = None,
 ) -> Replay:
     """Replay the policy over `series` and score it (warm-up: DESIGN.md's unless given)."""
@@ -106,7 +101,7 @@ def replay(
 
 
 def simulate(
-    series: Series, config: ReplayConfig, *, make: Callable[[], Forecaster] = SeasonalBaseline
+    series: Series, config: ReplayConfig, *, make: Callable[[], Forecaster] | str = SeasonalBaseline
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The decisions frame, step by step, and counts the summary reports (drift episodes...)."""
     step, load = series.step, series.values
@@ -170,7 +165,8 @@ def simulate(
         if origin.forecast is not None and origin.model is not None:
             left = ledger.remaining(now) / config.budget if config.budget > 0 else 0.0
             quantile = policy.affordable_quantile(config.quantile, left)
-            peak = _peak(origin.model.calibration.upper(origin.forecast.p50[:points], quantile))
+            table = origin.model.calibration_for(Series(series.start, step, load[:t]), points)
+            peak = _peak(table.upper(origin.forecast.p50[:points], quantile))
         decision = policy.decide(
             load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
             forecast_peak=peak,
@@ -298,7 +294,7 @@ def _peak(upper: Any) -> float | None:
 
 def threshold_from(text: str, series: Series) -> float:
     """A threshold given as a number, or as `pNN/D` (the trace's NN-th percentile over D, e.g.
-    `p99/20`: the peak needs about 20 replicas). ValueError names the forms accepted."""
+    `p99/20`: the peak needs about 20 replicas). ConfigError names the forms accepted."""
     text = text.strip()
     try:
         if text.startswith("p") and "/" in text:
@@ -306,61 +302,35 @@ def threshold_from(text: str, series: Series) -> float:
             value = float(np.nanpercentile(series.values, float(pct))) / float(over)
         else:
             value = float(text)
-    except ValueError:
-        raise ValueError(f"threshold {text!r} is not a number nor pNN/D (e.g. p99/20)") from None
+    except (ValueError, ZeroDivisionError):
+        raise ConfigError(
+            f"--threshold {text!r} is not a number nor pNN/D; give a load > 0 or e.g. p99/20"
+        ) from None
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"threshold {text!r} gives {value}; it must be a load > 0")
+        raise ConfigError(f"--threshold {text!r} gives {value}; it must be a load > 0")
     return value
 
 
-def write(result: Replay, directory: Path) -> None:
-    """DIR/decisions.csv and DIR/summary.json, byte for byte the same for the same inputs."""
+def write_decisions(result: Replay, directory: Path) -> None:
+    """DIR/decisions.csv, byte for byte the same for the same inputs."""
     directory.mkdir(parents=True, exist_ok=True)
     result.decisions.to_csv(directory / "decisions.csv", index=False, lineterminator="\n")
-    text = json.dumps(result.summary, indent=2, sort_keys=True, allow_nan=False, default=str)
-    (directory / "summary.json").write_text(text + "\n")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m scaler.replay TRACE --threshold p99/20`: replay and print the summary JSON."""
-    parser = argparse.ArgumentParser(prog="python -m scaler.replay", description=__doc__)
-    parser.add_argument("trace", type=Path, help="timestamp,value CSV")
-    parser.add_argument("--threshold", required=True, help="load per replica, or pNN/D")
-    parser.add_argument("--lead-time", default="10m", help="cold start (default 10m)")
-    parser.add_argument("--horizon", default="15m", help="look past the lead time (default 15m)")
-    parser.add_argument("--quantile", type=float, default=ReplayConfig.quantile)
-    parser.add_argument("--budget", type=float, default=ReplayConfig.budget, help="per window")
-    parser.add_argument("--budget-window", default="1d", help="rolling window (default 1d)")
-    parser.add_argument("--cost-per-replica-hour", type=float, default=None)
-    parser.add_argument("--max-replicas", type=int, default=ReplayConfig.max_replicas)
-    parser.add_argument("--max-prewarm-replicas", type=int, default=10)
-    parser.add_argument("--model", default="seasonal", help="a models.catalog name")
-    parser.add_argument("--no-drift", action="store_true", help="ignore forecast drift")
-    parser.add_argument("--out", type=Path, help="write decisions.csv and summary.json here")
-    args = parser.parse_args(argv)
-    try:
-        series = read_trace(args.trace)
-        config = ReplayConfig(
-            threshold=threshold_from(args.threshold, series),
-            lead_time=parse_duration(args.lead_time),
-            horizon=parse_duration(args.horizon),
-            quantile=args.quantile,
-            budget=args.budget,
-            budget_window=parse_duration(args.budget_window),
-            cost_per_replica_hour=args.cost_per_replica_hour,
-            max_replicas=args.max_replicas,
-            max_prewarm_replicas=args.max_prewarm_replicas,
-            drift=not args.no_drift,
+def table(summary: dict[str, Any]) -> str:
+    """The yardstick figures as the fixed-width table `scaler backtest` prints."""
+    budget = summary["config"]["budget"]
+    lines = [
+        f"{'decisions':14} {'frontier':>8} {'under-prov':>10} {'shortfall':>9} "
+        f"{'GPU-h':>9} {'x reactive':>10} {'max prewarm/window':>18}"
+    ]
+    for name in ("policy", "reactive", "reactive_20", "oracle"):
+        m = summary[name]
+        ratio = m["frontier_ratio"]
+        lines.append(
+            f"{name:14} {ratio:8.2f} {m['under_provisioned_pct']:9.1f}% "
+            f"{m['shortfall_replica_steps']:9.0f} {m['gpu_hours']:9.1f} "
+            f"{m['gpu_hours_x_reactive']:9.2f}x "
+            f"{m['prewarm']['max_window_spend']:10.2f} / {budget:g}"
         )
-        make = catalog.adapter(args.model)
-    except (ScalerError, ModelError, ValueError) as exc:
-        parser.error(str(exc))
-    result = replay(series, config, make=make)
-    if args.out is not None:
-        write(result, args.out)
-    print(json.dumps(result.summary, indent=2, sort_keys=True, allow_nan=False, default=str))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return "\n".join(lines)

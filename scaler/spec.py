@@ -12,6 +12,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import math
 import re
@@ -47,6 +48,14 @@ def parse_duration(text: str) -> float:
     if pos != len(text):
         raise ValueError(f"not a Prometheus duration: {text!r}")
     return total
+
+
+def duration_arg(text: str) -> float:
+    """parse_duration for argparse `type=`: the error says what a duration looks like."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; use a duration such as 30s, 10m or 14d") from None
 
 
 def format_duration(seconds: float) -> str:

@@ -70,8 +70,12 @@ class PrometheusSource:
         grid = _Grid(start, step, _grid_size(start, end, step))
         values = np.full(grid.size, np.nan)
         found = False
-        logger.debug("%s: history of %d points in %d queries", spec.label, grid.size,
-                     math.ceil(grid.size / MAX_POINTS))
+        logger.debug(
+            "%s: history of %d points in %d queries",
+            spec.label,
+            grid.size,
+            math.ceil(grid.size / MAX_POINTS),
+        )
         for chunk in grid.chunks(MAX_POINTS):
             result = self._ask(spec, partial(_query_range, query=spec.query, chunk=chunk))
             series = _single_series(spec, result)

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from models.base import DAY, Series
-from scaler import backtest, cli
+from scaler import backtest, cli, replay
+from scaler.errors import ConfigError
 from tests.contract.synthetic import load
 
 CONFIG = backtest.BacktestConfig(model="seasonal", compare=(), warmup=3 * DAY, limit=DAY / 2)
@@ -46,6 +47,14 @@ def test_writes_forecasts_csv_summary_json_and_a_png(tmp_path: Path) -> None:
         assert {"coverage", "raw_coverage", "pinball", "wape", "mase"} <= set(figures)
     assert summary["threshold"] == 20.0
     assert (tmp_path / "out" / "backtest.png").stat().st_size > 10_000
+    decisions = pd.read_csv(tmp_path / "out" / "decisions.csv")
+    assert tuple(decisions.columns) == replay.COLUMNS
+    assert len(decisions) == 4 * 288  # one row per step of the trace, warm-up included
+    assert (decisions["desired"] >= decisions["reactive"]).all()
+    for run in ("policy", "reactive", "reactive_20", "oracle"):
+        figures = summary["decisions"][run]
+        assert {"under_provisioned_pct", "gpu_hours", "frontier_ratio", "prewarm"} <= set(figures)
+    assert summary["decisions"]["policy"]["prewarm"]["max_window_spend"] <= 24.0 + 1e-9
 
 
 def test_the_forecast_for_a_step_uses_exactly_what_was_known_lead_time_earlier() -> None:
@@ -105,10 +114,10 @@ def test_forecasts_start_once_a_day_of_history_is_known_and_not_before(
 
 def test_threshold_accepts_a_load_or_a_percentile_of_the_trace() -> None:
     series = Series(0.0, 300.0, np.arange(101, dtype=np.float64))
-    assert backtest.parse_threshold("12.5", series) == 12.5
-    assert backtest.parse_threshold("p50/5", series) == pytest.approx(10.0)
-    with pytest.raises(backtest.ConfigError, match="pNN/D"):
-        backtest.parse_threshold("-1", series)
+    assert replay.threshold_from("12.5", series) == 12.5
+    assert replay.threshold_from("p50/5", series) == pytest.approx(10.0)
+    with pytest.raises(ConfigError, match="load > 0"):
+        replay.threshold_from("-1", series)
 
 
 def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str]) -> None:

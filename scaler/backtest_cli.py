@@ -1,0 +1,229 @@
+"""`scaler backtest`: the command line of scaler.backtest (forecasts) and scaler.replay
+(decisions). Parses flags into their configs, runs both, prints the tables, writes the files."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+from models import catalog
+from scaler import replay
+from scaler.backtest import (
+    BacktestConfig,
+    factory,
+    load_trace,
+    run,
+    write,
+)
+from scaler.errors import ConfigError
+from scaler.spec import duration_arg
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "backtest",
+        help="walk forward through a trace as production would and grade the forecasts",
+        description="Walk forward through a timestamp,value CSV exactly as production would "
+        "(fit on what was known, refit weekly on the last 4 weeks, no lookahead), and grade "
+        "the forecast made LEAD-TIME before each step: coverage of the calibrated quantile, "
+        "pinball loss, WAPE and MASE, per model and for the seasonal-naive reference (same "
+        "time one week earlier, level-corrected; one day earlier when the warm-up is under "
+        "two weeks). Then replays the policy over the trace with those forecasts, the budget "
+        "and drift fallback, and scores it with the replay yardstick against reactive, static "
+        "headroom and oracle baselines (frontier ratio). Writes DIR/forecasts.csv, "
+        "DIR/decisions.csv, DIR/summary.json and DIR/backtest.png.",
+        epilog="example: scaler backtest ../shared/traces/nasa_http_5min.csv --threshold p99/20 "
+        "--lead-time 10m --horizon 15m --out /tmp/bt-nasa",
+    )
+    p.add_argument(
+        "trace",
+        type=Path,
+        metavar="TRACE.csv",
+        help="timestamp,value CSV (empty values are missing data)",
+    )
+    p.add_argument(
+        "--threshold",
+        default="p99/20",
+        metavar="C",
+        help="load one replica serves, or pNN/D: the NNth percentile of the trace "
+        "divided by D (default p99/20: the peak needs about 20 replicas)",
+    )
+    p.add_argument(
+        "--lead-time",
+        type=duration_arg,
+        default=600.0,
+        metavar="DURATION",
+        help="replica cold start: forecasts are graded this long before the step (default 10m)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=duration_arg,
+        default=900.0,
+        metavar="DURATION",
+        help="look-ahead past the lead time each forecast covers (default 15m)",
+    )
+    p.add_argument("--quantile", type=_quantile, default=0.95, help="default 0.95")
+    p.add_argument(
+        "--model",
+        default="auto",
+        choices=("auto", *catalog.CANDIDATES),
+        help="model production would run; auto = select at every refit (default)",
+    )
+    p.add_argument(
+        "--compare",
+        default=",".join(catalog.CANDIDATES),
+        metavar="M1,M2",
+        help="models graded alongside (default: every candidate; 'none' for none); "
+        "the seasonal-naive reference is always graded",
+    )
+    p.add_argument(
+        "--step",
+        type=duration_arg,
+        default=300.0,
+        metavar="DURATION",
+        help="model step; a finer trace is averaged to it (default 5m)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=duration_arg,
+        default=None,
+        metavar="DURATION",
+        help="unscored history at the start (default 14d, or half a shorter trace)",
+    )
+    p.add_argument(
+        "--limit",
+        type=duration_arg,
+        default=None,
+        metavar="DURATION",
+        help="grade only this long after the warm-up (default: to the end)",
+    )
+    p.add_argument(
+        "--holidays",
+        default=None,
+        metavar="CC",
+        help="country code for Prophet's holidays, e.g. US (prophet only)",
+    )
+    policy_flags = p.add_argument_group(
+        "decisions (the policy replay: DIR/decisions.csv and summary.json's `decisions`)"
+    )
+    policy_flags.add_argument(
+        "--budget",
+        type=float,
+        default=replay.ReplayConfig.budget,
+        help="prewarm allowed per window: replica-hours, or money with --cost-per-replica-hour "
+        f"(default {replay.ReplayConfig.budget:g})",
+    )
+    policy_flags.add_argument(
+        "--budget-window",
+        type=duration_arg,
+        default=replay.ReplayConfig.budget_window,
+        metavar="DURATION",
+        help="rolling window of the budget (default 24h)",
+    )
+    policy_flags.add_argument("--cost-per-replica-hour", type=float, default=None, metavar="PRICE")
+    policy_flags.add_argument("--min-replicas", type=int, default=replay.ReplayConfig.min_replicas)
+    policy_flags.add_argument("--max-replicas", type=int, default=replay.ReplayConfig.max_replicas)
+    policy_flags.add_argument(
+        "--max-prewarm-replicas", type=int, default=replay.ReplayConfig.max_prewarm_replicas
+    )
+    policy_flags.add_argument(
+        "--no-drift", action="store_true", help="replay the forecast even when it has drifted"
+    )
+    policy_flags.add_argument(
+        "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    p.set_defaults(func=cmd_backtest)
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    config = config_from(args)
+    series = load_trace(args.trace, config.step)
+    threshold = replay.threshold_from(args.threshold, series)
+    result = run(series, config, trace=str(args.trace))
+    print(table(result.summary))
+    decisions = None
+    if not args.no_decisions:
+        decisions = replay.replay(
+            series,
+            replay_config(args, config, threshold),
+            make=factory(config.model, config),
+            warmup=config.warmup,
+        )
+        print(replay.table(decisions.summary))
+    write(result, args.out, model=config.model, threshold=threshold, decisions=decisions)
+    written = "forecasts.csv" + (", decisions.csv" if decisions is not None else "")
+    print(f"wrote {written}, summary.json and backtest.png to {args.out}")
+    return 0
+
+
+def replay_config(
+    args: argparse.Namespace, config: BacktestConfig, threshold: float
+) -> replay.ReplayConfig:
+    if args.budget < 0 or not math.isfinite(args.budget):
+        raise ConfigError(f"--budget {args.budget}: give a budget >= 0 (0 = purely reactive)")
+    return replay.ReplayConfig(
+        threshold=threshold,
+        lead_time=config.lead_time,
+        horizon=config.horizon,
+        quantile=config.quantile,
+        min_replicas=args.min_replicas,
+        max_replicas=args.max_replicas,
+        max_prewarm_replicas=args.max_prewarm_replicas,
+        budget=args.budget,
+        budget_window=args.budget_window,
+        cost_per_replica_hour=args.cost_per_replica_hour,
+        refit_every=config.refit_every,
+        history_window=config.window,
+        drift=not args.no_drift,
+    )
+
+
+def config_from(args: argparse.Namespace) -> BacktestConfig:
+    compare = () if args.compare == "none" else tuple(filter(None, args.compare.split(",")))
+    unknown = [m for m in compare if m not in catalog.CANDIDATES]
+    if unknown:
+        raise ConfigError(
+            f"--compare {','.join(unknown)}: not a model; use {','.join(catalog.CANDIDATES)}"
+        )
+    return BacktestConfig(
+        lead_time=args.lead_time,
+        horizon=args.horizon,
+        quantile=args.quantile,
+        model=args.model,
+        step=args.step,
+        warmup=args.warmup,
+        limit=args.limit,
+        holidays=args.holidays,
+        compare=compare,
+    )
+
+
+def table(summary: dict[str, Any]) -> str:
+    """The figures as a fixed-width table (what the command prints)."""
+    q = summary["config"]["quantile"]
+    head = (
+        f"{'model':10} {'coverage':>9} {'raw cov':>8} {'pinball':>10} {'vs ref':>7} "
+        f"{'WAPE':>6} {'MASE':>6} {'fit s':>6} {'pred ms':>7}"
+    )
+    lines = [f"backtest at quantile {q:g}, graded {summary['config']['lead_time']} ahead", head]
+    for name, m in summary["models"].items():
+        lines.append(
+            f"{name:10} {m['coverage'] * 100:8.1f}% {m['raw_coverage'] * 100:7.1f}% "
+            f"{m['pinball']:10.4g} {m['pinball_vs_reference'] * 100:6.1f}% "
+            f"{m['wape'] * 100:5.1f}% {m['mase']:6.3f} {m['fit_seconds_mean']:6.2f} "
+            f"{m['predict_ms_median']:7.2f}"
+        )
+    return "\n".join(lines)
+
+
+def _quantile(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.5 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a quantile between 0.5 and 1, e.g. 0.95")
+    return value
