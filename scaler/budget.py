@@ -10,12 +10,17 @@ replicas for one step. The cap is strict whatever the clock does:
 - charges are kept for two windows past the newest time seen; a clock that jumps back further
   than one window behind that gets no allowance (it could not be checked), until it catches up;
 - non-finite times, steps or budgets give an allowance of 0.
+
+A restarted scaler (or a second replica) does not start from an empty window: `spent_per_step`
+turns the samples of the spend counter every replica exports into replica-hours per time, and
+`seed` adds them to a ledger before it makes its own charges (the engine's wiring).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 HOUR = 3600.0
@@ -34,7 +39,8 @@ class Ledger:
     cost_per_replica_hour: float | None = None
     """Price of one replica-hour in the budget's currency; None means the budget is in hours."""
     charges: deque[tuple[float, float]] = field(default_factory=deque)
-    """(time, amount in budget units) of each charge, in the order they were made."""
+    """(time, amount in budget units) of each charge: spend seeded from the shared record first,
+    then this process's own charges in the order they were made."""
     newest: float = -math.inf
     """Latest time the ledger has been asked about; charges expire relative to it."""
 
@@ -77,6 +83,10 @@ class Ledger:
 
     def _amount(self, replicas: int, step: float) -> float:
         hours = replicas * step / HOUR if math.isfinite(step) and step > 0 else math.nan
+        return self.price(hours)
+
+    def price(self, hours: float) -> float:
+        """`hours` replica-hours in budget units."""
         return hours if self.cost_per_replica_hour is None else hours * self.cost_per_replica_hour
 
     def _checkable(self, now: float) -> bool:
@@ -92,3 +102,51 @@ class Ledger:
         horizon = self.newest - 2 * self.window
         if self.charges and any(at <= horizon for at, _ in self.charges):
             self.charges = deque(c for c in self.charges if c[0] > horizon)
+
+
+START_SLACK = 1e-3
+"""Seconds within which a sample counts as stamped at the window's start (Prometheus keeps ms)."""
+
+Samples = Sequence[tuple[float, float]]
+"""(time, value) samples of one counter series, in time order."""
+
+
+def spent_per_step(series: Iterable[Samples], *, start: float) -> list[tuple[float, float]]:
+    """Replica-hours spent per sample time, from the spend counter of every scaler pod.
+
+    Each series (one per pod) is turned into increments on its own: a drop is a counter reset
+    (the pod restarted from 0, so the new value is the increment); a first sample at `start` is
+    the baseline of a series that existed before the window, and a later first sample is the
+    whole spend of a pod born within it. Every pod charges the same decisions, so the spend at a
+    time is the max over pods, never their sum. Taking the max of the raw counters instead
+    (`max by (target)`) would mix baselines: when the leading pod restarts, the max falls to
+    another pod's total, and reading that drop as a reset would charge its whole life again.
+    An increment is stamped at the sample that shows it, at or after the charge it counts, so
+    it stays in the window at least as long as the charge would have.
+    """
+    spent: dict[float, float] = {}
+    for samples in series:
+        previous: float | None = None
+        for at, value in samples:
+            if not (math.isfinite(at) and math.isfinite(value)):
+                continue
+            if previous is None:
+                step_spend = 0.0 if at <= start + START_SLACK else value
+            else:
+                step_spend = value - previous if value >= previous else value
+            previous = value
+            spent[at] = max(spent.get(at, 0.0), step_spend)
+    return sorted((at, hours) for at, hours in spent.items() if hours > 0)
+
+
+def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
+    """Add replica-hours spent elsewhere (`spent_per_step`) to `ledger`, priced in its units.
+
+    The spend counter also shows this process's own charges once they are scraped, so only
+    spend stamped before the ledger's first own charge is taken: from there on the ledger's
+    own charges are the record, and nothing is counted twice. Call it once per ledger (the
+    engine calls it before the first charge, so all of the counter's history is taken).
+    """
+    first_own = min((at for at, _ in ledger.charges), default=math.inf)
+    earlier = [(at, ledger.price(hours)) for at, hours in spent if at < first_own]
+    ledger.charges = deque([*sorted(earlier), *ledger.charges])

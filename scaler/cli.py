@@ -26,7 +26,7 @@ from scaler.settings import (
     Settings,
     TLSSettings,
 )
-from scaler.sources.base import Source
+from scaler.sources.base import Source, SpendRecord
 from scaler.spec import duration_arg
 from scaler.telemetry import Telemetry, serve_http
 
@@ -67,6 +67,14 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "--prometheus-url",
         default=env("PROMETHEUS_URL", PrometheusSettings.url),
         help="Prometheus for targets without serverAddress (env SCALER_PROMETHEUS_URL)",
+    )
+    g.add_argument(
+        "--ledger-prometheus-url",
+        default=env("LEDGER_PROMETHEUS_URL"),
+        help="Prometheus that scrapes this scaler's /metrics: after a restart, and on every "
+        "replica, the prewarm ledger is rebuilt from scaler_prewarm_replica_hours_total there, "
+        "and prewarm stays 0 (reason budget_unknown) until it answers; ignored with a file: "
+        "source (env SCALER_LEDGER_PROMETHEUS_URL; default --prometheus-url)",
     )
     g.add_argument(
         "--decision-log",
@@ -127,7 +135,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
         server=ServerSettings(
             grpc_port=args.grpc_port, http_port=args.http_port, host=args.host, tls=tls
         ),
-        prometheus=PrometheusSettings(url=args.prometheus_url),
+        prometheus=PrometheusSettings(
+            url=args.prometheus_url, ledger_url=args.ledger_prometheus_url or None
+        ),
         engine=EngineSettings(
             step=args.step, staleness=args.staleness, fit_workers=args.fit_workers
         ),
@@ -152,6 +162,18 @@ def make_source(settings: Settings, clock: Clock) -> Source:
     raise ConfigError(f"--source {kind!r} is not prometheus or file:PATH")
 
 
+def make_spend_record(settings: Settings) -> SpendRecord | None:
+    """Where ledgers are rebuilt from; None for `ledger_source` none and for a file: source."""
+    if settings.ledger_source == "none" or settings.source.startswith("file:"):
+        return None
+    if settings.ledger_source != "prometheus":
+        raise ConfigError(f"ledger source {settings.ledger_source!r} is not prometheus or none")
+    from scaler.sources.prometheus import PrometheusSource
+
+    url = settings.prometheus.ledger_url or settings.prometheus.url
+    return PrometheusSource(url, timeout=settings.prometheus.timeout)
+
+
 async def run_server(
     settings: Settings,
     *,
@@ -161,6 +183,7 @@ async def run_server(
 ) -> None:
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
     source = make_source(settings, clock)
+    spend_record = make_spend_record(settings)
     registry = CollectorRegistry()
     telemetry = Telemetry(registry)
     engine = Engine(
@@ -169,6 +192,7 @@ async def run_server(
         clock=clock,
         telemetry=telemetry,
         decision_log=DecisionLog(settings.decision_log),
+        spend_record=spend_record,
     )
     server, port, health = await grpc_server.create_server(settings.server, engine)
     http = None
@@ -200,9 +224,10 @@ async def run_server(
         if http is not None:
             http.shutdown()
             http.server_close()
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
+        for used in (source, spend_record):
+            close = getattr(used, "close", None)
+            if close is not None:
+                close()
         logger.info("stopped")
 
 

@@ -8,6 +8,14 @@ every `refit_every`. RPCs only ever read `TargetState`; nothing here runs on the
 
 A failing target never stops the others: its error is kept on its state, and its answers turn
 UNAVAILABLE once its data is older than `staleness`.
+
+The ledger's truth is the spend counter every replica exports to a shared Prometheus: a target
+seen for the first time has its ledger rebuilt from it (`spend_record`), and until that has
+succeeded its prewarm allowance is 0 (reason budget_unknown), retried each step. From then on
+each replica charges the same decisions itself, so ledgers that started from the same record stay
+alike. Spend made in the last scrape interval before a rebuild is not in Prometheus yet: at most
+maxPrewarmReplicas for that interval can be missed. Without a spend record (file source) or with
+a zero budget the ledger starts empty and known.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from scaler.clock import Clock
 from scaler.decisionlog import DecisionLog
 from scaler.errors import ScalerError
 from scaler.settings import EngineSettings
-from scaler.sources.base import Source
+from scaler.sources.base import Source, SpendRecord
 from scaler.spec import TargetSpec
 from scaler.telemetry import Telemetry
 
@@ -39,6 +47,9 @@ logger = logging.getLogger(__name__)
 
 FIT_RETRY = 3600.0
 """Seconds before a failed fit (e.g. less than a day of history) is tried again."""
+LEDGER_STEP = 60.0
+"""Seconds between the spend counter samples a ledger is rebuilt from; a charge is stamped up
+to this late, which keeps it in the window longer, never shorter."""
 
 
 class Unavailable(ScalerError):
@@ -60,6 +71,10 @@ class TargetState:
     spec: TargetSpec
     ledger: budget.Ledger
     last_asked: float
+    ledger_known: bool = True
+    """False until the ledger has been rebuilt from the spend record; prewarm is 0 until then."""
+    ledger_note: str | None = None
+    """Why the rebuild failed, logged once."""
     history: Series | None = None
     model: CalibratedModel | None = None
     model_note: str = "waiting for the first fit"
@@ -93,9 +108,11 @@ class Engine:
         clock: Clock,
         telemetry: Telemetry,
         decision_log: DecisionLog | None = None,
+        spend_record: SpendRecord | None = None,
     ) -> None:
         self.settings = settings
         self.source_for = source_for
+        self.spend_record = spend_record
         self.clock = clock
         self.telemetry = telemetry
         self.decision_log = decision_log or DecisionLog(None)
@@ -120,6 +137,7 @@ class Engine:
                     cost_per_replica_hour=spec.cost_per_replica_hour,
                 ),
                 last_asked=now,
+                ledger_known=self.spend_record is None or spec.prewarm_budget <= 0,
             )
             self.targets[spec.key] = state
             self.telemetry.targets.set(len(self.targets))
@@ -197,13 +215,46 @@ class Engine:
 
     async def refresh(self, state: TargetState, now: float) -> None:
         spec, source = state.spec, self.source_for(state.spec)
+        if not state.ledger_known:
+            await self._rebuild_ledger(state, now)
         state.history = await asyncio.to_thread(self._updated_history, source, state, now)
         sample = await asyncio.to_thread(source.latest, spec, at=now)
         if now - sample.at > self.settings.staleness:
             raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
         self._maybe_fit(state, now)
         peak, fallback = self._forecast_peak(state, now)
+        if not state.ledger_known:
+            fallback = policy.Reason.BUDGET_UNKNOWN
         self._decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
+
+    async def _rebuild_ledger(self, state: TargetState, now: float) -> None:
+        """Seed the ledger with the window's spend from the shared record; on failure keep
+        the target reactive and say why once (the next step tries again)."""
+        spec, record = state.spec, self.spend_record
+        assert record is not None
+        start = now - spec.prewarm_budget_window
+        try:
+            samples = await asyncio.to_thread(
+                record.spent_samples, spec, start=start, end=now, step=LEDGER_STEP
+            )
+        except ScalerError as exc:
+            if state.ledger_note is None:
+                logger.warning(
+                    "%s: prewarm budget unknown, staying reactive until it can be read: %s",
+                    spec.key,
+                    exc,
+                )
+            state.ledger_note = str(exc)
+            return
+        budget.seed(state.ledger, budget.spent_per_step(samples, start=start))
+        state.ledger_known, state.ledger_note = True, None
+        logger.info(
+            "%s: prewarm ledger rebuilt from %d series: %.4g of %.4g spent in the window",
+            spec.key,
+            len(samples),
+            state.ledger.spent(now),
+            spec.prewarm_budget,
+        )
 
     def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:
         step, window = self.settings.model_step, self.settings.history
@@ -276,7 +327,7 @@ class Engine:
             load=floor,
             forecast_peak=peak,
             limits=limits,
-            allowance=state.ledger.allowance(now, step),
+            allowance=state.ledger.allowance(now, step) if state.ledger_known else 0,
             fallback=fallback,
         )
         cost = state.ledger.charge(now, predictive.prewarm, step)
@@ -310,7 +361,7 @@ class Engine:
         t.reactive.labels(key).set(d.reactive)
         t.prewarm.labels(key).set(p.prewarm)
         t.prewarm_spent.labels(key).inc(cost)
-        t.budget_remaining.labels(key).set(state.ledger.remaining(now))
+        t.budget_remaining.labels(key).set(state.ledger.remaining(now) if state.ledger_known else 0)
         t.active.labels(key).set(1 if state.active else 0)
         t.decisions.labels(p.reason.value).inc()
         if state.drift is not None:

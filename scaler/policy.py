@@ -41,6 +41,9 @@ class Reason(StrEnum):
     """Forecasts have drifted: pure reactive until they earn trust back."""
     NO_MODEL = "no_model"
     """No usable model yet (short history, failed fit): pure reactive."""
+    BUDGET_UNKNOWN = "budget_unknown"
+    """What the window has already spent could not be read back (the ledger's Prometheus did not
+    answer since this scaler started): pure reactive, so a restart never spends a budget twice."""
     NO_DATA = "no_data"
     """No current load sample: the last request is held (replay; the live server answers
     UNAVAILABLE instead, so that KEDA's own fallback applies)."""
@@ -137,7 +140,8 @@ def decide(
     `load` is what the reactive floor serves (see floor_load). `forecast_peak` is the calibrated
     forecast's peak over lead time + horizon (at affordable_quantile), or None when there is no
     usable forecast. `allowance` is how many prewarm replicas the budget can pay for this step
-    (budget.Ledger.allowance). `fallback` (DRIFT_FALLBACK or NO_MODEL) forces pure reactive.
+    (budget.Ledger.allowance). `fallback` (DRIFT_FALLBACK, NO_MODEL, BUDGET_UNKNOWN) forces pure
+    reactive.
     """
     reactive = replicas_for(load, limits.threshold)
     usable = fallback is None and forecast_peak is not None and math.isfinite(forecast_peak)

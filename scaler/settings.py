@@ -44,6 +44,9 @@ class PrometheusSettings:
     """Default Prometheus for targets without `serverAddress`."""
     timeout: float = 10.0
     """Seconds per Prometheus HTTP request."""
+    ledger_url: str | None = None
+    """Prometheus that scrapes the scaler's own /metrics, where the prewarm ledger is rebuilt
+    from after a restart; None means `url`."""
 
 
 @dataclass(frozen=True)
@@ -75,5 +78,9 @@ class Settings:
     engine: EngineSettings = field(default_factory=EngineSettings)
     source: str = "prometheus"
     """`prometheus`, or `file:PATH` to replay a timestamp,value CSV (or a folder of them)."""
+    ledger_source: str = "prometheus"
+    """Where the prewarm ledger is rebuilt from: `prometheus` (the spend counter every replica
+    exports, read from `prometheus.ledger_url`), or `none` (an in-memory ledger that a restart
+    forgets; the file source, which has no place to store spend, always uses it)."""
     decision_log: Path | None = None
     """Append every decision as a JSON line to this file."""

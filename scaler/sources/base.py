@@ -34,3 +34,19 @@ class Source(Protocol):
     def latest(self, spec: TargetSpec, *, at: float) -> Sample:
         """The newest value at or before `at`. Raises NoData when there is none."""
         ...
+
+
+class SpendRecord(Protocol):
+    """Where the prewarm ledger is rebuilt from after a restart: the spend counter every scaler
+    replica exports, as scraped by a Prometheus they share (prometheus.PrometheusSource).
+
+    The file source has none: a replay has no place to store spend, so its ledger lives and
+    dies with the process.
+    """
+
+    def spent_samples(
+        self, spec: TargetSpec, *, start: float, end: float, step: float
+    ) -> list[list[tuple[float, float]]]:
+        """(time, counter value) on the grid start, start + step, ... <= end, one list per
+        series; raises SourceUnavailable when the record cannot be read."""
+        ...

@@ -2,8 +2,10 @@
 
 Owns: range queries cut into chunks under Prometheus' 11,000-points-per-series limit and laid on
 the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), instant queries
-for the latest value, one client per Prometheus URL, and the translation of every HTTP, transport
-and PromQL failure into `SourceUnavailable`, `BadQuery` or `NoData`, here and nowhere else.
+for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
+shared record, see budget.spent_per_step), one client per Prometheus URL, and the translation of
+every HTTP, transport and PromQL failure into `SourceUnavailable`, `BadQuery` or `NoData`, here
+and nowhere else.
 It is the only module that imports prometheus_api_client (and its transport, requests).
 
 Must not: retry with backoff (the engine asks again on its next step, and a retry would stretch
@@ -36,6 +38,10 @@ MAX_POINTS = 11_000
 """Points per series Prometheus serves in one range query (it rejects more with HTTP 400)."""
 
 URL_FIX = "check serverAddress / --prometheus-url"
+LEDGER_URL_FIX = "check --ledger-prometheus-url (the Prometheus that scrapes the scaler)"
+
+SPENT_COUNTER = "scaler_prewarm_replica_hours_total"
+"""The spend counter every scaler replica exports (telemetry.Telemetry.prewarm_spent)."""
 
 T = TypeVar("T")
 
@@ -100,6 +106,25 @@ class PrometheusSource:
             )
         return Sample(at, value)
 
+    def spent_samples(
+        self, spec: TargetSpec, *, start: float, end: float, step: float
+    ) -> list[list[tuple[float, float]]]:
+        """(time, value) samples of SPENT_COUNTER for spec's target at start, start + step, ...
+        <= end: one list per series (one per scaler pod), none when nothing was ever recorded.
+
+        Asks `default_url`, never spec.server_address: the ledger lives in the Prometheus that
+        scrapes the scaler, not in the one holding the target's load.
+        """
+        target = spec.key.replace("\\", "\\\\").replace('"', '\\"')
+        query = f'{SPENT_COUNTER}{{target="{target}"}}'
+        series: dict[str, list[tuple[float, float]]] = {}
+        for chunk in _Grid(start, step, _grid_size(start, end, step)).chunks(MAX_POINTS):
+            call = partial(_query_range, query=query, chunk=chunk)
+            for found in self._ask(spec, call, url=self.default_url, query=query):
+                samples = series.setdefault(repr(sorted(found["metric"].items())), [])
+                samples += [(float(at), _to_float(text)) for at, text in found["values"]]
+        return list(series.values())
+
     def close(self) -> None:
         """Close every HTTP connection pool."""
         with self._lock:
@@ -134,24 +159,33 @@ class PrometheusSource:
             timeout=self.timeout,  # type: ignore[arg-type]
         )
 
-    def _ask(self, spec: TargetSpec, call: Callable[[PrometheusConnect], T]) -> T:
-        """Run one request for `spec`, translating every failure into the scaler's errors."""
-        url = (spec.server_address or self.default_url).rstrip("/")
+    def _ask(
+        self,
+        spec: TargetSpec,
+        call: Callable[[PrometheusConnect], T],
+        *,
+        url: str | None = None,
+        query: str | None = None,
+    ) -> T:
+        """Run one request for `spec` (its query and Prometheus unless `query`/`url` say
+        otherwise), translating every failure into the scaler's errors."""
+        url = (url or spec.server_address or self.default_url).rstrip("/")
+        fix = URL_FIX if query is None else LEDGER_URL_FIX
         try:
             return call(self._client(url))
         except requests.HTTPError as e:
-            raise _http_error(spec, url, e) from e
+            raise _http_error(spec, url, e, query=query or spec.query, fix=fix) from e
         except requests.Timeout as e:
             raise SourceUnavailable(
                 f"Prometheus at {url} did not answer within {self.timeout:g}s for {spec.label}; "
-                f"{URL_FIX}, or raise the timeout if the query is slow"
+                f"{fix}, or raise the timeout if the query is slow"
             ) from e
         except (requests.RequestException, KeyError, TypeError) as e:
             # RequestException covers refused connections, DNS, TLS and non-JSON bodies; a
             # KeyError/TypeError means a 200 answer that is not a Prometheus API response.
             raise SourceUnavailable(
                 f"Prometheus at {url} is unavailable for {spec.label} "
-                f"({type(e).__name__}: {e}); {URL_FIX}"
+                f"({type(e).__name__}: {e}); {fix}"
             ) from e
 
 
@@ -159,17 +193,20 @@ def _raise_for_status(response: requests.Response, *args: Any, **kwargs: Any) ->
     response.raise_for_status()
 
 
-def _http_error(spec: TargetSpec, url: str, e: requests.HTTPError) -> Exception:
+def _http_error(
+    spec: TargetSpec, url: str, e: requests.HTTPError, *, query: str, fix: str
+) -> Exception:
     """BadQuery for a query Prometheus rejects (400/422), SourceUnavailable for the rest."""
     response = e.response
     status = response.status_code if response is not None else 0
     error = _error_text(response)
     if status in (400, 422):
         return BadQuery(
-            f"Prometheus at {url} rejected the query for {spec.label} {spec.query!r}: {error}; "
+            f"Prometheus at {url} rejected the query for {spec.label} {query!r}: {error}; "
             f"fix `query` (try it in the Prometheus UI)"
         )
-    fix = "check the credentials in the Prometheus headers" if status in (401, 403) else URL_FIX
+    if status in (401, 403):
+        fix = "check the credentials in the Prometheus headers"
     return SourceUnavailable(
         f"Prometheus at {url} answered HTTP {status} for {spec.label}: {error}; {fix}"
     )

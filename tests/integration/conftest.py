@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.integration import spend_history
 from tests.integration.prometheus_server import (
     PrometheusServer,
     PrometheusSetupError,
@@ -23,8 +24,10 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom
 
     Each trace ends within the minute before the session started; see `BackfilledTrace` for the
     metric names, the shifted sample times and values, and the shift (wall = trace + shift).
+    It also holds the spend counter of earlier scaler pods (spend_history), up to the same end.
     """
     server = backfilled_server(tmp_path_factory.mktemp("prometheus"))
+    server.counters += spend_history.counters(end=server.end)
     try:
         server.start()
     except PrometheusSetupError as e:

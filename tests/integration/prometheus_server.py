@@ -2,7 +2,8 @@
 
 Plain helpers behind the `prometheus_server` fixture (conftest.py), usable from scripts too:
 read a `timestamp,value` trace, shift it so it ends about now (inside Prometheus' retention and
-lookback), write it as OpenMetrics, turn that into TSDB blocks with
+lookback), write it as OpenMetrics (with any extra counter series, such as a scaler's own spend
+counter), turn that into TSDB blocks with
 `promtool tsdb create-blocks-from openmetrics`, and run `prometheus` on it with no scrape targets.
 
 Times are epoch seconds (UTC). Trace timestamps are naive and read as UTC; `BackfilledTrace.shift`
@@ -21,7 +22,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,6 +95,18 @@ class BackfilledTrace:
         return float(self.values[round(i)])
 
 
+@dataclass(frozen=True)
+class CounterSeries:
+    """One counter series to backfill beside the traces (e.g. `scaler_prewarm_replica_hours`)."""
+
+    family: str
+    """Metric family name without `_total`; the stored metric is `<family>_total`."""
+    labels: Mapping[str, str]
+    times: FloatArray = field(repr=False)
+    """Epoch seconds of every sample, increasing."""
+    values: FloatArray = field(repr=False)
+
+
 def trace_path(name: str) -> Path | None:
     """The CSV of trace `name`: ../shared/traces first, then the copy bundled in scaler/data."""
     for directory in (*TRACE_DIRS, BUNDLED_TRACE_DIR):
@@ -137,19 +150,30 @@ def load_trace(name: str, *, now: float, align: float = 60.0) -> BackfilledTrace
     return BackfilledTrace(name, metric, step, float(shift), times + shift, values)
 
 
-def openmetrics_lines(traces: Iterable[BackfilledTrace]) -> Iterable[str]:
-    """OpenMetrics text: one gauge family per trace, samples in time order, gaps left out."""
+def openmetrics_lines(
+    traces: Iterable[BackfilledTrace], counters: Sequence[CounterSeries] = ()
+) -> Iterable[str]:
+    """OpenMetrics text: one gauge family per trace, samples in time order, gaps left out; then
+    one counter family per name in `counters`, each series' samples together."""
     for trace in traces:
         yield f"# TYPE {trace.metric} gauge"
         order = np.argsort(trace.times, kind="stable")
         for t, v in zip(trace.times[order], trace.values[order], strict=True):
             if not math.isnan(v):
                 yield f"{trace.selector} {float(v)!r} {int(t)}"
+    for family in dict.fromkeys(c.family for c in counters):
+        yield f"# TYPE {family} counter"
+        for series in (c for c in counters if c.family == family):
+            labels = ",".join(f'{k}="{v}"' for k, v in series.labels.items())
+            for t, v in zip(series.times, series.values, strict=True):
+                yield f"{family}_total{{{labels}}} {float(v)!r} {int(t)}"
     yield "# EOF"
 
 
-def write_openmetrics(traces: Iterable[BackfilledTrace], path: Path) -> None:
-    path.write_text("\n".join(openmetrics_lines(traces)) + "\n")
+def write_openmetrics(
+    traces: Iterable[BackfilledTrace], path: Path, counters: Sequence[CounterSeries] = ()
+) -> None:
+    path.write_text("\n".join(openmetrics_lines(traces, counters)) + "\n")
 
 
 def require_binaries() -> tuple[str, str]:
@@ -205,9 +229,16 @@ scrape_configs: []
 class PrometheusServer:
     """A `prometheus` process on 127.0.0.1 serving backfilled traces. Use as a context manager."""
 
-    def __init__(self, workdir: Path, traces: Sequence[BackfilledTrace]) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        traces: Sequence[BackfilledTrace],
+        counters: Sequence[CounterSeries] = (),
+    ) -> None:
         self.workdir = workdir
         self.traces = {t.name: t for t in traces}
+        self.counters = list(counters)
+        """Extra counter series backfilled by start(); add to it before starting."""
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr_path = workdir / "prometheus.stderr"
@@ -215,6 +246,11 @@ class PrometheusServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def end(self) -> float:
+        """Time of the newest trace sample: where a replay of "now" starts."""
+        return max(t.end for t in self.traces.values())
 
     @property
     def metrics(self) -> dict[str, str]:
@@ -226,7 +262,7 @@ class PrometheusServer:
         prometheus, promtool = require_binaries()
         data_dir = self.workdir / "data"
         openmetrics = self.workdir / "history.om.txt"
-        write_openmetrics(self.traces.values(), openmetrics)
+        write_openmetrics(self.traces.values(), openmetrics, self.counters)
         backfill(promtool, openmetrics, data_dir)
         config = self.workdir / "prometheus.yml"
         config.write_text(MINIMAL_CONFIG)

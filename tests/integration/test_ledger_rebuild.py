@@ -1,0 +1,105 @@
+"""A freshly started scaler rebuilds its prewarm ledger from the spend counter earlier scaler
+pods left in a real Prometheus, and stays reactive while it cannot."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+
+import grpc
+import pytest
+
+from scaler import policy
+from scaler._pb import externalscaler_pb2 as pb
+from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.clock import ReplayClock
+from scaler.engine import TargetState
+from tests.integration import spend_history
+from tests.integration.prometheus_server import PrometheusServer
+from tests.integration.scaler_server import RunningScaler, eventually, fast_settings
+
+pytestmark = pytest.mark.prometheus
+
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+@contextmanager
+def fresh_scaler(
+    prometheus_server: PrometheusServer, *, ledger_url: str | None = None
+) -> Iterator[tuple[RunningScaler, pb_grpc.ExternalScalerStub]]:
+    """A scaler started now, its clock at the end of the backfilled data, and a stub to it."""
+    settings = fast_settings("prometheus")
+    settings = replace(
+        settings,
+        prometheus=replace(
+            settings.prometheus, url=prometheus_server.url, timeout=5.0, ledger_url=ledger_url
+        ),
+        engine=replace(settings.engine, model_step=300.0, history=2 * 86400.0),
+    )
+    clock = ReplayClock(start=prometheus_server.end + 1, speed=1.0)
+    with (
+        RunningScaler(settings, clock=clock) as running,
+        grpc.insecure_channel(running.address) as channel,
+    ):
+        yield running, pb_grpc.ExternalScalerStub(channel)
+
+
+def served(
+    scaler: RunningScaler, stub: pb_grpc.ExternalScalerStub, name: str
+) -> tuple[TargetState, Callable[[], pb.GetMetricsResponse]]:
+    """Ask for trigger `name` of spend_history until it answers; its state and a GetMetrics."""
+    ref = pb.ScaledObjectRef(
+        namespace=spend_history.NAMESPACE, name=name, scalerMetadata=spend_history.NAMES[name]
+    )
+    request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="m")
+    stub.GetMetricSpec(ref)
+    eventually(lambda: stub.GetMetrics(request), timeout=30)
+    assert scaler.engine is not None
+    return scaler.engine.targets[spend_history.key(name)], lambda: stub.GetMetrics(request)
+
+
+def test_a_restarted_scaler_has_only_what_earlier_pods_left_of_the_budget(
+    prometheus_server: PrometheusServer,
+) -> None:
+    with fresh_scaler(prometheus_server) as (scaler, stub):
+        hours, _ = served(scaler, stub, "spender")
+        money, _ = served(scaler, stub, "spender-money")
+        assert hours.ledger_known and money.ledger_known
+        now = scaler.clock.now()
+        left = spend_history.BUDGET - spend_history.SPENT_HOURS
+        # 20 of 24 replica-hours, across two pods and a reset, counted once; what the scaler
+        # prewarmed itself since (0.2 s steps) is a few thousandths of a replica-hour.
+        assert left - 0.05 < hours.ledger.remaining(now) <= left + 1e-6
+        # The same 20 replica-hours at 1.2 USD are the whole 24 USD: no prewarm at all.
+        assert money.ledger.remaining(now) < 1e-6
+        assert money.ledger.allowance(now, scaler.settings.engine.step) == 0
+        for _ in range(10):
+            assert money.predictive is not None and money.predictive.prewarm == 0
+            assert hours.ledger.spent(scaler.clock.now()) <= spend_history.BUDGET + 1e-9
+            time.sleep(scaler.settings.engine.step)
+        assert scaler.engine is not None
+        gauge = scaler.engine.telemetry.registry.get_sample_value(
+            "scaler_prewarm_budget_remaining", {"target": spend_history.key("spender")}
+        )
+        assert gauge is not None and left - 0.05 < gauge <= left + 1e-6
+
+
+def test_a_scaler_that_cannot_read_its_ledger_stays_reactive_and_says_why_once(
+    prometheus_server: PrometheusServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="scaler.engine")
+    with fresh_scaler(prometheus_server, ledger_url=UNREACHABLE) as (scaler, stub):
+        state, get_metrics = served(scaler, stub, "spender")
+        for _ in range(10):  # retried every step, never trusted
+            answer = get_metrics()
+            decision = state.predictive
+            assert decision is not None and decision.reason == policy.Reason.BUDGET_UNKNOWN
+            assert decision.prewarm == 0 and decision.desired == decision.reactive
+            assert answer.metricValues[0].metricValue >= 1  # reactive answers keep coming
+            time.sleep(scaler.settings.engine.step)
+        assert not state.ledger_known and UNREACHABLE in (state.ledger_note or "")
+    warnings = [r for r in caplog.records if "prewarm budget unknown" in r.getMessage()]
+    assert len(warnings) == 1 and spend_history.key("spender") in warnings[0].getMessage()
