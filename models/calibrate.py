@@ -64,9 +64,10 @@ class Calibration:
     def offsets(self, steps: int, quantile: float) -> FloatArray:
         """Relative offset at `quantile` for steps 1..steps (last row repeats past the table)."""
         rows = np.minimum(np.arange(steps), self.table.shape[0] - 1)
-        column = np.array(
-            [np.interp(quantile, LEVELS, self.table[r]) for r in range(self.table.shape[0])]
-        )
+        q = float(np.clip(quantile, LEVELS[0], LEVELS[-1]))
+        j = int(np.clip(np.searchsorted(LEVELS, q), 1, LEVELS.size - 1))
+        w = (q - LEVELS[j - 1]) / (LEVELS[j] - LEVELS[j - 1])  # linear between two levels
+        column = self.table[:, j - 1] * (1 - w) + self.table[:, j] * w
         out: FloatArray = column[rows]
         return out
 

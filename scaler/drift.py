@@ -193,6 +193,9 @@ class DriftTracker:
     def score(self, series: Series) -> int:
         """Feed the monitor every actual of `series` newer than the last one scored; returns
         how many were scored. Forecasts too old to be needed again are dropped."""
+        if not self.pending:  # nothing to score against: skip, not walk, the history
+            self.scored_until = max(self.scored_until, series.end)
+            return 0
         new = series.since(max(series.start, self.scored_until + series.step))
         scored = 0
         for at, actual in zip(new.times(), new.values, strict=True):

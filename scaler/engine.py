@@ -167,8 +167,8 @@ class Engine:
         try:
             while True:
                 now = quantise(self.clock.now(), self.settings.step)
+                self._wake.clear()  # before the tick: a target registered during it wakes us
                 await self.tick(now)
-                self._wake.clear()
                 next_at = now + self.settings.step
                 sleep = asyncio.ensure_future(self.clock.sleep(next_at - self.clock.now()))
                 wake = asyncio.ensure_future(self._wake.wait())
