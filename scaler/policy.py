@@ -82,8 +82,9 @@ FULL_INSURANCE_LEFT = 0.5
 Below it the quantile slides linearly to the median, so a tight budget is spent on the rises the
 forecast expects rather than on insurance against noise, and is not exhausted hours before the
 next ramp (a rolling window that runs dry at 9:00 refills only at 9:00 the next day)."""
-MAX_PREDICTIVE = 1_000_000
-"""Bound on the replicas a forecast can ask for, so an absurd forecast stays an integer."""
+REPLICA_CAP = 1_000_000
+"""More replicas than any cluster has: the ceiling of a count computed from an absurd load or
+forecast (e.g. 1e308 / 0.001), so it stays an integer before maxReplicas clamps it."""
 
 
 def forecast_points(lead_time: float, horizon: float, step: float) -> int:
@@ -124,7 +125,10 @@ def replicas_for(load: float, threshold: float) -> int:
     """ceil(load / threshold), with missing, negative or non-finite load counting as 0."""
     if not math.isfinite(load) or load <= 0:
         return 0
-    return math.ceil(load / threshold - 1e-9)
+    ratio = load / threshold
+    if not math.isfinite(ratio) or ratio > REPLICA_CAP:  # an absurd reading: maxReplicas decides
+        return REPLICA_CAP
+    return math.ceil(ratio - 1e-9)
 
 
 def decide(
@@ -146,7 +150,7 @@ def decide(
     reactive = replicas_for(load, limits.threshold)
     usable = fallback is None and forecast_peak is not None and math.isfinite(forecast_peak)
     peak = float(forecast_peak) if usable and forecast_peak is not None else math.nan
-    predictive = min(replicas_for(peak, limits.threshold), MAX_PREDICTIVE) if usable else 0
+    predictive = replicas_for(peak, limits.threshold) if usable else 0
     wanted = max(0, predictive - reactive)
     caps = {
         Reason.PREWARM_CAPPED: max(0, limits.max_prewarm_replicas),

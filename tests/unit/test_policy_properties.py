@@ -183,3 +183,12 @@ def test_shadow_mode_answers_reactive_while_the_predictive_decision_prewarms() -
     )
     assert (predictive.desired, predictive.reason) == (8, policy.Reason.FORECAST)
     assert (served.desired, served.prewarm) == (4, 0)
+
+
+def test_an_absurd_load_asks_for_max_replicas_instead_of_crashing() -> None:
+    # 1e308 / 0.001 overflows to inf; found by hypothesis, kept as a fixed example.
+    limits = policy.Limits(threshold=0.001, max_replicas=40)
+    decision = policy.decide(load=1e308, forecast_peak=1e308, limits=limits, allowance=0)
+    assert decision.reactive == policy.REPLICA_CAP
+    assert decision.desired == 40
+    assert decision.reason == policy.Reason.MAX_REPLICAS
