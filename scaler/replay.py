@@ -280,7 +280,8 @@ def _spend(series: Series, hours: Any, config: ReplayConfig) -> dict[str, float]
     price = config.cost_per_replica_hour or 1.0
     return {
         "replica_hours": float(per_step.sum()),
-        "max_window_spend": float(window.max(initial=0.0)) * price,
+        # rounded: a cumulative-sum difference carries ~1e-12 of float noise, not spend
+        "max_window_spend": round(float(window.max(initial=0.0)) * price, 9),
         "budget": config.budget,
         "window_seconds": config.budget_window,
     }
