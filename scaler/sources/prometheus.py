@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -109,14 +110,20 @@ class PrometheusSource:
     def spent_samples(
         self, spec: TargetSpec, *, start: float, end: float, step: float
     ) -> list[list[tuple[float, float]]]:
-        """(time, value) samples of SPENT_COUNTER for spec's target at start, start + step, ...
-        <= end: one list per series (one per scaler pod), none when nothing was ever recorded.
+        """(time, value) samples of SPENT_COUNTER for spec's ScaledObject at start, start + step,
+        ... <= end: one list per series (per scaler pod and trigger key), none when nothing was
+        ever recorded.
 
         Asks `default_url`, never spec.server_address: the ledger lives in the Prometheus that
         scrapes the scaler, not in the one holding the target's load.
         """
-        target = spec.key.replace("\\", "\\\\").replace('"', '\\"')
-        query = f'{SPENT_COUNTER}{{target="{target}"}}'
+        # Every trigger key of this ScaledObject (`namespace/name#<metadata hash>`): editing a
+        # trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
+        # the ScaledObject's other triggers counts too (per time, the max across series), which
+        # errs on the side of spending less, never more.
+        pattern = re.escape(f"{spec.namespace}/{spec.name}#") + "[0-9a-f]+"
+        target = pattern.replace("\\", "\\\\").replace('"', '\\"')
+        query = f'{SPENT_COUNTER}{{target=~"{target}"}}'
         series: dict[str, list[tuple[float, float]]] = {}
         for chunk in _Grid(start, step, _grid_size(start, end, step)).chunks(MAX_POINTS):
             call = partial(_query_range, query=query, chunk=chunk)

@@ -103,3 +103,22 @@ def test_a_scaler_that_cannot_read_its_ledger_stays_reactive_and_says_why_once(
         assert not state.ledger_known and UNREACHABLE in (state.ledger_note or "")
     warnings = [r for r in caplog.records if "prewarm budget unknown" in r.getMessage()]
     assert len(warnings) == 1 and spend_history.key("spender") in warnings[0].getMessage()
+
+
+def test_editing_a_triggers_metadata_does_not_hand_it_a_fresh_budget(
+    prometheus_server: PrometheusServer,
+) -> None:
+    edited = {**spend_history.NAMES["spender"], "horizon": "20m"}  # a new target key
+    with fresh_scaler(prometheus_server) as (scaler, stub):
+        ref = pb.ScaledObjectRef(
+            namespace=spend_history.NAMESPACE, name="spender", scalerMetadata=edited
+        )
+        stub.GetMetricSpec(ref)
+        request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="m")
+        eventually(lambda: stub.GetMetrics(request), timeout=30)
+        assert scaler.engine is not None
+        state = next(s for s in scaler.engine.targets.values() if s.spec.horizon == 20 * 60.0)
+        assert state.spec.key != spend_history.key("spender")
+        assert state.ledger_known
+        left = spend_history.BUDGET - spend_history.SPENT_HOURS
+        assert state.ledger.remaining(scaler.clock.now()) <= left + 1e-6
