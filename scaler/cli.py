@@ -66,7 +66,8 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--prometheus-url",
         default=env("PROMETHEUS_URL", PrometheusSettings.url),
-        help="Prometheus for targets without serverAddress (env SCALER_PROMETHEUS_URL)",
+        help="Prometheus for targets without serverAddress (env SCALER_PROMETHEUS_URL; "
+        "default %(default)s)",
     )
     g.add_argument(
         "--ledger-prometheus-url",
@@ -266,7 +267,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser(
         "serve",
         help="run the gRPC external scaler KEDA talks to",
-        description="Run the KEDA external scaler (gRPC) with /metrics.",
+        description="Run the KEDA external scaler (gRPC) with /metrics.\n\n"
+        "Targets are not configured here: each ScaledObject trigger's metadata is one target,\n"
+        "learnt on KEDA's first call. Every flag can also be set as SCALER_<FLAG>.",
+        epilog="examples:\n"
+        "  scaler serve --prometheus-url http://prometheus-operated.monitoring.svc:9090\n"
+        "  scaler serve --source file: --step 30s          # the bundled trace, no Prometheus\n"
+        "  scaler serve --tls-cert tls.crt --tls-key tls.key --tls-client-ca ca.crt "
+        "--tls-require-client-cert",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
