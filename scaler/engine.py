@@ -362,7 +362,10 @@ class Engine:
         t.predictive.labels(key).set(p.desired)
         t.reactive.labels(key).set(d.reactive)
         t.prewarm.labels(key).set(p.prewarm)
-        t.prewarm_spent.labels(key).inc(cost)
+        # Shadow spend never reached KEDA: it must not count against the real budget when the
+        # ledger is rebuilt from the spend counter after a switch to active.
+        spent = t.prewarm_spent if spec.mode == "active" else t.shadow_prewarm
+        spent.labels(key).inc(cost)
         t.budget_remaining.labels(key).set(state.ledger.remaining(now) if state.ledger_known else 0)
         t.active.labels(key).set(1 if state.active else 0)
         t.decisions.labels(p.reason.value).inc()

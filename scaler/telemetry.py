@@ -49,7 +49,14 @@ class Telemetry:
         )
         self.prewarm_spent = Counter(
             "scaler_prewarm_replica_hours",
-            "Replica-hours spent on prewarming.",
+            "Replica-hours spent on prewarming (active mode: what was asked of KEDA). The "
+            "prewarm ledger is rebuilt from it after a restart.",
+            target,
+            registry=registry,
+        )
+        self.shadow_prewarm = Counter(
+            "scaler_shadow_prewarm_replica_hours",
+            "Replica-hours shadow mode would have spent on prewarming (never asked of KEDA).",
             target,
             registry=registry,
         )
@@ -112,6 +119,7 @@ class Telemetry:
             self.reactive,
             self.prewarm,
             self.prewarm_spent,
+            self.shadow_prewarm,
             self.budget_remaining,
             self.active,
             self.drift_fallback,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -164,3 +165,26 @@ def test_http_port_serves_metrics_and_health(
         text = reply.read().decode()
     assert "scaler_desired_replicas{" in text
     assert 'scaler_rpc_duration_seconds_count{code="OK",method="IsActive"}' in text
+
+
+def test_shadow_mode_answers_reactive_and_books_its_prewarm_apart(
+    stub: pb_grpc.ExternalScalerStub, scaler: RunningScaler
+) -> None:
+    target = ref(name="shadowed", mode="shadow", threshold="10", maxReplicas="1000")
+    stub.GetMetricSpec(target)
+    request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")
+    eventually(lambda: stub.GetMetrics(request))
+    assert scaler.engine is not None
+    state = next(s for s in scaler.engine.targets.values() if s.spec.name == "shadowed")
+    deadline = time.monotonic() + 20  # until the model is fitted and the forecast prewarms
+    while state.predictive is None or state.predictive.prewarm == 0:
+        assert time.monotonic() < deadline, "the predictive decision never prewarmed"
+        time.sleep(0.1)
+    served = state.decision
+    assert served is not None and served.prewarm == 0
+    assert served.desired == served.reactive
+    assert stub.GetMetrics(request).metricValues[0].metricValue <= served.reactive + 1
+    registry = scaler.engine.telemetry.registry
+    labels = {"target": state.spec.key}
+    assert (registry.get_sample_value("scaler_shadow_prewarm_replica_hours_total", labels) or 0) > 0
+    assert not registry.get_sample_value("scaler_prewarm_replica_hours_total", labels)
