@@ -1,0 +1,46 @@
+"""deploy/prometheus/rules.yaml: valid for promtool, unit-tested by promtool, and naming only
+metrics the scaler really exports."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from scaler.telemetry import Telemetry
+
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
+
+
+def promtool() -> str:
+    found = shutil.which("promtool")
+    if found is None:
+        pytest.fail("promtool is missing: apt-get install -y prometheus", pytrace=False)
+    return found
+
+
+@pytest.mark.parametrize(
+    "command", [["check", "rules", "rules.yaml"], ["test", "rules", "rules_test.yaml"]]
+)
+def test_promtool_accepts_the_rules_and_their_unit_tests_pass(command: list[str]) -> None:
+    done = subprocess.run([promtool(), *command], cwd=RULES, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_metric_the_rules_read_is_exported_by_the_scaler() -> None:
+    registry = CollectorRegistry()
+    Telemetry(registry)
+    exported = {
+        sample_name
+        for metric in registry.collect()
+        for sample_name in (metric.name, f"{metric.name}_total")
+    }
+    groups = yaml.safe_load((RULES / "rules.yaml").read_text())["groups"]
+    exprs = " ".join(rule["expr"] for group in groups for rule in group["rules"])
+    used = set(re.findall(r"\bscaler_[a-z_]+", exprs))
+    assert used and used <= exported, f"not exported: {used - exported}"
