@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import math
 import multiprocessing
@@ -45,6 +46,8 @@ from scaler.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 
+QUICK_MODEL = "seasonal"
+"""Fitted first for a new `auto` target, while the full selection runs."""
 FIT_TASKS_PER_WORKER = 200
 """Fits a worker process runs before it is replaced by a fresh one (memory, not correctness)."""
 FIT_RETRY = 3600.0
@@ -419,24 +422,35 @@ class Engine:
 
     async def _fit(self, state: TargetState, history: Series, now: float) -> None:
         spec = state.spec
-        steps = forecast_steps(spec, self.settings.model_step)
-        loop = asyncio.get_running_loop()
+        # `auto` fits and backtests every candidate (seconds per target, so minutes for a fleet
+        # at start-up). A target with no model yet gets the cheap baseline first and is due for
+        # the real selection right after: it prewarms within a step instead of staying reactive.
+        quick = spec.model == "auto" and state.model is None
+        kind = QUICK_MODEL if quick else spec.model
+        fit = functools.partial(
+            artefact.fit,
+            kind,
+            history,
+            forecast_steps(spec, self.settings.model_step),
+            quantile=spec.quantile,
+        )
         try:
-            data = await loop.run_in_executor(self._pool, artefact.fit, spec.model, history, steps)
-            state.model = artefact.load(data)
+            state.model = artefact.load(
+                await asyncio.get_running_loop().run_in_executor(self._pool, fit)
+            )
             state.model_note = f"{state.model.kind} fitted on {len(history)} points"
-            self.telemetry.fits.labels(spec.model, "ok").inc()
+            self.telemetry.fits.labels(kind, "ok").inc()
             logger.info("%s: %s", spec.key, state.model_note)
-            state.fitted_at = now
+            state.fitted_at = -math.inf if quick else now
         except ModelError as exc:
             state.model_note = str(exc)
-            self.telemetry.fits.labels(spec.model, "error").inc()
+            self.telemetry.fits.labels(kind, "error").inc()
             logger.info("%s: no model, staying reactive: %s", spec.key, exc)
             state.fitted_at = now - self.settings.refit_every + FIT_RETRY
         except Exception as exc:  # a crashed worker must not leave the target without retries
             logger.exception("%s: model fit crashed", spec.key)
             state.model_note = f"fit crashed: {exc!r}"
-            self.telemetry.fits.labels(spec.model, "crash").inc()
+            self.telemetry.fits.labels(kind, "crash").inc()
             state.fitted_at = now - self.settings.refit_every + FIT_RETRY
         finally:
             state.fitting = False

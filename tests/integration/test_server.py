@@ -188,3 +188,20 @@ def test_shadow_mode_answers_reactive_and_books_its_prewarm_apart(
     labels = {"target": state.spec.key}
     assert (registry.get_sample_value("scaler_shadow_prewarm_replica_hours_total", labels) or 0) > 0
     assert not registry.get_sample_value("scaler_prewarm_replica_hours_total", labels)
+
+
+def test_a_new_auto_target_forecasts_from_the_baseline_while_auto_selects(
+    stub: pb_grpc.ExternalScalerStub, scaler: RunningScaler
+) -> None:
+    target = ref(name="impatient", threshold="55")
+    stub.GetMetricSpec(target)
+    assert scaler.engine is not None
+    state = next(s for s in scaler.engine.targets.values() if s.spec.name == "impatient")
+    seen_quick = False
+    deadline = time.monotonic() + 30
+    while not (state.model is not None and state.fitted_at > 0):  # until the selection stuck
+        assert time.monotonic() < deadline, state.model_note
+        if state.model is not None and state.fitted_at == -math.inf:
+            seen_quick = state.model.kind == "seasonal"
+        time.sleep(0.01)
+    assert seen_quick, "no baseline model while auto was selecting"
