@@ -21,37 +21,26 @@ a zero budget the ledger starts empty and known.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import functools
 import logging
 import math
-import multiprocessing
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
-from models import artefact
-from models.base import ModelError, Series
-from models.calibrate import CalibratedModel
-from scaler import budget, drift, policy
+from models.base import Series
+from scaler import budget, drift, fitting, policy
 from scaler.clock import Clock
 from scaler.decisionlog import DecisionLog
 from scaler.errors import ScalerError
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
 from scaler.spec import TargetSpec
+from scaler.state import TargetState, forecast_steps
 from scaler.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 
-QUICK_MODEL = "seasonal"
-"""Fitted first for a new `auto` target, while the full selection runs."""
-FIT_TASKS_PER_WORKER = 200
-"""Fits a worker process runs before it is replaced by a fresh one (memory, not correctness)."""
-FIT_RETRY = 3600.0
-"""Seconds before a failed fit (e.g. less than a day of history) is tried again."""
 LEDGER_STEP = 60.0
 """Seconds between the spend counter samples a ledger is rebuilt from; a charge is stamped up
 to this late, which keeps it in the window longer, never shorter."""
@@ -69,39 +58,8 @@ class Answer:
     active: bool
 
 
-@dataclass
-class TargetState:
-    """Everything the engine knows about one target. Mutated only by the engine."""
-
-    spec: TargetSpec
-    ledger: budget.Ledger
-    last_asked: float
-    ledger_known: bool = True
-    """False until the ledger has been rebuilt from the spend record; prewarm is 0 until then."""
-    ledger_note: str | None = None
-    """Why the rebuild failed, logged once."""
-    history: Series | None = None
-    model: CalibratedModel | None = None
-    model_note: str = "waiting for the first fit"
-    fitted_at: float = -math.inf
-    fitting: bool = False
-    decision: policy.Decision | None = None
-    predictive: policy.Decision | None = None
-    """The predictive decision; equals `decision` except in shadow mode."""
-    decided_at: float = -math.inf
-    active: bool = False
-    error: str | None = None
-    drift: drift.DriftTracker | None = None
-    """Forecasts awaiting their actuals, and the drift state they add up to."""
-    updated: asyncio.Event = field(default_factory=asyncio.Event)
-
-
 def quantise(t: float, step: float) -> float:
     return math.floor(t / step) * step
-
-
-def forecast_steps(spec: TargetSpec, model_step: float) -> int:
-    return math.ceil(spec.lookahead / model_step) + 1
 
 
 class Engine:
@@ -125,8 +83,7 @@ class Engine:
         self.refreshed_once = False
         self._wake = asyncio.Event()
         self._limit = asyncio.Semaphore(settings.concurrency)
-        self._pool: concurrent.futures.Executor | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.fitter = fitting.Fitter(settings, telemetry)
 
     # ---- what the server calls -------------------------------------------------------------
     def ensure(self, spec: TargetSpec) -> TargetState:
@@ -168,7 +125,7 @@ class Engine:
     # ---- the loop ----------------------------------------------------------------------------
     async def run(self) -> None:
         """Refresh every target each step until cancelled."""
-        self._start_pool()
+        self.fitter.start()
         try:
             while True:
                 now = quantise(self.clock.now(), self.settings.step)
@@ -191,11 +148,7 @@ class Engine:
         self.refreshed_once = True
 
     def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        self.fitter.close()
         self.decision_log.close()
 
     # ---- one target --------------------------------------------------------------------------
@@ -226,7 +179,7 @@ class Engine:
         sample = await asyncio.to_thread(source.latest, spec, at=now)
         if now - sample.at > self.settings.staleness:
             raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
-        self._maybe_fit(state, now)
+        self.fitter.maybe_fit(state, now)
         peak, fallback = self._forecast_peak(state, now)
         if not state.ledger_known:
             fallback = policy.Reason.BUDGET_UNKNOWN
@@ -399,61 +352,6 @@ class Engine:
             "currency": spec.currency if spec.cost_per_replica_hour is not None else None,
         }
         self.decision_log.write(record)
-
-    # ---- fitting -----------------------------------------------------------------------------
-    def _start_pool(self) -> None:
-        if self._pool is None and self.settings.fit_workers > 0:
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self.settings.fit_workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                # A worker that fitted Prophet keeps ~200 MiB resident; recycling it now and then
-                # bounds what the pod's memory limit sees after the weekly refit wave.
-                max_tasks_per_child=FIT_TASKS_PER_WORKER,
-            )
-
-    def _maybe_fit(self, state: TargetState, now: float) -> None:
-        due = now - state.fitted_at >= self.settings.refit_every
-        if state.fitting or not due or state.history is None:
-            return
-        state.fitting = True
-        task = asyncio.ensure_future(self._fit(state, state.history, now))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _fit(self, state: TargetState, history: Series, now: float) -> None:
-        spec = state.spec
-        # `auto` fits and backtests every candidate (seconds per target, so minutes for a fleet
-        # at start-up). A target with no model yet gets the cheap baseline first and is due for
-        # the real selection right after: it prewarms within a step instead of staying reactive.
-        quick = spec.model == "auto" and state.model is None
-        kind = QUICK_MODEL if quick else spec.model
-        fit = functools.partial(
-            artefact.fit,
-            kind,
-            history,
-            forecast_steps(spec, self.settings.model_step),
-            quantile=spec.quantile,
-        )
-        try:
-            state.model = artefact.load(
-                await asyncio.get_running_loop().run_in_executor(self._pool, fit)
-            )
-            state.model_note = f"{state.model.kind} fitted on {len(history)} points"
-            self.telemetry.fits.labels(kind, "ok").inc()
-            logger.info("%s: %s", spec.key, state.model_note)
-            state.fitted_at = -math.inf if quick else now
-        except ModelError as exc:
-            state.model_note = str(exc)
-            self.telemetry.fits.labels(kind, "error").inc()
-            logger.info("%s: no model, staying reactive: %s", spec.key, exc)
-            state.fitted_at = now - self.settings.refit_every + FIT_RETRY
-        except Exception as exc:  # a crashed worker must not leave the target without retries
-            logger.exception("%s: model fit crashed", spec.key)
-            state.model_note = f"fit crashed: {exc!r}"
-            self.telemetry.fits.labels(kind, "crash").inc()
-            state.fitted_at = now - self.settings.refit_every + FIT_RETRY
-        finally:
-            state.fitting = False
 
     def _expire_idle(self) -> None:
         now = self.clock.now()

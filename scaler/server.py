@@ -23,9 +23,10 @@ from grpc_health.v1._async import HealthServicer
 from scaler import spec as specs
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
-from scaler.engine import Answer, Engine, TargetState, Unavailable
+from scaler.engine import Answer, Engine, Unavailable
 from scaler.errors import ConfigError, SpecError
 from scaler.settings import ServerSettings, TLSSettings
+from scaler.state import TargetState
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from scaler import policy
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.clock import ReplayClock
-from scaler.engine import TargetState
+from scaler.state import TargetState
 from tests.integration import spend_history
 from tests.integration.prometheus_server import PrometheusServer
 from tests.integration.scaler_server import RunningScaler, eventually, fast_settings

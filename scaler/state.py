@@ -1,0 +1,47 @@
+"""The in-memory state of one target: what the engine knows and the server reads.
+
+Mutated only by the engine and its fitter; the server only reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+
+from models.base import Series
+from models.calibrate import CalibratedModel
+from scaler import budget, drift, policy
+from scaler.spec import TargetSpec
+
+
+@dataclass
+class TargetState:
+    """Everything the engine knows about one target. Mutated only by the engine."""
+
+    spec: TargetSpec
+    ledger: budget.Ledger
+    last_asked: float
+    ledger_known: bool = True
+    """False until the ledger has been rebuilt from the spend record; prewarm is 0 until then."""
+    ledger_note: str | None = None
+    """Why the rebuild failed, logged once."""
+    history: Series | None = None
+    model: CalibratedModel | None = None
+    model_note: str = "waiting for the first fit"
+    fitted_at: float = -math.inf
+    fitting: bool = False
+    decision: policy.Decision | None = None
+    predictive: policy.Decision | None = None
+    """The predictive decision; equals `decision` except in shadow mode."""
+    decided_at: float = -math.inf
+    active: bool = False
+    error: str | None = None
+    drift: drift.DriftTracker | None = None
+    """Forecasts awaiting their actuals, and the drift state they add up to."""
+    updated: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def forecast_steps(spec: TargetSpec, model_step: float) -> int:
+    """Points of forecast a decision reads: lead time + horizon at the model step, plus one."""
+    return math.ceil(spec.lookahead / model_step) + 1
