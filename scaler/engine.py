@@ -249,14 +249,12 @@ class Engine:
         state.drift.record(forecast)
         if state.drift.monitor.take_retrain():
             state.fitted_at = -math.inf
-        budget_left = (
-            state.ledger.remaining(now) / spec.prewarm_budget if spec.prewarm_budget else 0.0
+        quantile = policy.affordable_quantile(
+            spec.quantile, remaining=state.ledger.remaining(now), budget=spec.prewarm_budget
         )
-        quantile = policy.affordable_quantile(spec.quantile, budget_left)
         steps = forecast.p50.size
         upper = state.model.calibration_for(state.history, steps).upper(forecast.p50, quantile)
-        ahead = upper[(forecast.times() <= now + spec.lookahead + 1e-9) & np.isfinite(upper)]
-        peak = float(ahead.max()) if ahead.size else None
+        peak = policy.finite_peak(upper[forecast.times() <= now + spec.lookahead + 1e-9])
         fallback = policy.Reason.DRIFT_FALLBACK if state.drift.monitor.in_fallback else None
         return peak, fallback
 

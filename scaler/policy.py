@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
+import numpy.typing as npt
+
 
 class Reason(StrEnum):
     """Why a decision is what it is; exported as a metric label and in the decision log."""
@@ -94,15 +97,24 @@ def forecast_points(lead_time: float, horizon: float, step: float) -> int:
     return max(1, math.ceil((lead_time + horizon) / step - 1e-9)) + 1
 
 
-def affordable_quantile(quantile: float, budget_left: float) -> float:
+def affordable_quantile(quantile: float, *, remaining: float, budget: float) -> float:
     """The forecast quantile the budget affords: the calibrated `quantile` while at least
-    FULL_INSURANCE_LEFT of the window's budget is unspent, sliding linearly to the median as
-    it runs out. Prewarm for the rise the forecast expects (the median) is bought to the last
-    replica-hour; insurance against noise above it only while the budget is comfortable."""
+    FULL_INSURANCE_LEFT of the window's budget is unspent (`remaining` of `budget`), sliding
+    linearly to the median as it runs out. Prewarm for the rise the forecast expects (the
+    median) is bought to the last replica-hour; insurance against noise above it only while the
+    budget is comfortable."""
+    budget_left = remaining / budget if budget > 0 else 0.0
     if not (math.isfinite(budget_left) and math.isfinite(quantile)):
         return MEDIAN
     share = min(max(budget_left / FULL_INSURANCE_LEFT, 0.0), 1.0)
     return MEDIAN + (min(max(quantile, MEDIAN), 1.0) - MEDIAN) * share
+
+
+def finite_peak(values: Sequence[float] | npt.NDArray[np.float64]) -> float | None:
+    """The largest finite value, or None when there is none (no usable forecast)."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.max()) if finite.size else None
 
 
 def floor_samples(lead_time: float, step: float) -> int:

@@ -163,10 +163,11 @@ def simulate(
             fallback_steps += 1
         peak = None
         if origin.forecast is not None and origin.model is not None:
-            left = ledger.remaining(now) / config.budget if config.budget > 0 else 0.0
-            quantile = policy.affordable_quantile(config.quantile, left)
+            quantile = policy.affordable_quantile(
+                config.quantile, remaining=ledger.remaining(now), budget=config.budget
+            )
             table = origin.model.calibration_for(Series(series.start, step, load[:t]), points)
-            peak = _peak(table.upper(origin.forecast.p50[:points], quantile))
+            peak = policy.finite_peak(table.upper(origin.forecast.p50[:points], quantile))
         decision = policy.decide(
             load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
             forecast_peak=peak,
@@ -285,12 +286,6 @@ def _spend(series: Series, hours: Any, config: ReplayConfig) -> dict[str, float]
         "budget": config.budget,
         "window_seconds": config.budget_window,
     }
-
-
-def _peak(upper: Any) -> float | None:
-    finite = np.asarray(upper, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    return float(finite.max()) if finite.size else None
 
 
 def threshold_from(text: str, series: Series) -> float:
