@@ -4,12 +4,13 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: help venv demo test lint typecheck pytest proto bench prometheus clean
+.PHONY: help venv demo test lint typecheck pytest proto bench figures prometheus clean
 
 help:
 	@echo "make demo       run the scaler on the bundled trace (no Prometheus, no cluster needed)"
 	@echo "make test       linters (ruff, mypy) + the whole test suite (installs Prometheus if missing)"
 	@echo "make bench      GetMetrics latency/throughput with 1,000 targets vs a trivial gRPC server"
+	@echo "make figures    the README's backtest figures: every shared trace, with and without drift"
 	@echo "make proto      regenerate scaler/_pb from protos/externalscaler.proto"
 
 $(STAMP): pyproject.toml
@@ -45,6 +46,9 @@ proto: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/getmetrics.py
+
+figures: $(STAMP)
+	$(BIN)/python bench/figures.py --jobs 2 --json out/figures/figures.json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
