@@ -69,6 +69,12 @@ class EngineSettings:
     """Targets refreshed at once (source queries run in threads)."""
     fit_workers: int = 1
     """Processes that fit models off the serving process; 0 fits in a thread (tests, demo)."""
+    fit_timeout: float = 900.0
+    """Seconds one fit may run in a worker process before the worker is killed and replaced
+    (an `auto` selection on four weeks takes seconds to a minute)."""
+    fit_memory: int = 2 * 1024**3
+    """Bytes of address space (RLIMIT_AS) of a fit worker; 0 leaves it unbounded. An `auto`
+    fit peaks near 0.5 GiB of address space (0.2 GiB resident)."""
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,17 @@ class Telemetry:
             ["model", "result"],
             registry=registry,
         )
+        self.fit_worker_restarts = Counter(
+            "scaler_fit_worker_restarts",
+            "Fit worker processes replaced, by cause (died, timeout, memory).",
+            ["cause"],
+            registry=registry,
+        )
+        self.fit_workers_up = Gauge(
+            "scaler_fit_workers_up",
+            "1 while fit workers can be started (or fits run in a thread), 0 while they cannot.",
+            registry=registry,
+        )
         self.targets = Gauge("scaler_targets", "Targets the engine refreshes.", registry=registry)
         self.rpc_seconds = Histogram(
             "scaler_rpc_duration_seconds",
@@ -139,9 +150,10 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def serve_http(
-    registry: CollectorRegistry, *, host: str, port: int, ready: Callable[[], bool]
+    registry: CollectorRegistry, *, host: str, port: int, unready: Callable[[], str | None]
 ) -> tuple[WSGIServer, int]:
-    """Serve /metrics, /healthz (alive) and /readyz (engine has refreshed) in a daemon thread."""
+    """Serve /metrics, /healthz (alive) and /readyz in a daemon thread; /readyz answers 503
+    with `unready()`'s reason while that is not None."""
     metrics = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -150,11 +162,12 @@ def serve_http(
             start_response("200 OK", [("Content-Type", "text/plain")])
             return [b"ok\n"]
         if path == "/readyz":
-            ok = ready()
+            reason = unready()
             start_response(
-                "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain")]
+                "200 OK" if reason is None else "503 Service Unavailable",
+                [("Content-Type", "text/plain")],
             )
-            return [b"ready\n" if ok else b"engine has not completed a refresh yet\n"]
+            return [b"ready\n" if reason is None else f"{reason}\n".encode()]
         result: Iterable[bytes] = metrics(environ, start_response)
         return result
 
