@@ -282,12 +282,20 @@ async def run_server(
     if on_ready is not None:
         on_ready(port, http_port, engine)
     try:
+        # The engine stops (queued fits cancelled, workers killed) while RPCs drain: answers
+        # come from memory, and a fit must not hold the exit past the grace period.
         await grpc_server.serve_until_stopped(
-            server, health, grace=settings.server.grace_seconds, stop=stop
+            server,
+            health,
+            grace=settings.server.grace_seconds,
+            stop=stop,
+            on_stop=engine_task.cancel,
         )
     finally:
+        logger.debug("RPCs drained")
         engine_task.cancel()
         await asyncio.gather(engine_task, return_exceptions=True)
+        logger.debug("engine stopped")
         if http is not None:
             http.shutdown()
             http.server_close()
@@ -330,6 +338,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         def on_signal() -> None:
             if not stop.is_set():
+                logger.info(
+                    "stopping: in-flight RPCs have %gs, queued fits are cancelled",
+                    settings.server.grace_seconds,
+                )
                 exit_deadline(settings.server.grace_seconds)
             stop.set()
 
@@ -338,7 +350,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         await run_server(settings, clock=WallClock(), stop=stop)
 
     asyncio.run(main())
-    return 0
+    # Everything of ours is closed. The interpreter's own teardown (numpy, pandas, Prophet)
+    # takes 0.5-0.7 s on a busy node, all of it past the grace period: skip it.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ is one per trigger the scaler serves, `reason` and `method` are fixed sets.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -142,6 +143,8 @@ class Telemetry:
 
 
 StartResponse = Callable[..., Any]
+SHUTDOWN_POLL = 0.05
+"""Seconds between the HTTP server's checks for a shutdown request."""
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -173,5 +176,7 @@ def serve_http(
 
     bind = host.strip("[]") if host not in ("[::]", "") else "0.0.0.0"
     server = make_server(bind, port, app, handler_class=_QuietHandler)
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    # A short poll interval: shutdown() waits for it, and it counts against the grace period.
+    serve = functools.partial(server.serve_forever, poll_interval=SHUTDOWN_POLL)
+    threading.Thread(target=serve, name="http", daemon=True).start()
     return server, server.server_port

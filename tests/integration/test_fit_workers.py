@@ -10,20 +10,27 @@ import os
 import signal
 import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import grpc
+import pytest
 from prometheus_client import CollectorRegistry
 
 from models import artefact
 from models.base import Series
 from scaler import budget, fitting, spec
+from scaler._pb import externalscaler_pb2 as pb
+from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.settings import EngineSettings
 from scaler.sources.file import bundled_trace
 from scaler.state import TargetState
 from scaler.telemetry import Telemetry
 from scaler.traces import read_trace
+from tests.integration.scaler_server import RunningScaler, eventually, fast_settings, ref
 
 ABSURD_LEAD_TIME = 999_999 * 86400.0
 """Far past any bound spec.py sets: passed straight to the fitter, as a spec bug would."""
@@ -165,3 +172,35 @@ def test_no_worker_that_can_start_makes_the_fitter_unhealthy_without_charging_ta
     assert "fit postponed" in state.model_note
     assert state.fitted_at + EngineSettings().refit_every - NOW == fitting.UNAVAILABLE_RETRY
     assert sample(telemetry.fits, "seasonal", "unavailable") == 1
+
+
+def readyz(scaler: RunningScaler) -> tuple[int, str]:
+    url = f"http://127.0.0.1:{scaler.http_port}/readyz"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.mark.parametrize("memory", [64 * 2**20, EngineSettings().fit_memory])
+def test_readyz_fails_while_no_fit_worker_can_start_and_says_why(memory: int) -> None:
+    base = fast_settings("file:")
+    settings = replace(base, engine=replace(base.engine, fit_workers=1, fit_memory=memory))
+    with RunningScaler(settings) as scaler:
+        with grpc.insecure_channel(scaler.address) as channel:
+            stub = pb_grpc.ExternalScalerStub(channel)
+            request = pb.GetMetricsRequest(scaledObjectRef=ref(), metricName="m")
+            eventually(lambda: stub.GetMetrics(request))  # answers reactive meanwhile
+        assert scaler.engine is not None
+        state = next(iter(scaler.engine.targets.values()))
+        deadline = time.monotonic() + 90
+        while state.model is None and "postponed" not in state.model_note:
+            assert time.monotonic() < deadline, state.model_note
+            time.sleep(0.1)
+        status, text = readyz(scaler)
+    if memory < 256 * 2**20:  # too little to import the models: no worker ever starts
+        assert (status, state.model) == (503, None)
+        assert "model fitting is unavailable: a new fit worker" in text
+    else:
+        assert (status, text) == (200, "ready\n")
