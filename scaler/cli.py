@@ -126,6 +126,15 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "source (env SCALER_LEDGER_PROMETHEUS_URL; default --prometheus-url)",
     )
     g.add_argument(
+        "--ledger-scrape-interval",
+        type=duration_within(1.0, 600.0),
+        default=env("LEDGER_SCRAPE_INTERVAL", "30s"),
+        help="how often that Prometheus scrapes this scaler: a rebuilt ledger books "
+        "maxPrewarmReplicas for this interval + 1m + --step as spent, the bound of what a "
+        "killed pod charged but no scrape recorded (env SCALER_LEDGER_SCRAPE_INTERVAL; "
+        "1s-10m; default 30s, as deploy/monitoring.yaml)",
+    )
+    g.add_argument(
         "--decision-log",
         type=Path,
         default=env("DECISION_LOG"),
@@ -207,6 +216,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             fit_workers=args.fit_workers,
             fit_timeout=args.fit_timeout,
             fit_memory=args.fit_memory,
+            ledger_scrape_interval=args.ledger_scrape_interval,
         ),
         source=args.source,
         decision_log=args.decision_log,
