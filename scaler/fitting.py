@@ -83,6 +83,10 @@ class Fitter:
             self.pool.close()
             self.pool = None
 
+    async def wait(self) -> None:
+        """Until every fit started so far has finished (or failed)."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
     def maybe_fit(self, state: TargetState, now: float) -> None:
         """Start a fit of `state`'s model in the background when one is due."""
         due = now - state.fitted_at >= self.settings.refit_every

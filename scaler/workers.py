@@ -170,6 +170,8 @@ class WorkerPool:
                 raise value
             self._discard(worker)  # after a MemoryError its heap is not worth keeping
             self.on_restart("memory")
+            if self.memory_limit <= 0:
+                raise JobOutOfMemory(f"the fit ran out of memory ({value})")
             bound = f"{self.memory_limit / 2**20:.0f} MiB"
             raise JobOutOfMemory(f"the fit exceeded the memory bound of {bound} ({value})")
 
