@@ -8,6 +8,8 @@ python bench/fitter.py shutdown    seconds from SIGTERM to exit of `scaler serve
                                    fit queue (--targets auto targets, one worker), with and
                                    without a StreamIsActive holding the grace period;
                                    --repo runs another checkout (e.g. main, for the before)
+python bench/fitter.py sigkill     what of `scaler serve` (worker, resource tracker) is
+                                   still alive --wait seconds after a SIGKILL of it, mid-fit
 """
 
 from __future__ import annotations
@@ -119,16 +121,78 @@ def _fits(text: str, model: str) -> float:
     return float(found[1]) if found else 0.0
 
 
-def sigterm_to_exit(repo: Path, targets: int, *, stream: bool) -> tuple[float, int, float]:
-    """(seconds from SIGTERM to exit, exit code, auto fits still queued) of one serve run."""
+def _descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return False
+
+
+def _serve(repo: Path) -> tuple[subprocess.Popen[bytes], int, int]:
+    """`scaler serve` of `repo` replaying the bundled trace with one fit worker."""
     grpc_port, http_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCALER_")}
     env.update(SCALER_STEP="1s", SCALER_HTTP_PORT=str(http_port), PYTHONPATH=str(repo))
     python = repo / ".venv" / "bin" / "python"
     argv = [str(python), "-m", "scaler", "serve", "--source", "file:", "--host", "127.0.0.1"]
     argv += ["--grpc-port", str(grpc_port), "--fit-workers", "1"]
-    log = open(os.devnull, "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=repo)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env, cwd=repo
+    )
+    return proc, grpc_port, http_port
+
+
+def cmd_sigkill(args: argparse.Namespace) -> None:
+    repo = args.repo.resolve()
+    proc, grpc_port, http_port = _serve(repo)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=60)
+            stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
+            stub.GetMetricSpec(
+                pb.ScaledObjectRef(
+                    name="t",
+                    namespace="bench",
+                    scalerMetadata={"query": "llm_serving_10min", "threshold": "60"},
+                )
+            )
+            deadline = time.monotonic() + 120
+            while _fits(_metrics(http_port), "seasonal") < 1:
+                assert time.monotonic() < deadline, "the first fit never finished"
+                time.sleep(0.2)
+        children = _descendants(proc.pid)
+        proc.kill()  # SIGKILL, during the `auto` selection that follows the quick fit
+        proc.wait()
+        time.sleep(args.wait)
+        left = [pid for pid in children if _alive(pid)]
+        rss = sum(_status(pid, "VmRSS") for pid in left) / MIB
+        print(
+            f"{repo}: {len(children)} child processes before the SIGKILL, {len(left)} still "
+            f"alive {args.wait:g}s after it ({rss:.0f} MiB resident)"
+        )
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)  # clean up the orphans this run made
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def sigterm_to_exit(repo: Path, targets: int, *, stream: bool) -> tuple[float, int, float]:
+    """(seconds from SIGTERM to exit, exit code, auto fits still queued) of one serve run."""
+    proc, grpc_port, http_port = _serve(repo)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
             grpc.channel_ready_future(channel).result(timeout=60)
@@ -165,7 +229,6 @@ def sigterm_to_exit(repo: Path, targets: int, *, stream: bool) -> tuple[float, i
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        log.close()
 
 
 def cmd_shutdown(args: argparse.Namespace) -> None:
@@ -192,6 +255,10 @@ def main() -> None:
     shutdown.add_argument("--targets", type=int, default=8)
     shutdown.add_argument("--runs", type=int, default=2)
     shutdown.set_defaults(func=cmd_shutdown)
+    sigkill = sub.add_parser("sigkill")
+    sigkill.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
+    sigkill.add_argument("--wait", type=float, default=3.0, help="seconds (default 3)")
+    sigkill.set_defaults(func=cmd_sigkill)
     args = parser.parse_args()
     args.func(args)
 

@@ -52,16 +52,15 @@ EXIT_SLACK = 0.8
 """Seconds past the grace period after which a stuck shutdown is cut short."""
 
 
-def bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[[str], float]:
-    """argparse `type=` for a number within [low, high]; the error names the range."""
+def count_within(low: int, high: int) -> Callable[[str], int]:
+    """argparse `type=` for a whole number in plain ASCII digits within [low, high]."""
 
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    def parse(text: str) -> int:
+        if re.fullmatch(r"[0-9]+", text.strip()) is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        value = int(text)
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} is outside [{low:g}, {high:g}]")
+            raise argparse.ArgumentTypeError(f"{text} is outside [{low}, {high}]")
         return value
 
     return parse
@@ -155,7 +154,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     )
     e.add_argument(
         "--fit-workers",
-        type=bounded(int, *FIT_WORKERS_RANGE),
+        type=count_within(*FIT_WORKERS_RANGE),
         default=env("FIT_WORKERS", "1"),
         help="processes fitting models off the serving process, 0-64; 0 = a thread (default 1)",
     )

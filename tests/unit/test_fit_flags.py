@@ -25,6 +25,7 @@ def test_fit_memory_and_timeout_reach_the_engine_settings() -> None:
         ("--fit-memory", "1Mi", "outside [256Mi, 1Ti]"),
         ("--fit-timeout", "999999d", "outside [10s, 86400s]"),
         ("--fit-workers", "1000", "outside [0, 64]"),
+        ("--fit-workers", "４", "is not a whole number"),
         ("--ledger-scrape-interval", "0s", "outside [1s, 600s]"),
     ],
 )
