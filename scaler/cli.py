@@ -7,8 +7,10 @@ import argparse
 import asyncio
 import logging
 import os
+import re
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -39,6 +41,51 @@ def env(name: str, default: str | None = None) -> str | None:
 
 def _bool(text: str | None) -> bool:
     return (text or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+MEMORY_UNITS = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+FIT_MEMORY_RANGE = (256 * 2**20, 1024 * 2**30)
+"""Bounds of --fit-memory: below 256 MiB a worker cannot even import the models."""
+FIT_TIMEOUT_RANGE = (10.0, 86400.0)
+FIT_WORKERS_RANGE = (0, 64)
+EXIT_SLACK = 0.8
+"""Seconds past the grace period after which a stuck shutdown is cut short."""
+
+
+def count_within(low: int, high: int) -> Callable[[str], int]:
+    """argparse `type=` for a whole number in plain ASCII digits within [low, high]."""
+
+    def parse(text: str) -> int:
+        if re.fullmatch(r"[0-9]+", text.strip()) is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is outside [{low}, {high}]")
+        return value
+
+    return parse
+
+
+def memory_arg(text: str) -> int:
+    """argparse `type=` for a size such as 2Gi, 512Mi or bytes; 0 means unbounded."""
+    match = re.fullmatch(r"([0-9]+)([KMGT]i)?", text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size; use e.g. 2Gi, 512Mi or 0")
+    size = int(match[1]) * MEMORY_UNITS[match[2] or ""]
+    low, high = FIT_MEMORY_RANGE
+    if size != 0 and not low <= size <= high:
+        raise argparse.ArgumentTypeError(f"{text} is outside [256Mi, 1Ti]; 0 means unbounded")
+    return size
+
+
+def duration_within(low: float, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        seconds = duration_arg(text)
+        if not low <= seconds <= high:
+            raise argparse.ArgumentTypeError(f"{text} is outside [{low:g}s, {high:g}s]")
+        return seconds
+
+    return parse
 
 
 def add_serve_flags(p: argparse.ArgumentParser) -> None:
@@ -78,6 +125,15 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "source (env SCALER_LEDGER_PROMETHEUS_URL; default --prometheus-url)",
     )
     g.add_argument(
+        "--ledger-scrape-interval",
+        type=duration_within(1.0, 600.0),
+        default=env("LEDGER_SCRAPE_INTERVAL", "30s"),
+        help="how often that Prometheus scrapes this scaler: a rebuilt ledger books "
+        "maxPrewarmReplicas for this interval + 1m + --step as spent, the bound of what a "
+        "killed pod charged but no scrape recorded (env SCALER_LEDGER_SCRAPE_INTERVAL; "
+        "1s-10m; default 30s, as deploy/monitoring.yaml)",
+    )
+    g.add_argument(
         "--decision-log",
         type=Path,
         default=env("DECISION_LOG"),
@@ -98,9 +154,23 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     )
     e.add_argument(
         "--fit-workers",
-        type=int,
-        default=int(env("FIT_WORKERS", "1") or 1),
-        help="processes fitting models off the serving process; 0 = a thread (default 1)",
+        type=count_within(*FIT_WORKERS_RANGE),
+        default=env("FIT_WORKERS", "1"),
+        help="processes fitting models off the serving process, 0-64; 0 = a thread (default 1)",
+    )
+    e.add_argument(
+        "--fit-timeout",
+        type=duration_within(*FIT_TIMEOUT_RANGE),
+        default=env("FIT_TIMEOUT", "15m"),
+        help="a fit running longer has its worker killed and replaced, and its target backs "
+        "off (env SCALER_FIT_TIMEOUT; 10s-1d; default 15m)",
+    )
+    e.add_argument(
+        "--fit-memory",
+        type=memory_arg,
+        default=env("FIT_MEMORY", "2Gi"),
+        help="address space of a fit worker (RLIMIT_AS); a fit needing more fails alone and "
+        "its target backs off (env SCALER_FIT_MEMORY; 256Mi-1Ti, 0 = unbounded; default 2Gi)",
     )
     t = p.add_argument_group(
         "TLS (KEDA dials TLS when its TriggerAuthentication gives caCert / tlsClientCert)"
@@ -140,7 +210,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
             url=args.prometheus_url, ledger_url=args.ledger_prometheus_url or None
         ),
         engine=EngineSettings(
-            step=args.step, staleness=args.staleness, fit_workers=args.fit_workers
+            step=args.step,
+            staleness=args.staleness,
+            fit_workers=args.fit_workers,
+            fit_timeout=args.fit_timeout,
+            fit_memory=args.fit_memory,
+            ledger_scrape_interval=args.ledger_scrape_interval,
         ),
         source=args.source,
         decision_log=args.decision_log,
@@ -203,7 +278,7 @@ async def run_server(
             registry,
             host=settings.server.host,
             port=settings.server.http_port,
-            ready=lambda: engine.refreshed_once,
+            unready=lambda: unready(engine),
         )
     engine_task = asyncio.create_task(engine.run(), name="engine")
     logger.info(
@@ -216,12 +291,20 @@ async def run_server(
     if on_ready is not None:
         on_ready(port, http_port, engine)
     try:
+        # The engine stops (queued fits cancelled, workers killed) while RPCs drain: answers
+        # come from memory, and a fit must not hold the exit past the grace period.
         await grpc_server.serve_until_stopped(
-            server, health, grace=settings.server.grace_seconds, stop=stop
+            server,
+            health,
+            grace=settings.server.grace_seconds,
+            stop=stop,
+            on_stop=engine_task.cancel,
         )
     finally:
+        logger.debug("RPCs drained")
         engine_task.cancel()
         await asyncio.gather(engine_task, return_exceptions=True)
+        logger.debug("engine stopped")
         if http is not None:
             http.shutdown()
             http.server_close()
@@ -232,18 +315,56 @@ async def run_server(
         logger.info("stopped")
 
 
+def unready(engine: Engine) -> str | None:
+    """Why /readyz fails, or None: the engine must have refreshed, and fits must be possible."""
+    if not engine.refreshed_once:
+        return "engine has not completed a refresh yet"
+    if not engine.fitter.healthy:
+        return f"model fitting is unavailable: {engine.fitter.problem}"
+    return None
+
+
+def exit_deadline(grace: float) -> None:
+    """Cut a stuck shutdown short at `grace` + EXIT_SLACK seconds: a thread still waiting on a
+    Prometheus query must not hold the pod past its terminationGracePeriod."""
+
+    def expire() -> None:
+        logger.error("shutdown took longer than %.1fs; exiting now", grace + EXIT_SLACK)
+        logging.shutdown()
+        os._exit(1)
+
+    timer = threading.Timer(grace + EXIT_SLACK, expire)
+    timer.daemon = True
+    timer.start()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = settings_from(args)
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if not stop.is_set():
+                logger.info(
+                    "stopping: in-flight RPCs have %gs, queued fits are cancelled",
+                    settings.server.grace_seconds,
+                )
+                exit_deadline(settings.server.grace_seconds)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         await run_server(settings, clock=WallClock(), stop=stop)
 
     asyncio.run(main())
-    return 0
+    # Everything of ours is closed. The interpreter's own teardown (numpy, pandas, Prophet)
+    # takes 0.5-0.7 s on a busy node, all of it past the grace period: skip it.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,9 +13,10 @@ The ledger's truth is the spend counter every replica exports to a shared Promet
 seen for the first time has its ledger rebuilt from it (`spend_record`), and until that has
 succeeded its prewarm allowance is 0 (reason budget_unknown), retried each step. From then on
 each replica charges the same decisions itself, so ledgers that started from the same record stay
-alike. Spend made in the last scrape interval before a rebuild is not in Prometheus yet: at most
-maxPrewarmReplicas for that interval can be missed. Without a spend record (file source) or with
-a zero budget the ledger starts empty and known.
+alike. Spend made in the last scrape interval before a rebuild is not in Prometheus yet: the
+rebuild books its bound (scaler/unrecorded.py: maxPrewarmReplicas for a scrape interval, a
+ledger sample step and a step) as spent. Without a spend record (file source) or with a zero
+budget the ledger starts empty and known.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.base import Series
-from scaler import budget, drift, fitting, policy
+from scaler import budget, drift, fitting, policy, unrecorded
 from scaler.clock import Clock
 from scaler.decisionlog import DecisionLog
 from scaler.errors import ScalerError
@@ -204,14 +205,24 @@ class Engine:
                 )
             state.ledger_note = str(exc)
             return
-        budget.seed(state.ledger, budget.spent_per_step(samples, start=start))
+        # Spend charged after a dead pod's last scrape is in no record: reserve its bound.
+        reserve = unrecorded.unrecorded_spend(
+            max_prewarm_replicas=spec.max_prewarm_replicas,
+            step=self.settings.step,
+            scrape_interval=self.settings.ledger_scrape_interval,
+            sample_step=LEDGER_STEP,
+        )
+        spent = budget.spent_per_step(samples, start=start)
+        budget.seed(state.ledger, [*spent, (now, reserve)])
         state.ledger_known, state.ledger_note = True, None
         logger.info(
-            "%s: prewarm ledger rebuilt from %d series: %.4g of %.4g spent in the window",
+            "%s: prewarm ledger rebuilt from %d series: %.4g of %.4g spent in the window, "
+            "%.4g replica-hours of it reserved for spend not yet scraped",
             spec.key,
             len(samples),
             state.ledger.spent(now),
             spec.prewarm_budget,
+            reserve,
         )
 
     def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:

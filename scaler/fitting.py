@@ -1,21 +1,24 @@
-"""Fitting models off the serving loop: a process pool (or a thread with fit_workers 0), one
-fit in flight per target, a refit every `refit_every`, retries after failures.
+"""Fitting models off the serving loop: supervised worker processes (or a thread with
+fit_workers 0), one fit in flight per target, a refit every `refit_every`, retries after failures.
 
-Only plain data crosses the process boundary (a Series in, a JSON-ready artefact out).
+Only plain data crosses the process boundary (a Series in, a JSON-ready artefact out). A fit that
+kills its worker, runs past `fit_timeout` or exceeds `fit_memory` is charged to its own target
+(a clear `model_note` and an exponential backoff); the worker is replaced and every other target
+keeps fitting. `healthy` is False while no worker can be started (/readyz reports it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import logging
 import math
-import multiprocessing
+from collections.abc import Callable
 from typing import Any
 
 from models import artefact
 from models.base import ModelError, Series
+from scaler import workers
 from scaler.settings import EngineSettings
 from scaler.state import TargetState, forecast_steps
 from scaler.telemetry import Telemetry
@@ -26,31 +29,63 @@ QUICK_MODEL = "seasonal"
 """Fitted first for a new `auto` target, while the full selection runs."""
 FIT_RETRY = 3600.0
 """Seconds before a failed fit (e.g. less than a day of history) is tried again."""
+UNAVAILABLE_RETRY = 60.0
+"""Seconds before a fit that found no worker (not the target's fault) is tried again."""
+
+
+def backoff(failures: int, *, ceiling: float) -> float:
+    """Seconds before the next fit of a target whose fits broke `failures` workers in a row:
+    FIT_RETRY, doubling each time, at most `ceiling` (the refit period)."""
+    return min(FIT_RETRY * 2.0 ** max(failures - 1, 0), ceiling)
 
 
 class Fitter:
-    def __init__(self, settings: EngineSettings, telemetry: Telemetry) -> None:
+    def __init__(
+        self,
+        settings: EngineSettings,
+        telemetry: Telemetry,
+        *,
+        fit: Callable[..., dict[str, Any]] = artefact.fit,
+    ) -> None:
         self.settings = settings
         self.telemetry = telemetry
-        self._pool: concurrent.futures.Executor | None = None
+        self._fit_fn = fit
+        """What runs in the worker; a module-level function, so that it pickles."""
+        self.pool: workers.WorkerPool | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        telemetry.fit_workers_up.set_function(lambda: 1.0 if self.healthy else 0.0)
+
+    @property
+    def healthy(self) -> bool:
+        """False while the last attempt to start a fit worker failed."""
+        return self.pool is None or self.pool.healthy
+
+    @property
+    def problem(self) -> str | None:
+        return None if self.pool is None else self.pool.problem
 
     def start(self) -> None:
-        if self._pool is None and self.settings.fit_workers > 0:
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self.settings.fit_workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                # No max_tasks_per_child: on CPython 3.11-3.12 the pool stalls for minutes
-                # whenever a worker retires (measured by make bench: 400 fits in 8 minutes instead
-                # of 1,000 in 85 s). A worker that fitted Prophet stays ~200 MiB resident.
+        """Create the pool (workers start on first use, from the event loop's thread)."""
+        if self.pool is None and self.settings.fit_workers > 0:
+            self.pool = workers.WorkerPool(
+                size=self.settings.fit_workers,
+                memory_limit=self.settings.fit_memory,
+                timeout=self.settings.fit_timeout,
+                preload=(self._fit_fn.__module__,),
+                on_restart=lambda cause: self.telemetry.fit_worker_restarts.labels(cause).inc(),
             )
 
     def close(self) -> None:
+        """Cancel every queued fit and kill the workers (a running fit is abandoned)."""
         for task in self._tasks:
             task.cancel()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    async def wait(self) -> None:
+        """Until every fit started so far has finished (or failed)."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def maybe_fit(self, state: TargetState, now: float) -> None:
         """Start a fit of `state`'s model in the background when one is due."""
@@ -62,6 +97,12 @@ class Fitter:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _run(self, fit: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        if self.pool is None:
+            return await asyncio.get_running_loop().run_in_executor(None, fit)
+        result: dict[str, Any] = await self.pool.run(fit)
+        return result
+
     async def _fit(self, state: TargetState, history: Series, now: float) -> None:
         spec = state.spec
         # `auto` fits and backtests every candidate (seconds per target, so minutes for a fleet
@@ -70,17 +111,16 @@ class Fitter:
         quick = spec.model == "auto" and state.model is None
         kind = QUICK_MODEL if quick else spec.model
         fit = functools.partial(
-            artefact.fit,
+            self._fit_fn,
             kind,
             history,
             forecast_steps(spec, self.settings.model_step),
             quantile=spec.quantile,
         )
         try:
-            state.model = artefact.load(
-                await asyncio.get_running_loop().run_in_executor(self._pool, fit)
-            )
+            state.model = artefact.load(await self._run(fit))
             state.model_note = f"{state.model.kind} fitted on {len(history)} points"
+            state.fit_failures = 0
             self.telemetry.fits.labels(kind, "ok").inc()
             logger.info("%s: %s", spec.key, state.model_note)
             state.fitted_at = -math.inf if quick else now
@@ -89,7 +129,22 @@ class Fitter:
             self.telemetry.fits.labels(kind, "error").inc()
             logger.info("%s: no model, staying reactive: %s", spec.key, exc)
             state.fitted_at = now - self.settings.refit_every + FIT_RETRY
-        except Exception as exc:  # a crashed worker must not leave the target without retries
+        except workers.PoolUnavailable as exc:  # no worker: not this target's fault
+            state.model_note = f"fit postponed: {exc}"
+            self.telemetry.fits.labels(kind, exc.result).inc()
+            state.fitted_at = now - self.settings.refit_every + UNAVAILABLE_RETRY
+        except workers.WorkerError as exc:  # this target's fit broke its worker: charge it
+            state.fit_failures += 1
+            delay = backoff(state.fit_failures, ceiling=self.settings.refit_every)
+            state.model_note = (
+                f"{kind} fit failed: {exc}; {state.fit_failures} in a row, next try in "
+                f"{delay / 60:.0f} min (check leadTime/horizon, or raise --fit-memory / "
+                "--fit-timeout)"
+            )
+            self.telemetry.fits.labels(kind, exc.result).inc()
+            logger.warning("%s: %s", spec.key, state.model_note)
+            state.fitted_at = now - self.settings.refit_every + delay
+        except Exception as exc:  # a failing fit must not leave the target without retries
             logger.exception("%s: model fit crashed", spec.key)
             state.model_note = f"fit crashed: {exc!r}"
             self.telemetry.fits.labels(kind, "crash").inc()

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -214,10 +214,17 @@ async def create_server(
 
 
 async def serve_until_stopped(
-    server: grpc.aio.Server, health: HealthServicer, *, grace: float, stop: asyncio.Event
+    server: grpc.aio.Server,
+    health: HealthServicer,
+    *,
+    grace: float,
+    stop: asyncio.Event,
+    on_stop: Callable[[], object] = lambda: None,
 ) -> None:
-    """Run until `stop` is set, then drain: NOT_SERVING first, then a graceful stop."""
+    """Run until `stop` is set, then drain: NOT_SERVING first, then a graceful stop of at most
+    `grace` seconds; `on_stop` runs first, so other work winds down during the drain."""
     await server.start()
     await stop.wait()
+    on_stop()
     await health.enter_graceful_shutdown()
     await server.stop(grace)

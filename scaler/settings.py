@@ -67,8 +67,18 @@ class EngineSettings:
     """Targets no RPC asked about for this long are dropped."""
     concurrency: int = 16
     """Targets refreshed at once (source queries run in threads)."""
+    ledger_scrape_interval: float = 30.0
+    """Seconds between the scrapes of the scaler's spend counter by the ledger's Prometheus;
+    a rebuilt ledger reserves the prewarm a pod can charge in that time without it being
+    recorded (scaler/unrecorded.py)."""
     fit_workers: int = 1
     """Processes that fit models off the serving process; 0 fits in a thread (tests, demo)."""
+    fit_timeout: float = 900.0
+    """Seconds one fit may run in a worker process before the worker is killed and replaced
+    (an `auto` selection on four weeks takes seconds to a minute)."""
+    fit_memory: int = 2 * 1024**3
+    """Bytes of address space (RLIMIT_AS) of a fit worker; 0 leaves it unbounded. An `auto`
+    fit peaks near 0.5 GiB of address space (0.2 GiB resident)."""
 
 
 @dataclass(frozen=True)

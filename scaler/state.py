@@ -31,6 +31,8 @@ class TargetState:
     model_note: str = "waiting for the first fit"
     fitted_at: float = -math.inf
     fitting: bool = False
+    fit_failures: int = 0
+    """Fits in a row that broke their worker (died, timed out, out of memory): the backoff."""
     decision: policy.Decision | None = None
     predictive: policy.Decision | None = None
     """The predictive decision; equals `decision` except in shadow mode."""

@@ -8,6 +8,7 @@ is one per trigger the scaler serves, `reason` and `method` are fixed sets.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -100,6 +101,17 @@ class Telemetry:
             ["model", "result"],
             registry=registry,
         )
+        self.fit_worker_restarts = Counter(
+            "scaler_fit_worker_restarts",
+            "Fit worker processes replaced, by cause (died, timeout, memory).",
+            ["cause"],
+            registry=registry,
+        )
+        self.fit_workers_up = Gauge(
+            "scaler_fit_workers_up",
+            "1 while fit workers can be started (or fits run in a thread), 0 while they cannot.",
+            registry=registry,
+        )
         self.targets = Gauge("scaler_targets", "Targets the engine refreshes.", registry=registry)
         self.rpc_seconds = Histogram(
             "scaler_rpc_duration_seconds",
@@ -131,6 +143,8 @@ class Telemetry:
 
 
 StartResponse = Callable[..., Any]
+SHUTDOWN_POLL = 0.05
+"""Seconds between the HTTP server's checks for a shutdown request."""
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -139,9 +153,10 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def serve_http(
-    registry: CollectorRegistry, *, host: str, port: int, ready: Callable[[], bool]
+    registry: CollectorRegistry, *, host: str, port: int, unready: Callable[[], str | None]
 ) -> tuple[WSGIServer, int]:
-    """Serve /metrics, /healthz (alive) and /readyz (engine has refreshed) in a daemon thread."""
+    """Serve /metrics, /healthz (alive) and /readyz in a daemon thread; /readyz answers 503
+    with `unready()`'s reason while that is not None."""
     metrics = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -150,15 +165,18 @@ def serve_http(
             start_response("200 OK", [("Content-Type", "text/plain")])
             return [b"ok\n"]
         if path == "/readyz":
-            ok = ready()
+            reason = unready()
             start_response(
-                "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain")]
+                "200 OK" if reason is None else "503 Service Unavailable",
+                [("Content-Type", "text/plain")],
             )
-            return [b"ready\n" if ok else b"engine has not completed a refresh yet\n"]
+            return [b"ready\n" if reason is None else f"{reason}\n".encode()]
         result: Iterable[bytes] = metrics(environ, start_response)
         return result
 
     bind = host.strip("[]") if host not in ("[::]", "") else "0.0.0.0"
     server = make_server(bind, port, app, handler_class=_QuietHandler)
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    # A short poll interval: shutdown() waits for it, and it counts against the grace period.
+    serve = functools.partial(server.serve_forever, poll_interval=SHUTDOWN_POLL)
+    threading.Thread(target=serve, name="http", daemon=True).start()
     return server, server.server_port
