@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from scaler import spec as specs
@@ -341,3 +343,15 @@ def test_an_echo_is_short_in_any_script(text: str) -> None:
 def test_a_short_value_is_echoed_whole() -> None:
     assert specs.echo("10m") == "10m"
     assert refusal(threshold="-5").value == "-5"
+
+
+def test_the_readme_states_each_range_the_parser_enforces() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = {
+        line.split("|")[1].strip(): line for line in readme.splitlines() if line.startswith("| `")
+    }
+    for key, bounds in NUMERIC_KEYS + DURATION_KEYS:
+        row = next(line for cell, line in rows.items() if f"`{key}`" in cell)
+        assert f"{bounds.show(bounds.low)} - {bounds.show(bounds.high)}" in row, key
+    for key in ("query", "serverAddress"):
+        assert f"<= {specs.VALUE_CHARS[key]} chars" in rows[f"`{key}`"], key
