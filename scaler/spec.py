@@ -7,6 +7,11 @@ value and the fix. Unknown keys are an error, not a warning: a misspelt `maxRepl
 ignored would let the scaler spend past a cap the user believes is set. Keys KEDA itself adds
 (`scalerAddress`) or that other KEDA tooling commonly sets are accepted and ignored.
 
+Any team that can write a ScaledObject can send any metadata, so every value is bounded: numbers
+are plain ASCII decimals (scaler/literals.py) within the ranges below, and the count of keys and
+the length of each value are capped before anything is read. An error quotes a long key or
+value as its first characters and its length, so it stays short whatever was sent.
+
 Pure: no I/O, no clock.
 """
 
