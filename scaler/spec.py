@@ -358,9 +358,15 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
         fingerprint=fp,
     )
     if spec.max_replicas < spec.min_replicas:
+        if "maxReplicas" not in meta:  # name the key the user wrote, not a default
+            raise SpecError(
+                "minReplicas",
+                echo(meta["minReplicas"]),
+                f"must be <= maxReplicas ({spec.max_replicas} unless set); set maxReplicas too",
+            )
         raise SpecError(
             "maxReplicas",
-            echo(meta.get("maxReplicas", str(spec.max_replicas))),
+            echo(meta["maxReplicas"]),
             f"must be >= minReplicas ({spec.min_replicas})",
         )
     if not spec.metric_name:

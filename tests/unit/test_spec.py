@@ -273,6 +273,14 @@ def test_exponent_notation_is_refused_with_the_plain_spelling_to_use() -> None:
     ).activation_threshold == pytest.approx(1e9)
 
 
+def test_a_floor_above_the_default_ceiling_names_the_floor_the_user_wrote() -> None:
+    too_high = str(specs.TargetSpec.max_replicas + 1)
+    err = refusal(minReplicas=too_high)
+    assert err.key == "minReplicas"
+    assert "set maxReplicas" in err.fix
+    assert parse(minReplicas=too_high, maxReplicas=too_high).min_replicas == int(too_high)
+
+
 def test_counts_must_be_whole_numbers() -> None:
     assert refusal(maxPrewarmReplicas="2.5").key == "maxPrewarmReplicas"
     assert parse(maxPrewarmReplicas="2.0").max_prewarm_replicas == 2
