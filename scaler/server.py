@@ -55,7 +55,11 @@ client past the cap sees RESOURCE_EXHAUSTED, losing the key that was wrong."""
 def refusal(ref: pb.ScaledObjectRef, exc: SpecError) -> str:
     """INVALID_ARGUMENT details: the target, the key, a short quote of the value and the fix,
     in at most MAX_DETAILS_BYTES of UTF-8 whatever the request held."""
-    text = f"{specs.echo(ref.namespace)}/{specs.echo(ref.name)}: {exc}"
+    return bounded(f"{specs.echo(ref.namespace)}/{specs.echo(ref.name)}: {exc}")
+
+
+def bounded(text: str) -> str:
+    """`text` cut to MAX_DETAILS_BYTES of UTF-8 (a reason may quote a 4 KB query)."""
     encoded = text.encode()
     if len(encoded) <= MAX_DETAILS_BYTES:
         return text
@@ -77,7 +81,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         try:
             return self.engine.answer(state)
         except Unavailable as exc:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, bounded(str(exc)))
 
     async def IsActive(  # noqa: N802 - gRPC method names
         self, request: pb.ScaledObjectRef, context: Context

@@ -14,6 +14,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -24,7 +25,7 @@ from scaler import spec as specs
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.sources.file import bundled_trace
-from tests.integration.scaler_server import RunningScaler, eventually, fast_settings, ref
+from tests.integration.scaler_server import RunningScaler, eventually, fast_settings, ref, refused
 
 NUMERIC_KEYS = (
     "threshold",
@@ -243,3 +244,28 @@ def healthy_target(stub: pb_grpc.ExternalScalerStub) -> Iterator[None]:
 def test_the_fuzz_exercised_both_acceptance_and_refusal() -> None:
     assert OUTCOMES["OK"] > 0 and OUTCOMES["INVALID_ARGUMENT"] > 0, OUTCOMES
     assert OUTCOMES["healthy OK"] == OUTCOMES["OK"] + OUTCOMES["INVALID_ARGUMENT"]
+
+
+def test_an_unavailable_answer_stays_under_1kb_even_when_the_reason_quotes_a_long_query(
+    stub: pb_grpc.ExternalScalerStub,
+) -> None:
+    query = "no_such_trace_" + "q" * (specs.VALUE_CHARS["query"] - 14)
+    target = ref(name="long-query", query=query)
+    stub.GetMetricSpec(target, timeout=RPC_TIMEOUT)
+    request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")
+    error = refused(lambda: stub.GetMetrics(request, timeout=RPC_TIMEOUT), says="no trace")
+    assert error.code() == grpc.StatusCode.UNAVAILABLE
+    assert len((error.details() or "").encode()) <= DETAILS_LIMIT
+
+
+def test_a_query_naming_a_file_outside_the_trace_folder_is_no_trace(
+    stub: pb_grpc.ExternalScalerStub, scaler: RunningScaler
+) -> None:
+    """The file source reads `<folder>/<query>.csv`: `../x` must not reach past the folder."""
+    folder = Path(scaler.settings.source.removeprefix("file:"))
+    shutil.copy(folder / "llm_serving_10min.csv", folder.parent / "outside.csv")
+    target = ref(name="escape", query="../outside")
+    stub.GetMetricSpec(target, timeout=RPC_TIMEOUT)
+    request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")
+    error = refused(lambda: stub.GetMetrics(request, timeout=RPC_TIMEOUT), says="no trace")
+    assert error.code() == grpc.StatusCode.UNAVAILABLE
