@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scaler import literals
 from scaler import spec as specs
 from scaler._pb import externalscaler_pb2 as pb
 from scaler.sources.file import bundled_trace
@@ -58,11 +59,13 @@ def target_refs(
     refs = []
     for i in range(count):
         query = names[i % len(names)]
+        threshold = thresholds[query] * (0.6 + (i % 17) / 20)
         meta = {
             "model": kinds[picks[i]],
             "scalerAddress": "predictive-scaler.keda.svc:9000",
             "query": query,
-            "threshold": f"{thresholds[query] * (0.6 + (i % 17) / 20):.4g}",
+            # 4 significant digits, spelt as a plain decimal (metadata refuses `1.2e+04`)
+            "threshold": literals.format_decimal(float(f"{threshold:.4g}")),
             "leadTime": ("5m", "10m", "15m")[i % 3],
             "horizon": "15m",
             "minReplicas": str(i % 3),

@@ -47,6 +47,25 @@ def parse_ref(ref: pb.ScaledObjectRef) -> specs.TargetSpec:
     return _parse_cached(ref.namespace, ref.name, tuple(sorted(meta.items())))
 
 
+MAX_DETAILS_BYTES = 1000
+"""Longest status details: they travel in a header that gRPC caps at 16 KB by default, and a
+client past the cap sees RESOURCE_EXHAUSTED, losing the key that was wrong."""
+
+
+def refusal(ref: pb.ScaledObjectRef, exc: SpecError) -> str:
+    """INVALID_ARGUMENT details: the target, the key, a short quote of the value and the fix,
+    in at most MAX_DETAILS_BYTES of UTF-8 whatever the request held."""
+    return bounded(f"{specs.echo(ref.namespace)}/{specs.echo(ref.name)}: {exc}")
+
+
+def bounded(text: str) -> str:
+    """`text` cut to MAX_DETAILS_BYTES of UTF-8 (a reason may quote a 4 KB query)."""
+    encoded = text.encode()
+    if len(encoded) <= MAX_DETAILS_BYTES:
+        return text
+    return encoded[: MAX_DETAILS_BYTES - 3].decode(errors="ignore") + "..."
+
+
 class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -55,16 +74,14 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         try:
             spec = parse_ref(ref)
         except SpecError as exc:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f"{ref.namespace}/{ref.name}: {exc}"
-            )
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal(ref, exc))
         return self.engine.ensure(spec)
 
     async def _answer(self, state: TargetState, context: Context) -> Answer:
         try:
             return self.engine.answer(state)
         except Unavailable as exc:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, bounded(str(exc)))
 
     async def IsActive(  # noqa: N802 - gRPC method names
         self, request: pb.ScaledObjectRef, context: Context

@@ -7,20 +7,27 @@ value and the fix. Unknown keys are an error, not a warning: a misspelt `maxRepl
 ignored would let the scaler spend past a cap the user believes is set. Keys KEDA itself adds
 (`scalerAddress`) or that other KEDA tooling commonly sets are accepted and ignored.
 
+Any team that can write a ScaledObject can send any metadata, so every value is bounded: numbers
+are plain ASCII decimals (scaler/literals.py) within the ranges below, and the count of keys and
+the length of each value are capped before anything is read. An error quotes a long key or
+value as its first characters and its length, so it stays short whatever was sent.
+
 Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from scaler import literals
 from scaler.errors import SpecError
+from scaler.literals import duration_arg as duration_arg
+from scaler.literals import format_duration as format_duration
+from scaler.literals import parse_duration as parse_duration
 
 MODEL_NAMES = ("auto", "seasonal", "ets", "prophet")
 MODES = ("active", "shadow")
@@ -28,45 +35,7 @@ MODES = ("active", "shadow")
 # Keys KEDA passes through or that belong to the trigger rather than to us.
 PASSTHROUGH_KEYS = frozenset({"scalerAddress", "unsafeSsl", "tlsCertFile", "enableTLS"})
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|y|w|d|h|m|s)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 _METRIC_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Prometheus duration (`90s`, `10m`, `1h30m`, `14d`); ValueError otherwise."""
-    text = text.strip()
-    if not text:
-        raise ValueError("empty duration")
-    pos = 0
-    total = 0.0
-    for match in _DURATION_RE.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos != len(text):
-        raise ValueError(f"not a Prometheus duration: {text!r}")
-    return total
-
-
-def duration_arg(text: str) -> float:
-    """parse_duration for argparse `type=`: the error says what a duration looks like."""
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; use a duration such as 30s, 10m or 14d") from None
-
-
-def format_duration(seconds: float) -> str:
-    """The shortest Prometheus duration for a whole number of seconds (`600` -> `10m`)."""
-    s = round(seconds)
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if s >= size:
-            parts.append(f"{s // size}{unit}")
-            s %= size
-    return "".join(parts) or "0s"
 
 
 @dataclass(frozen=True)
@@ -119,51 +88,112 @@ class TargetSpec:
 
 T = TypeVar("T")
 
+HOUR = 3600.0
+DAY = 86400.0
+MIN_POSITIVE = 0.000001
+"""Smallest positive threshold or price: well above any subnormal, far below any real load."""
+MAX_LOAD = 1e12
+"""Largest threshold or activation threshold, in the query's own unit."""
+MAX_REPLICAS = 10_000
+MAX_LOOKAHEAD = 6 * HOUR
+"""leadTime + horizon: the forecast a decision reads (73 points at the default 5-minute model
+step). Within a quarter of the daily cycle the models learn from weeks of history, and it keeps
+the calibration backtest (origins x forecast points) small."""
+MAX_KEYS = 64
+"""Keys read from one scalerMetadata (there are 21 known ones)."""
+VALUE_CHARS = {"query": 4096, "serverAddress": 2048} | dict.fromkeys(PASSTHROUGH_KEYS, 2048)
+"""Longest value of a key, in characters; any other key's value is at most DEFAULT_VALUE_CHARS."""
+DEFAULT_VALUE_CHARS = 64
+ECHO_CHARS = 40
+"""Longest quote of a key or value in an error message: errors must stay well under gRPC's
+16 KB metadata limit (the status details travel as a header), or the client loses the key."""
+_SPACE = " \t\r\n"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The closed range a numeric key allows; `duration` shows its ends as durations."""
+
+    low: float
+    high: float
+    duration: bool = False
+
+    def check(self, value: float) -> float:
+        if not self.low <= value <= self.high:
+            raise ValueError(f"must be from {self.show(self.low)} to {self.show(self.high)}")
+        return value
+
+    def show(self, value: float) -> str:
+        return literals.format_duration(value) if self.duration else literals.format_decimal(value)
+
+
+THRESHOLD = Range(MIN_POSITIVE, MAX_LOAD)
+ACTIVATION = Range(0, MAX_LOAD)
+REPLICAS = Range(0, MAX_REPLICAS)
+CEILING = Range(1, MAX_REPLICAS)
+LEAD_TIME = Range(1, 2 * HOUR, duration=True)
+"""A GPU replica's cold start is 6-11 minutes; two hours covers a node pool that must be bought."""
+HORIZON = Range(0, MAX_LOOKAHEAD - LEAD_TIME.high, duration=True)
+"""Together with LEAD_TIME, at most MAX_LOOKAHEAD of forecast."""
+BUDGET = Range(0, 1e12)
+"""Replica-hours or money per window; 10,000 replicas for a week is 1.7 million replica-hours."""
+BUDGET_WINDOW = Range(HOUR, 7 * DAY, duration=True)
+"""The ledger keeps every charge of two windows: a week at a 30 s step is 40,320 entries."""
+COST = Range(MIN_POSITIVE, 1e9)
+"""Price of a replica-hour in any currency (an 8-GPU node is millions of VND an hour)."""
+
+
+def echo(text: str, limit: int = ECHO_CHARS) -> str:
+    """`text` as an error may quote it: whole when short, else its first characters and its
+    length. Escapes count at their printed width (`\\x00` is 4), so the quote stays short."""
+    if len(text) <= limit and len(repr(text)) <= limit + 2:
+        return text
+    width = cut = 0
+    for char in text[:limit]:
+        width += len(repr(char)) - 2
+        if width > limit:
+            break
+        cut += 1
+    return f"{text[:cut]}... ({len(text)} characters)"
+
 
 def _get(meta: Mapping[str, str], key: str, parse: Callable[[str], T], default: T, fix: str) -> T:
     raw = meta.get(key)
-    if raw is None or raw.strip() == "":
+    text = "" if raw is None else raw.strip(_SPACE)
+    if not text:
         return default
     try:
-        return parse(raw.strip())
+        return parse(text)
     except ValueError as exc:
-        raise SpecError(key, raw, f"{exc}; {fix}") from None
+        raise SpecError(key, echo(text), f"{exc}; {fix}") from None
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError("must be a finite number > 0")
-    return value
+def _number(bounds: Range) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        return bounds.check(literals.parse_decimal(text))
+
+    return parse
 
 
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError("must be a finite number >= 0")
-    return value
+def _count(bounds: Range) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = literals.parse_decimal(text)
+        if not value.is_integer():
+            raise ValueError("must be a whole number")
+        return int(bounds.check(value))
+
+    return parse
 
 
-def _non_negative_int(text: str) -> int:
-    value = float(text)
-    if not math.isfinite(value) or value < 0 or value != int(value):
-        raise ValueError("must be a whole number >= 0")
-    return int(value)
+def _duration(bounds: Range) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        return bounds.check(literals.parse_duration(text))
 
-
-def _positive_duration(text: str) -> float:
-    value = parse_duration(text)
-    if value <= 0:
-        raise ValueError("must be longer than 0s")
-    return value
-
-
-def _non_negative_duration(text: str) -> float:
-    return parse_duration(text)
+    return parse
 
 
 def _quantile(text: str) -> float:
-    value = float(text)
+    value = literals.parse_decimal(text)
     if not (0.5 < value < 1):
         raise ValueError("must lie strictly between 0.5 and 1")
     return value
@@ -226,23 +256,43 @@ def default_metric_name(name: str, fp: str) -> str:
     return f"predictive-{stem}-{fp}"
 
 
-def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
-    """Validate scalerMetadata into a TargetSpec; SpecError names the key, value and fix."""
+def check_shape(meta: Mapping[str, str]) -> None:
+    """Refuse too many keys, unknown keys and oversized values before reading any of them."""
+    if len(meta) > MAX_KEYS:  # more keys than exist, so some are unknown: name the first
+        key = min(k for k in meta if k not in KNOWN_KEYS | PASSTHROUGH_KEYS)
+        raise SpecError(
+            echo(key),
+            echo(meta[key]),
+            f"{len(meta)} metadata keys; at most {MAX_KEYS} are read and this one is unknown",
+        )
     unknown = sorted(set(meta) - KNOWN_KEYS - PASSTHROUGH_KEYS)
     if unknown:
         key = unknown[0]
         raise SpecError(
-            key, meta[key], f"unknown metadata key; known keys are {', '.join(sorted(KNOWN_KEYS))}"
+            echo(key),
+            echo(meta[key]),
+            f"unknown metadata key; known keys are {', '.join(sorted(KNOWN_KEYS))}",
         )
+    for key, value in sorted(meta.items()):
+        limit = VALUE_CHARS.get(key, DEFAULT_VALUE_CHARS)
+        if len(value) > limit:
+            raise SpecError(
+                key, echo(value), f"{len(value)} characters is too long; at most {limit}"
+            )
+
+
+def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
+    """Validate scalerMetadata into a TargetSpec; SpecError names the key, value and fix."""
+    check_shape(meta)
     query = meta.get("query", "").strip()
     if not query:
         raise SpecError(
             "query",
-            meta.get("query", ""),
+            echo(meta.get("query", "")),
             "set `query` to a PromQL expression "
             "returning one series, e.g. sum(rate(requests_total[2m]))",
         )
-    if "threshold" not in meta or not meta["threshold"].strip():
+    if not meta.get("threshold", "").strip(_SPACE):
         raise SpecError(
             "threshold", "", "set `threshold` to the load one replica serves, e.g. '50'"
         )
@@ -252,48 +302,48 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
         name=name or "unnamed",
         query=query,
         threshold=_get(
-            meta, "threshold", _positive_float, 1.0, "set the load one replica serves, e.g. '50'"
+            meta, "threshold", _number(THRESHOLD), 1.0, "set the load one replica serves, e.g. '50'"
         ),
         server_address=_get(
             meta, "serverAddress", _url, None, "e.g. http://prometheus.monitoring:9090"
         ),
         activation_threshold=_get(
-            meta, "activationThreshold", _non_negative_float, 0.0, "e.g. '0' to wake on any load"
+            meta, "activationThreshold", _number(ACTIVATION), 0.0, "e.g. '0' to wake on any load"
         ),
         lead_time=_get(
-            meta, "leadTime", _positive_duration, 600.0, "use a Prometheus duration such as '10m'"
+            meta, "leadTime", _duration(LEAD_TIME), 600.0, "use a Prometheus duration such as '10m'"
         ),
         horizon=_get(
             meta,
             "horizon",
-            _non_negative_duration,
+            _duration(HORIZON),
             900.0,
             "use a Prometheus duration such as '15m'",
         ),
         quantile=_get(meta, "quantile", _quantile, 0.95, "e.g. '0.95'"),
-        min_replicas=_get(meta, "minReplicas", _non_negative_int, 0, "e.g. '0'"),
-        max_replicas=_get(meta, "maxReplicas", _non_negative_int, 100, "e.g. '20'"),
-        max_prewarm_replicas=_get(meta, "maxPrewarmReplicas", _non_negative_int, 10, "e.g. '4'"),
+        min_replicas=_get(meta, "minReplicas", _count(REPLICAS), 0, "e.g. '0'"),
+        max_replicas=_get(meta, "maxReplicas", _count(CEILING), 100, "e.g. '20'"),
+        max_prewarm_replicas=_get(meta, "maxPrewarmReplicas", _count(REPLICAS), 10, "e.g. '4'"),
         prewarm_budget=_get(
             meta,
             "prewarmBudget",
-            _non_negative_float,
+            _number(BUDGET),
             24.0,
             "replica-hours per window (money with costPerReplicaHour), e.g. '24'",
         ),
         prewarm_budget_window=_get(
             meta,
             "prewarmBudgetWindow",
-            _positive_duration,
+            _duration(BUDGET_WINDOW),
             86400.0,
             "use a Prometheus duration such as '24h'",
         ),
         cost_per_replica_hour=_get(
             meta,
             "costPerReplicaHour",
-            _non_negative_float,
+            _number(COST),
             None,
-            "price of one replica-hour, e.g. '2.5'",
+            "price of one replica-hour, e.g. '2.5'; leave it unset to budget in replica-hours",
         ),
         currency=_get(meta, "currency", _currency, "USD", "an ISO 4217 code such as 'USD'"),
         model=_get(meta, "model", _choice(MODEL_NAMES), "auto", "use 'auto' to let backtests pick"),
@@ -308,9 +358,15 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
         fingerprint=fp,
     )
     if spec.max_replicas < spec.min_replicas:
+        if "maxReplicas" not in meta:  # name the key the user wrote, not a default
+            raise SpecError(
+                "minReplicas",
+                echo(meta["minReplicas"]),
+                f"must be <= maxReplicas ({spec.max_replicas} unless set); set maxReplicas too",
+            )
         raise SpecError(
             "maxReplicas",
-            meta.get("maxReplicas", str(spec.max_replicas)),
+            echo(meta["maxReplicas"]),
             f"must be >= minReplicas ({spec.min_replicas})",
         )
     if not spec.metric_name:

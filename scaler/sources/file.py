@@ -29,6 +29,14 @@ LOOKBACK = 300.0
 """Like Prometheus: a value older than this is not "latest"."""
 
 
+def _is_file(path: Path) -> bool:
+    """Path.is_file, but False for a name the OS refuses (a 4 KB query is too long a file name)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def bundled_trace() -> Path:
     """The trace shipped in the package (see scaler/data/PROVENANCE.md)."""
     return Path(str(resources.files("scaler") / "data" / "llm_serving_10min.csv"))
@@ -53,7 +61,7 @@ class FileSource:
     def trace_for(self, spec: TargetSpec) -> Series:
         if self.path.is_dir():
             candidate = self.path / f"{spec.query}.csv"
-            if not candidate.is_file():
+            if candidate.parent != self.path or not _is_file(candidate):
                 names = ", ".join(sorted(p.stem for p in self.path.glob("*.csv")))
                 raise BadQuery(
                     f"{spec.label}: no trace {spec.query!r} in {self.path}; "

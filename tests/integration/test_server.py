@@ -96,7 +96,7 @@ def test_get_metrics_answers_the_desired_replicas_never_below_reactive(
 
 def test_is_active_follows_the_activation_threshold(stub: pb_grpc.ExternalScalerStub) -> None:
     busy = ref(name="busy")
-    quiet = ref(name="quiet", activationThreshold="1e9")
+    quiet = ref(name="quiet", activationThreshold="1000000000")
     assert eventually(lambda: stub.IsActive(busy)).result is True
     assert eventually(lambda: stub.IsActive(quiet)).result is False
 

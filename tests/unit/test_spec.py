@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from scaler import spec as specs
 from scaler.errors import SpecError
+from scaler.settings import EngineSettings
+from scaler.state import forecast_steps
 
 BASE = {"query": "sum(rate(http_requests_total[2m]))", "threshold": "50"}
 
@@ -134,3 +138,228 @@ def test_fingerprint_ignores_scaler_address_but_not_the_query() -> None:
 def test_format_duration_round_trips() -> None:
     for seconds in (30, 600, 5400, 90061):
         assert specs.parse_duration(specs.format_duration(seconds)) == seconds
+
+
+# --- bounds: every number, duration, count and size (issue 10) ---
+
+NUMERIC_KEYS = [
+    ("threshold", specs.THRESHOLD),
+    ("activationThreshold", specs.ACTIVATION),
+    ("minReplicas", specs.REPLICAS),
+    ("maxReplicas", specs.CEILING),
+    ("maxPrewarmReplicas", specs.REPLICAS),
+    ("prewarmBudget", specs.BUDGET),
+    ("costPerReplicaHour", specs.COST),
+]
+DURATION_KEYS = [
+    ("leadTime", specs.LEAD_TIME),
+    ("horizon", specs.HORIZON),
+    ("prewarmBudgetWindow", specs.BUDGET_WINDOW),
+]
+
+
+def refusal(**meta: str) -> SpecError:
+    with pytest.raises(SpecError) as err:
+        specs.parse("gpu", "llm-serve", {**BASE, **meta})
+    return err.value
+
+
+def with_room(key: str, **meta: str) -> dict[str, str]:
+    """Metadata where `key` alone decides: the others leave it its whole range."""
+    room: dict[str, str] = {}
+    if key == "minReplicas":
+        room["maxReplicas"] = specs.literals.format_decimal(specs.MAX_REPLICAS)
+    return {**room, **meta}
+
+
+@pytest.mark.parametrize(("key", "bounds"), NUMERIC_KEYS + DURATION_KEYS)
+def test_each_key_accepts_both_ends_of_its_range(key: str, bounds: specs.Range) -> None:
+    for end in (bounds.low, bounds.high):
+        parse(**with_room(key, **{key: bounds.show(end)}))
+
+
+@pytest.mark.parametrize(("key", "bounds"), NUMERIC_KEYS + DURATION_KEYS)
+def test_each_key_refuses_values_past_its_range_naming_the_range(
+    key: str, bounds: specs.Range
+) -> None:
+    below = bounds.low - 1 if bounds.low >= 1 else (bounds.low / 2 if bounds.low > 0 else -1)
+    above = bounds.high + max(1, bounds.high * 1e-3)
+    for value in [above] if below < 0 and bounds.duration else [below, above]:
+        text = bounds.show(value) if value >= 0 else specs.literals.format_decimal(value)
+        err = refusal(**with_room(key, **{key: text}))
+        assert err.key == key
+        assert f"from {bounds.show(bounds.low)} to {bounds.show(bounds.high)}" in err.fix
+
+
+def test_absurd_lead_times_and_horizons_are_refused_before_any_fit() -> None:
+    for key in ("leadTime", "horizon"):
+        err = refusal(**{key: "999999d"})
+        assert err.key == key
+        assert "must be from" in err.fix
+
+
+def test_the_longest_lead_time_and_horizon_together_stay_within_the_forecast_bound() -> None:
+    spec = parse(
+        leadTime=specs.format_duration(specs.LEAD_TIME.high),
+        horizon=specs.format_duration(specs.HORIZON.high),
+    )
+    assert spec.lookahead == specs.MAX_LOOKAHEAD
+    default_model_step = EngineSettings().model_step
+    assert forecast_steps(spec, default_model_step) == specs.MAX_LOOKAHEAD / default_model_step + 1
+
+
+# Each of these is 450 (or a number) to Python's float(); none is a plain ASCII decimal.
+REFUSED_NOTATIONS = [
+    "4_50",  # digit separators
+    "\u0664\u0665\u0660",  # Arabic-Indic digits
+    "\u06f4\u06f5\u06f0",  # extended Arabic-Indic digits
+    "\u096a\u096b\u0966",  # Devanagari digits
+    "\uff14\uff15\uff10",  # full-width digits
+    "\U0001d7d2\U0001d7d3\U0001d7ce",  # mathematical bold digits
+    "4.5e2",
+    "45E1",
+    "1e-320",  # subnormal
+    "5e-324",
+    "0x1c2",
+    "0x1.c2p+8",
+    "0o702",
+    "0b111000010",
+    "nan",
+    "NaN",
+    "-nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "+450",
+    "4 50",
+    "450\u00a0",  # no-break space
+    "\u2003450",  # em space
+    "450\x00",
+    ".5",
+    "450.",
+    "--450",
+    "4,50",
+    "450%",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", [t for t in REFUSED_NOTATIONS if t], ids=ascii)
+@pytest.mark.parametrize("key", [k for k, _ in NUMERIC_KEYS] + ["quantile"])
+def test_numbers_in_any_notation_but_plain_ascii_decimal_are_refused(key: str, text: str) -> None:
+    err = refusal(**{key: text})
+    assert err.key == key
+    assert err.fix
+
+
+@pytest.mark.parametrize("text", [t for t in REFUSED_NOTATIONS if t], ids=ascii)
+def test_the_decimal_parser_refuses_what_float_would_read(text: str) -> None:
+    with pytest.raises(ValueError):
+        specs.literals.parse_decimal(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("450", 450.0), ("0.5", 0.5), ("-3", -3.0), ("-0", 0.0), ("007", 7.0)]
+)
+def test_plain_ascii_decimals_are_read(text: str, value: float) -> None:
+    assert specs.literals.parse_decimal(text) == value
+
+
+def test_exponent_notation_is_refused_with_the_plain_spelling_to_use() -> None:
+    err = refusal(activationThreshold="1e9")
+    assert "write 1000000000" in err.fix
+    assert specs.parse(
+        "gpu", "llm-serve", {**BASE, "activationThreshold": "1000000000"}
+    ).activation_threshold == pytest.approx(1e9)
+
+
+def test_a_floor_above_the_default_ceiling_names_the_floor_the_user_wrote() -> None:
+    too_high = str(specs.TargetSpec.max_replicas + 1)
+    err = refusal(minReplicas=too_high)
+    assert err.key == "minReplicas"
+    assert "set maxReplicas" in err.fix
+    assert parse(minReplicas=too_high, maxReplicas=too_high).min_replicas == int(too_high)
+
+
+def test_counts_must_be_whole_numbers() -> None:
+    assert refusal(maxPrewarmReplicas="2.5").key == "maxPrewarmReplicas"
+    assert parse(maxPrewarmReplicas="2.0").max_prewarm_replicas == 2
+
+
+@pytest.mark.parametrize(
+    "text", ["\u0661\u0660m", "\uff11\uff10m", "1_0m", "30m1h", "10m10m", "1e3s", "+10m", "10 m"]
+)
+def test_durations_with_foreign_digits_or_units_out_of_order_are_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        specs.parse_duration(text)
+    assert refusal(leadTime=text).key == "leadTime"
+
+
+def test_a_free_replica_is_refused_because_a_money_budget_would_never_bind() -> None:
+    err = refusal(costPerReplicaHour="0")
+    assert err.key == "costPerReplicaHour"
+    assert "unset" in err.fix
+
+
+# --- sizes: keys, values, and what an error may quote ---
+
+LONG = 100_000
+
+
+@pytest.mark.parametrize(
+    "key", sorted(specs.KNOWN_KEYS | specs.PASSTHROUGH_KEYS), ids=lambda k: str(k)
+)
+def test_an_oversized_value_is_refused_by_name_with_its_length_and_a_short_quote(key: str) -> None:
+    limit = specs.VALUE_CHARS.get(key, specs.DEFAULT_VALUE_CHARS)
+    err = refusal(**{key: "9" * (limit + 1)})
+    assert err.key == key
+    assert f"at most {limit}" in err.fix
+    assert f"({limit + 1} characters)" in err.value
+    err = refusal(**{key: "9" * LONG})
+    assert len(str(err)) < 1024
+
+
+def test_values_up_to_their_limit_are_read_whole() -> None:
+    query = "sum(rate(x[2m]))" + " " * (specs.VALUE_CHARS["query"] - 16)
+    assert parse(query=query).query == "sum(rate(x[2m]))"
+
+
+def test_an_oversized_unknown_key_is_named_by_a_short_prefix() -> None:
+    err = refusal(**{"k" * LONG: "1"})
+    assert err.key.startswith("k" * 10)
+    assert f"({LONG} characters)" in err.key
+    assert len(str(err)) < 1024
+
+
+def test_too_many_keys_are_refused_naming_an_unknown_one() -> None:
+    extra = {f"extra{i:03d}": "1" for i in range(specs.MAX_KEYS)}
+    err = refusal(**extra)
+    assert err.key == "extra000"
+    assert f"at most {specs.MAX_KEYS}" in err.fix
+
+
+@pytest.mark.parametrize(
+    "text", ["x" * LONG, "\U0001f600" * LONG, "\x00" * LONG, "\u202e" * LONG, "é" * LONG]
+)
+def test_an_echo_is_short_in_any_script(text: str) -> None:
+    quoted = specs.echo(text)
+    assert len(repr(quoted).encode()) < 4 * specs.ECHO_CHARS + 40
+    assert quoted.endswith(f"({LONG} characters)")
+    assert text.startswith(quoted.split("... (")[0])
+
+
+def test_a_short_value_is_echoed_whole() -> None:
+    assert specs.echo("10m") == "10m"
+    assert refusal(threshold="-5").value == "-5"
+
+
+def test_the_readme_states_each_range_the_parser_enforces() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = {
+        line.split("|")[1].strip(): line for line in readme.splitlines() if line.startswith("| `")
+    }
+    for key, bounds in NUMERIC_KEYS + DURATION_KEYS:
+        row = next(line for cell, line in rows.items() if f"`{key}`" in cell)
+        assert f"{bounds.show(bounds.low)} - {bounds.show(bounds.high)}" in row, key
+    for key in ("query", "serverAddress"):
+        assert f"<= {specs.VALUE_CHARS[key]} chars" in rows[f"`{key}`"], key
