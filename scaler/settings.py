@@ -66,7 +66,10 @@ class EngineSettings:
     idle_expiry: float = 3600.0
     """Targets no RPC asked about for this long are dropped."""
     concurrency: int = 16
-    """Targets refreshed at once (source queries run in threads)."""
+    """Source requests in flight at once per endpoint (Prometheus URL); each runs in a thread."""
+    refresh_deadline: float = 30.0
+    """Seconds one target's refresh (its source requests and decision) may take before it
+    counts as failed; its endpoint's breaker counts the failure (scaler.isolation)."""
     fit_workers: int = 1
     """Processes that fit models off the serving process; 0 fits in a thread (tests, demo)."""
 
