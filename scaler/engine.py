@@ -37,7 +37,7 @@ from models.base import Series
 from scaler import budget, drift, fitting, isolation, policy
 from scaler.clock import Clock
 from scaler.decisionlog import DecisionLog
-from scaler.errors import BadQuery, ScalerError
+from scaler.errors import BadQuery, CircuitOpen, ScalerError
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
 from scaler.spec import TargetSpec
@@ -104,6 +104,8 @@ class Engine:
         """The refresh in flight of each target key."""
         self._tried: dict[str, float] = {}
         """The step each target key was last refreshed for."""
+        self._problems: dict[str, str] = {}
+        """The problem last logged for each failing target key."""
         self.fitter = fitting.Fitter(settings, telemetry)
 
     # ---- what the server calls -------------------------------------------------------------
@@ -213,6 +215,7 @@ class Engine:
             async with asyncio.timeout(deadline):
                 await self.refresh(state, now)
             state.error, state.bad_query = None, None
+            self._problems.pop(state.spec.key, None)
         except TimeoutError:
             message = f"refresh took longer than its {deadline:g}s deadline ({isolation.DEADLINE})"
             self._note_error(state, "Deadline", f"{self._endpoint(state.spec)}: {message}")
@@ -221,20 +224,32 @@ class Engine:
             self._note_error(state, type(exc).__name__, str(exc))
             state.updated.set()  # a waiting StreamIsActive answers with the error
             state.updated = asyncio.Event()
+        except CircuitOpen as exc:  # the endpoint's problem, already logged as the target's
+            self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
         except ScalerError as exc:
             self._note_error(state, type(exc).__name__, str(exc))
         except Exception as exc:  # one broken target must not stop the others
-            first = state.error != repr(exc)
+            first = self._problems.get(state.spec.key) != repr(exc)
             if first:  # the traceback once per change, like every other problem
                 logger.exception("refresh of %s failed", state.spec.key)
             self._note_error(state, "internal", repr(exc), logged=True)
 
     def _note_error(
-        self, state: TargetState, kind: str, message: str, logged: bool = False
+        self,
+        state: TargetState,
+        kind: str,
+        message: str,
+        *,
+        problem: str | None = None,
+        logged: bool = False,
     ) -> None:
-        """Keep the target's problem, logging it once per change (not once per step)."""
-        if state.error != message and not logged:
+        """Keep the target's error; log its `problem` (default: the message) once per change,
+        not once per step: a refusal by an open breaker is the same problem as the failure
+        that opened it."""
+        problem = message if problem is None else problem
+        if self._problems.get(state.spec.key) != problem and not logged:
             logger.warning("%s: %s", state.spec.key, message)
+        self._problems[state.spec.key] = problem
         state.error = message
         self.telemetry.refresh_errors.labels(kind).inc()
 
@@ -428,6 +443,7 @@ class Engine:
             if now - state.last_asked > self.settings.idle_expiry:
                 del self.targets[key]
                 self._tried.pop(key, None)
+                self._problems.pop(key, None)
                 self.telemetry.forget(key)
                 logger.info("dropped idle target %s", key)
         self.telemetry.targets.set(len(self.targets))

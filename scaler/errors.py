@@ -41,7 +41,11 @@ class MalformedAnswer(SourceUnavailable):
 
 class CircuitOpen(SourceUnavailable):
     """The endpoint failed too often in a row; its targets are refused without a request until
-    a probe succeeds (scaler.isolation)."""
+    a probe succeeds (scaler.isolation). `problem` is the endpoint's last failure."""
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 class BadQuery(SpecError, SourceError):

@@ -80,10 +80,7 @@ class Breaker:
         if now >= self.open_until and not self.probing:
             self.probing = True
             return None
-        return (
-            f"{self.failures} failures in a row, the last: {self.last_error}; "
-            f"requests are refused for up to {self.current_cooldown:g}s between probes"
-        )
+        return f"requests are refused until a probe succeeds; the last failure: {self.last_error}"
 
     @property
     def current_cooldown(self) -> float:
@@ -164,20 +161,41 @@ class Isolation:
         breaker = self.breaker(endpoint)
         refusal = breaker.refusal(self._now())
         if refusal is not None:
-            raise CircuitOpen(f"source endpoint {endpoint} is failing ({refusal})")
+            raise CircuitOpen(
+                f"source endpoint {endpoint} is failing: {refusal}", breaker.last_error
+            )
         try:
             result = await self._in_thread(endpoint, call)
         except SourceUnavailable as exc:
-            breaker.failure(self._now(), str(exc))
+            self._failed(endpoint, breaker, str(exc))
             raise
         except asyncio.CancelledError:
-            breaker.failure(self._now(), f"{endpoint}: {DEADLINE}")
+            self._failed(endpoint, breaker, f"{endpoint}: {DEADLINE}")
             raise
         except BaseException:
-            breaker.success()  # it answered; what it said is the target's business
+            self._succeeded(endpoint, breaker)  # it answered; what it said is the target's
             raise
-        breaker.success()
+        self._succeeded(endpoint, breaker)
         return result
+
+    def _failed(self, endpoint: str, breaker: Breaker, error: str) -> None:
+        was_open = breaker.is_open
+        breaker.failure(self._now(), error)
+        if breaker.is_open and not was_open:
+            logger.warning(
+                "source endpoint %s: circuit open after %d failures in a row; its targets are "
+                "refused without a request, and it is probed again every %gs to %gs: %s",
+                endpoint,
+                breaker.failures,
+                breaker.cooldown,
+                breaker.max_cooldown,
+                error,
+            )
+
+    def _succeeded(self, endpoint: str, breaker: Breaker) -> None:
+        if breaker.is_open:
+            logger.info("source endpoint %s answers again: circuit closed", endpoint)
+        breaker.success()
 
     def forget(self, keep: set[str]) -> None:
         """Drop the state of endpoints no target uses any more."""

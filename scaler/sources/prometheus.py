@@ -207,14 +207,15 @@ class PrometheusSource:
         except requests.JSONDecodeError as e:
             raise MalformedAnswer(
                 f"{url} answered {spec.label}'s query with a body that is not JSON "
-                f"({type(e).__name__}: {e}); expected a Prometheus API answer; {fix} (it must "
+                f"({type(e).__name__}: {_short(str(e))}); expected a Prometheus API answer; "
+                f"{fix} (it must "
                 f"be Prometheus' HTTP API, not a UI page, a proxy or another service)"
             ) from e
         except requests.RequestException as e:
             # Refused connections, DNS, TLS, and bytes that are not HTTP at all.
             raise SourceUnavailable(
                 f"Prometheus at {url} is unavailable for {spec.label} "
-                f"({type(e).__name__}: {e}); {fix}"
+                f"({type(e).__name__}: {_short(str(e))}); {fix}"
             ) from e
         except (KeyError, TypeError, AttributeError) as e:
             # The library reads response.json()["data"]["result"]: a 200 JSON answer that is not
@@ -234,7 +235,8 @@ def _expecting(spec: TargetSpec, url: str, shape: str) -> Iterator[None]:
 def _malformed(spec: TargetSpec, url: str, e: Exception, shape: str) -> MalformedAnswer:
     return MalformedAnswer(
         f"{url} answered {spec.label}'s query with JSON of the wrong shape "
-        f"({type(e).__name__}: {e}); expected {shape}; check serverAddress / --prometheus-url "
+        f"({type(e).__name__}: {_short(str(e))}); expected {shape}; check serverAddress / "
+        f"--prometheus-url "
         f"(it must be Prometheus' HTTP API, not a proxy or another service)"
     )
 
@@ -374,6 +376,11 @@ def _ts(seconds: float) -> str:
 
 def _dt(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    """At most `limit` characters of an error text (a transport error may quote a whole body)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _span(seconds: float) -> str:
