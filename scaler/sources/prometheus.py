@@ -378,8 +378,14 @@ def _dt(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
+_QUERY_STRING = re.compile(r"(/api/v1/\w+)\?[^\s'\")]*")
+
+
 def _short(text: str, limit: int = 300) -> str:
-    """At most `limit` characters of an error text (a transport error may quote a whole body)."""
+    """An error text without request query strings (their times change every step, and the
+    engine logs a problem once per change) and at most `limit` characters (a transport error
+    may quote a whole body)."""
+    text = _QUERY_STRING.sub(r"\1", text)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 

@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from contextlib import suppress
 from types import TracebackType
 
 
@@ -41,7 +42,9 @@ class SickEndpoint:
 
     def close(self) -> None:
         self.stopped.set()
-        for sock in self._closers:
+        for sock in list(self._closers):
+            with suppress(OSError):  # wakes a thread blocked on it (accept, recv)
+                sock.shutdown(socket.SHUT_RDWR)
             sock.close()
 
 
@@ -63,6 +66,9 @@ class _RawEndpoint(SickEndpoint):
             except OSError:
                 return
             self._closers.append(conn)
+            if self.stopped.is_set():  # accepted while closing
+                conn.close()
+                return
             self.on_connection(conn)
 
     def on_connection(self, conn: socket.socket) -> None:
