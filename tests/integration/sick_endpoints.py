@@ -4,7 +4,8 @@ Each is a real listening socket on an ephemeral port of 127.0.0.1, served by a d
 - `silent`: accepts TCP connections and never sends a byte;
 - `garbage`: answers every connection with bytes that are not HTTP;
 - `answering(status, body)`: a real HTTP server answering every request the same way;
-- `delayed(upstream, delay)`: forwards each request to a real Prometheus, `delay` seconds late.
+- `delayed(upstream, delay)`: forwards each request to a real Prometheus, `delay` seconds late;
+- `trickling(every)`: starts an answer, then sends one byte every `every` seconds, forever.
 Loopback only; never touches the network.
 """
 
@@ -158,6 +159,27 @@ def delayed(upstream: str, delay: float) -> SickEndpoint:
             self.wfile.write(body)
 
     return _HTTPEndpoint(Handler)
+
+
+def trickling(every: float) -> SickEndpoint:
+    """Answers 200 with headers, then one byte of body every `every` seconds, forever: no read
+    ever waits longer than `every`, so a per-read timeout above it never fires."""
+
+    class Handler(_Quiet):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            try:
+                while not endpoint.stopped.wait(every):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+            except OSError:
+                pass
+
+    endpoint = _HTTPEndpoint(Handler)
+    return endpoint
 
 
 WRONG_SHAPE = (

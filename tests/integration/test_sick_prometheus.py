@@ -13,15 +13,18 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import replace
 
 import grpc
 import pytest
 
+from scaler import spec
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.clock import ReplayClock
+from scaler.errors import SourceUnavailable
+from scaler.sources.prometheus import PrometheusSource
 from tests.integration import sick_endpoints
 from tests.integration.prometheus_server import PrometheusServer
 from tests.integration.scaler_server import RunningScaler, eventually, fast_settings, refused
@@ -258,3 +261,39 @@ def test_a_slow_answer_just_inside_the_timeout_is_used_and_costs_no_one_an_answe
     assert watcher.refusals == []
     assert scaler.engine is not None
     assert slow.url not in scaler.engine.isolation.open_endpoints()
+
+
+def test_an_answer_that_trickles_forever_is_cut_by_the_refresh_deadline_not_the_read_timeout(
+    scaler: RunningScaler,
+    stub: pb_grpc.ExternalScalerStub,
+    healthy: list[pb.ScaledObjectRef],
+) -> None:
+    with sick_endpoints.trickling(every=TIMEOUT / 3) as endpoint:
+        # Without the deadline: the source alone, whose per-read timeout never fires, is still
+        # reading well after the refresh deadline.
+        source = PrometheusSource(endpoint.url, timeout=TIMEOUT)
+        probe = spec.parse("gpu", "t", {"query": "up", "threshold": "1"})
+
+        def read() -> None:
+            with suppress(SourceUnavailable):  # the endpoint closes at the end of the test
+                source.latest(probe, at=time.time())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(DEADLINE * 1.5)
+        assert reader.is_alive()
+        # With it: the target is refused, naming the deadline, and no one else pays.
+        trickle = target("trickle", "sum(up)", serverAddress=endpoint.url)
+        with Watcher(scaler.address, healthy) as watcher:
+            began = time.monotonic()
+            register(stub, [trickle])
+            err = refused(lambda: stub.GetMetrics(request(trickle)), says="deadline")
+            took = time.monotonic() - began
+            time.sleep(STALENESS)
+    reader.join(5)  # the endpoint hung up: the reader ends too
+    source.close()
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    assert endpoint.url in str(err.details())
+    assert took < DEADLINE * 2
+    assert watcher.answers > 0
+    assert watcher.refusals == []
