@@ -59,7 +59,9 @@ async def first_answer(stub: pb_grpc.ExternalScalerStub, target: pb.ScaledObject
             return float("inf")
 
 
-async def measure(address: str, query: str, silent: list[str], args: argparse.Namespace) -> dict:
+async def measure(
+    address: str, query: str, silent: list[str], args: argparse.Namespace
+) -> dict[str, object]:
     async with grpc.aio.insecure_channel(address) as channel:
         await asyncio.wait_for(channel.channel_ready(), 120)  # the scaler starting up
         stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
