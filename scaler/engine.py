@@ -7,7 +7,11 @@ Models are fitted off this loop (a process pool, or a thread when fit_workers is
 every `refit_every`. RPCs only ever read `TargetState`; nothing here runs on the request path.
 
 A failing target never stops the others: its error is kept on its state, and its answers turn
-UNAVAILABLE once its data is older than `staleness`.
+UNAVAILABLE once its data is older than `staleness` (INVALID_ARGUMENT at once when the source
+says its query is wrong, BadQuery). Each target's refresh is a task of its own with a deadline,
+and its source calls go through its endpoint's bulkhead and breaker (scaler.isolation): a
+silent Prometheus holds neither the step nor other endpoints' targets, and a new target is
+refreshed as soon as it registers. A refresh still running at the next step is not started twice.
 
 The ledger's truth is the spend counter every replica exports to a shared Prometheus: a target
 seen for the first time has its ledger rebuilt from it (`spend_record`), and until that has
@@ -26,14 +30,15 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from models.base import Series
-from scaler import budget, drift, fitting, policy, unrecorded
+from scaler import budget, drift, fitting, isolation, policy, unrecorded
 from scaler.clock import Clock
 from scaler.decisionlog import DecisionLog
-from scaler.errors import ScalerError
+from scaler.errors import BadQuery, CircuitOpen, ScalerError
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
 from scaler.spec import TargetSpec
@@ -41,6 +46,11 @@ from scaler.state import TargetState, forecast_steps
 from scaler.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
+
+SPEND_RECORD = "spend-record"
+"""The endpoint name of the ledger's spend record (the Prometheus that scrapes the scaler)."""
+DEFAULT_ENDPOINT = "default"
+"""The endpoint name of targets without `serverAddress` (the default Prometheus / the file)."""
 
 LEDGER_STEP = 60.0
 """Seconds between the spend counter samples a ledger is rebuilt from; a charge is stamped up
@@ -83,7 +93,20 @@ class Engine:
         self.targets: dict[str, TargetState] = {}
         self.refreshed_once = False
         self._wake = asyncio.Event()
-        self._limit = asyncio.Semaphore(settings.concurrency)
+        self.isolation = isolation.Isolation(
+            isolation.Limits.for_step(
+                step=settings.step,
+                staleness=settings.staleness,
+                concurrency=settings.concurrency,
+            ),
+            now=clock.now,
+        )
+        self._running: dict[str, asyncio.Task[None]] = {}
+        """The refresh in flight of each target key."""
+        self._tried: dict[str, float] = {}
+        """The step each target key was last refreshed for."""
+        self._problems: dict[str, str] = {}
+        """The problem last logged for each failing target key."""
         self.fitter = fitting.Fitter(settings, telemetry)
 
     # ---- what the server calls -------------------------------------------------------------
@@ -110,7 +133,10 @@ class Engine:
         return state
 
     def answer(self, state: TargetState) -> Answer:
-        """The current answer for a target; Unavailable when there is none to trust."""
+        """The current answer for a target; BadQuery when the source says its query is wrong,
+        Unavailable when there is no decision to trust."""
+        if state.bad_query is not None:  # a fresh error each time: a raise grows its traceback
+            raise BadQuery(state.bad_query.value, state.bad_query.fix)
         if state.decision is None:
             raise Unavailable(
                 f"{state.spec.label}: no decision yet ({state.error or 'warming up'})"
@@ -125,13 +151,19 @@ class Engine:
 
     # ---- the loop ----------------------------------------------------------------------------
     async def run(self) -> None:
-        """Refresh every target each step until cancelled."""
+        """Refresh every target each step until cancelled; a new target wakes the loop, which
+        starts its refresh without waiting for the others'."""
         self.fitter.start()
+        first = True
         try:
             while True:
                 now = quantise(self.clock.now(), self.settings.step)
-                self._wake.clear()  # before the tick: a target registered during it wakes us
-                await self.tick(now)
+                self._wake.clear()  # before launching: a target registered after wakes us
+                started = self._launch(now)
+                if first:
+                    first = False
+                    round_one = asyncio.gather(*started, return_exceptions=True)
+                    round_one.add_done_callback(lambda _: setattr(self, "refreshed_once", True))
                 next_at = now + self.settings.step
                 sleep = asyncio.ensure_future(self.clock.sleep(next_at - self.clock.now()))
                 wake = asyncio.ensure_future(self._wake.wait())
@@ -139,14 +171,37 @@ class Engine:
                 for pending in (sleep, wake):
                     pending.cancel()
         finally:
+            for task in list(self._running.values()):
+                task.cancel()
             self.close()
 
     async def tick(self, now: float) -> None:
-        """One step for every target: expire idle ones, refresh the rest concurrently."""
-        self._expire_idle()
-        states = list(self.targets.values())
-        await asyncio.gather(*(self._guarded_refresh(s, now) for s in states))
+        """One step for every target: expire idle ones, refresh the rest concurrently, and wait
+        for every refresh in flight (each ends by its deadline)."""
+        self._launch(now)
+        await asyncio.gather(*self._running.values())
         self.refreshed_once = True
+
+    def _launch(self, now: float) -> list[asyncio.Task[None]]:
+        """Start the refresh of every target not yet tried for step `now` and not in flight."""
+        self._expire_idle()
+        started = []
+        for key, state in self.targets.items():
+            if key in self._running or self._tried.get(key, -math.inf) >= now:
+                continue
+            self._tried[key] = now
+            task = asyncio.create_task(self._guarded_refresh(state, now), name=f"refresh {key}")
+            task.add_done_callback(partial(self._finished, key))
+            self._running[key] = task
+            started.append(task)
+        return started
+
+    def _finished(self, key: str, task: asyncio.Task[None]) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+
+    def _endpoint(self, spec: TargetSpec) -> str:
+        return spec.server_address.rstrip("/") if spec.server_address else DEFAULT_ENDPOINT
 
     def close(self) -> None:
         self.fitter.close()
@@ -156,19 +211,46 @@ class Engine:
     async def _guarded_refresh(self, state: TargetState, now: float) -> None:
         if state.decided_at >= now:
             return
-        async with self._limit:
-            try:
+        deadline = self.settings.refresh_deadline
+        try:
+            async with asyncio.timeout(deadline):
                 await self.refresh(state, now)
-                state.error = None
-            except ScalerError as exc:
-                self._note_error(state, type(exc).__name__, str(exc))
-            except Exception as exc:  # one broken target must not stop the others
+            state.error, state.bad_query = None, None
+            self._problems.pop(state.spec.key, None)
+        except TimeoutError:
+            message = f"refresh took longer than its {deadline:g}s deadline ({isolation.DEADLINE})"
+            self._note_error(state, "Deadline", f"{self._endpoint(state.spec)}: {message}")
+        except BadQuery as exc:
+            state.bad_query = exc
+            self._note_error(state, type(exc).__name__, str(exc))
+            state.updated.set()  # a waiting StreamIsActive answers with the error
+            state.updated = asyncio.Event()
+        except CircuitOpen as exc:  # the endpoint's problem, already logged as the target's
+            self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
+        except ScalerError as exc:
+            self._note_error(state, type(exc).__name__, str(exc))
+        except Exception as exc:  # one broken target must not stop the others
+            first = self._problems.get(state.spec.key) != repr(exc)
+            if first:  # the traceback once per change, like every other problem
                 logger.exception("refresh of %s failed", state.spec.key)
-                self._note_error(state, "internal", repr(exc))
+            self._note_error(state, "internal", repr(exc), logged=True)
 
-    def _note_error(self, state: TargetState, kind: str, message: str) -> None:
-        if state.error != message:
+    def _note_error(
+        self,
+        state: TargetState,
+        kind: str,
+        message: str,
+        *,
+        problem: str | None = None,
+        logged: bool = False,
+    ) -> None:
+        """Keep the target's error; log its `problem` (default: the message) once per change,
+        not once per step: a refusal by an open breaker is the same problem as the failure
+        that opened it."""
+        problem = message if problem is None else problem
+        if self._problems.get(state.spec.key) != problem and not logged:
             logger.warning("%s: %s", state.spec.key, message)
+        self._problems[state.spec.key] = problem
         state.error = message
         self.telemetry.refresh_errors.labels(kind).inc()
 
@@ -176,8 +258,11 @@ class Engine:
         spec, source = state.spec, self.source_for(state.spec)
         if not state.ledger_known:
             await self._rebuild_ledger(state, now)
-        state.history = await asyncio.to_thread(self._updated_history, source, state, now)
-        sample = await asyncio.to_thread(source.latest, spec, at=now)
+        endpoint = self._endpoint(spec)
+        state.history = await self.isolation.run(
+            endpoint, partial(self._updated_history, source, state, now)
+        )
+        sample = await self.isolation.run(endpoint, partial(source.latest, spec, at=now))
         if now - sample.at > self.settings.staleness:
             raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
         self.fitter.maybe_fit(state, now)
@@ -193,8 +278,9 @@ class Engine:
         assert record is not None
         start = now - spec.prewarm_budget_window
         try:
-            samples = await asyncio.to_thread(
-                record.spent_samples, spec, start=start, end=now, step=LEDGER_STEP
+            samples = await self.isolation.run(
+                SPEND_RECORD,
+                partial(record.spent_samples, spec, start=start, end=now, step=LEDGER_STEP),
             )
         except ScalerError as exc:
             if state.ledger_note is None:
@@ -367,6 +453,10 @@ class Engine:
         for key, state in list(self.targets.items()):
             if now - state.last_asked > self.settings.idle_expiry:
                 del self.targets[key]
+                self._tried.pop(key, None)
+                self._problems.pop(key, None)
                 self.telemetry.forget(key)
                 logger.info("dropped idle target %s", key)
         self.telemetry.targets.set(len(self.targets))
+        used = {self._endpoint(s.spec) for s in self.targets.values()} | {SPEND_RECORD}
+        self.isolation.forget(used)

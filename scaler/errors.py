@@ -34,8 +34,27 @@ class NoData(SourceError):
     """The source answered, but with no usable samples for this query."""
 
 
-class BadQuery(SourceError):
-    """The query answers with a shape we cannot use (several series, a string...)."""
+class MalformedAnswer(SourceUnavailable):
+    """The source answered, but not in the shape its API promises (a proxy, a UI page, another
+    product on the port): says what was expected from which URL. Retryable, like an outage."""
+
+
+class CircuitOpen(SourceUnavailable):
+    """The endpoint failed too often in a row; its targets are refused without a request until
+    a probe succeeds (scaler.isolation). `problem` is the endpoint's last failure."""
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+class BadQuery(SpecError, SourceError):
+    """The source says the `query` key is wrong: Prometheus rejects it (400/422 `bad_data`), or
+    it answers with a shape we cannot use (several series, a string). A configuration error,
+    answered like any bad metadata; `fix` quotes the source's own message."""
+
+    def __init__(self, query: str, fix: str) -> None:
+        super().__init__("query", query, fix)
 
 
 class TraceError(ScalerError):

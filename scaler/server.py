@@ -80,6 +80,8 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
     async def _answer(self, state: TargetState, context: Context) -> Answer:
         try:
             return self.engine.answer(state)
+        except SpecError as exc:  # the source says the query is wrong (BadQuery)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{state.spec.label}: {exc}")
         except Unavailable as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, bounded(str(exc)))
 
@@ -94,8 +96,8 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         self, request: pb.ScaledObjectRef, context: Context
     ) -> AsyncIterator[pb.IsActiveResponse]:
         state = await self._state(request, context)
-        while state.decision is None:  # the first message is the current state, once known
-            await state.updated.wait()
+        while state.decision is None and state.bad_query is None:  # the first message is
+            await state.updated.wait()  # the current state, once known
         answer = await self._answer(state, context)
         yield pb.IsActiveResponse(result=answer.active)
         was_active = answer.active
@@ -104,7 +106,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
             state = self.engine.ensure(state.spec)
             try:
                 now_active = self.engine.answer(state).active
-            except Unavailable:
+            except (Unavailable, SpecError):
                 continue  # keep the stream; KEDA's polling path reports the error
             if now_active and not was_active:
                 yield pb.IsActiveResponse(result=True)

@@ -66,7 +66,10 @@ class EngineSettings:
     idle_expiry: float = 3600.0
     """Targets no RPC asked about for this long are dropped."""
     concurrency: int = 16
-    """Targets refreshed at once (source queries run in threads)."""
+    """Source requests in flight at once per endpoint (Prometheus URL); each runs in a thread."""
+    refresh_deadline: float = 30.0
+    """Seconds one target's refresh (its source requests and decision) may take before it
+    counts as failed; its endpoint's breaker counts the failure (scaler.isolation)."""
     ledger_scrape_interval: float = 30.0
     """Seconds between the scrapes of the scaler's spend counter by the ledger's Prometheus;
     a rebuilt ledger reserves the prewarm a pod can charge in that time without it being

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from models.base import Series
 from models.calibrate import CalibratedModel
 from scaler import budget, drift, policy
+from scaler.errors import BadQuery
 from scaler.spec import TargetSpec
 
 
@@ -39,6 +40,8 @@ class TargetState:
     decided_at: float = -math.inf
     active: bool = False
     error: str | None = None
+    bad_query: BadQuery | None = None
+    """Set while the source says the target's query is wrong (a configuration error)."""
     drift: drift.DriftTracker | None = None
     """Forecasts awaiting their actuals, and the drift state they add up to."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)

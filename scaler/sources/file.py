@@ -64,8 +64,7 @@ class FileSource:
             if candidate.parent != self.path or not _is_file(candidate):
                 names = ", ".join(sorted(p.stem for p in self.path.glob("*.csv")))
                 raise BadQuery(
-                    f"{spec.label}: no trace {spec.query!r} in {self.path}; "
-                    f"set query to one of: {names}"
+                    spec.query, f"no trace of that name in {self.path}; set it to one of: {names}"
                 )
             return _load(candidate)
         return _load(self.path)

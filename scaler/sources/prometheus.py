@@ -4,8 +4,9 @@ Owns: range queries cut into chunks under Prometheus' 11,000-points-per-series l
 the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), instant queries
 for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
 shared record, see budget.spent_per_step), one client per Prometheus URL, and the translation of
-every HTTP, transport and PromQL failure into `SourceUnavailable`, `BadQuery` or `NoData`, here
-and nowhere else.
+every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
+`MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
+fix, and carry no timestamps, so that the engine can log a problem once per change.
 It is the only module that imports prometheus_api_client (and its transport, requests).
 
 Must not: retry with backoff (the engine asks again on its next step, and a retry would stretch
@@ -19,6 +20,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -29,7 +31,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
-from scaler.errors import BadQuery, NoData, SourceUnavailable
+from scaler.errors import BadQuery, MalformedAnswer, NoData, SourceUnavailable
 from scaler.sources.base import Sample
 from scaler.spec import TargetSpec
 
@@ -40,6 +42,12 @@ MAX_POINTS = 11_000
 
 URL_FIX = "check serverAddress / --prometheus-url"
 LEDGER_URL_FIX = "check --ledger-prometheus-url (the Prometheus that scrapes the scaler)"
+
+RANGE_SHAPE = '{"data": {"result": [{"metric": {...}, "values": [[time, "number"], ...]}]}}'
+INSTANT_SHAPE = (
+    '{"data": {"result": [{"metric": {...}, "value": [time, "number"]}]}} '
+    '(or a scalar\'s [time, "number"])'
+)
 
 SPENT_COUNTER = "scaler_prewarm_replica_hours_total"
 """The spend counter every scaler replica exports (telemetry.Telemetry.prewarm_spent)."""
@@ -77,6 +85,7 @@ class PrometheusSource:
         grid = _Grid(start, step, _grid_size(start, end, step))
         values = np.full(grid.size, np.nan)
         found = False
+        url = self._url(spec)
         logger.debug(
             "%s: history of %d points in %d queries",
             spec.label,
@@ -85,24 +94,27 @@ class PrometheusSource:
         )
         for chunk in grid.chunks(MAX_POINTS):
             result = self._ask(spec, partial(_query_range, query=spec.query, chunk=chunk))
-            series = _single_series(spec, result)
-            if series is not None:
-                found = True
-                _place(values, chunk, series["values"])
+            with _expecting(spec, url, RANGE_SHAPE):
+                series = _single_series(spec, url, result)
+                if series is not None:
+                    found = True
+                    _place(values, chunk, series["values"])
         if grid.size and not found:
             raise NoData(
-                f"query {spec.query!r} for {spec.label} returned no series between "
-                f"{_iso(start)} and {_iso(end)}; check the metric name and labels"
+                f"query {spec.query!r} for {spec.label} returned no series from {url} in the "
+                f"{_span(end - start + step)} asked for; check the metric name and labels"
             )
         return Series(start, step, values)
 
     def latest(self, spec: TargetSpec, *, at: float) -> Sample:
         """The value of spec.query at `at` (Prometheus looks back 5 minutes for a sample)."""
+        url = self._url(spec)
         result = self._ask(spec, partial(_query_instant, query=spec.query, at=at))
-        value = _instant_value(spec, result)
+        with _expecting(spec, url, INSTANT_SHAPE):
+            value = _instant_value(spec, url, result)
         if value is None or math.isnan(value):
             raise NoData(
-                f"query {spec.query!r} for {spec.label} has no value at {_iso(at)} (no sample "
+                f"query {spec.query!r} for {spec.label} has no value now at {url} (no sample "
                 f"in Prometheus' lookback window, or NaN/Inf); check the metric name and labels"
             )
         return Sample(at, value)
@@ -127,9 +139,11 @@ class PrometheusSource:
         series: dict[str, list[tuple[float, float]]] = {}
         for chunk in _Grid(start, step, _grid_size(start, end, step)).chunks(MAX_POINTS):
             call = partial(_query_range, query=query, chunk=chunk)
-            for found in self._ask(spec, call, url=self.default_url, query=query):
-                samples = series.setdefault(repr(sorted(found["metric"].items())), [])
-                samples += [(float(at), _to_float(text)) for at, text in found["values"]]
+            result = self._ask(spec, call, url=self.default_url, query=query)
+            with _expecting(spec, self.default_url, RANGE_SHAPE):
+                for found in result:
+                    samples = series.setdefault(repr(sorted(found["metric"].items())), [])
+                    samples += [(float(at), _to_float(text)) for at, text in found["values"]]
         return list(series.values())
 
     def close(self) -> None:
@@ -138,6 +152,9 @@ class PrometheusSource:
             clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             client.close()
+
+    def _url(self, spec: TargetSpec) -> str:
+        return (spec.server_address or self.default_url).rstrip("/")
 
     def _client(self, url: str) -> PrometheusConnect:
         with self._lock:
@@ -176,7 +193,7 @@ class PrometheusSource:
     ) -> T:
         """Run one request for `spec` (its query and Prometheus unless `query`/`url` say
         otherwise), translating every failure into the scaler's errors."""
-        url = (url or spec.server_address or self.default_url).rstrip("/")
+        url = url.rstrip("/") if url else self._url(spec)
         fix = URL_FIX if query is None else LEDGER_URL_FIX
         try:
             return call(self._client(url))
@@ -187,13 +204,41 @@ class PrometheusSource:
                 f"Prometheus at {url} did not answer within {self.timeout:g}s for {spec.label}; "
                 f"{fix}, or raise the timeout if the query is slow"
             ) from e
-        except (requests.RequestException, KeyError, TypeError) as e:
-            # RequestException covers refused connections, DNS, TLS and non-JSON bodies; a
-            # KeyError/TypeError means a 200 answer that is not a Prometheus API response.
+        except requests.JSONDecodeError as e:
+            raise MalformedAnswer(
+                f"{url} answered {spec.label}'s query with a body that is not JSON "
+                f"({type(e).__name__}: {_short(str(e))}); expected a Prometheus API answer; "
+                f"{fix} (it must "
+                f"be Prometheus' HTTP API, not a UI page, a proxy or another service)"
+            ) from e
+        except requests.RequestException as e:
+            # Refused connections, DNS, TLS, and bytes that are not HTTP at all.
             raise SourceUnavailable(
                 f"Prometheus at {url} is unavailable for {spec.label} "
-                f"({type(e).__name__}: {e}); {fix}"
+                f"({type(e).__name__}: {_short(str(e))}); {fix}"
             ) from e
+        except (KeyError, TypeError, AttributeError) as e:
+            # The library reads response.json()["data"]["result"]: a 200 JSON answer that is not
+            # a Prometheus API response.
+            raise _malformed(spec, url, e, "a JSON object with data.result") from e
+
+
+@contextmanager
+def _expecting(spec: TargetSpec, url: str, shape: str) -> Iterator[None]:
+    """Translate the errors of reading a result of the wrong shape into MalformedAnswer."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise _malformed(spec, url, e, shape) from e
+
+
+def _malformed(spec: TargetSpec, url: str, e: Exception, shape: str) -> MalformedAnswer:
+    return MalformedAnswer(
+        f"{url} answered {spec.label}'s query with JSON of the wrong shape "
+        f"({type(e).__name__}: {_short(str(e))}); expected {shape}; check serverAddress / "
+        f"--prometheus-url "
+        f"(it must be Prometheus' HTTP API, not a proxy or another service)"
+    )
 
 
 def _raise_for_status(response: requests.Response, *args: Any, **kwargs: Any) -> None:
@@ -203,14 +248,16 @@ def _raise_for_status(response: requests.Response, *args: Any, **kwargs: Any) ->
 def _http_error(
     spec: TargetSpec, url: str, e: requests.HTTPError, *, query: str, fix: str
 ) -> Exception:
-    """BadQuery for a query Prometheus rejects (400/422), SourceUnavailable for the rest."""
+    """BadQuery for a target's query Prometheus rejects (400/422), SourceUnavailable for the
+    rest, and for our own ledger query (not the user's to fix)."""
     response = e.response
     status = response.status_code if response is not None else 0
     error = _error_text(response)
-    if status in (400, 422):
+    if status in (400, 422) and query == spec.query:
         return BadQuery(
-            f"Prometheus at {url} rejected the query for {spec.label} {query!r}: {error}; "
-            f"fix `query` (try it in the Prometheus UI)"
+            query,
+            f"Prometheus at {url} rejected it (HTTP {status}): {error}; fix the PromQL "
+            f"(try it in the Prometheus UI)",
         )
     if status in (401, 403):
         fix = "check the credentials in the Prometheus headers"
@@ -272,10 +319,10 @@ def _query_instant(client: PrometheusConnect, query: str, at: float) -> list[Any
     return result
 
 
-def _single_series(spec: TargetSpec, result: list[Any]) -> dict[str, Any] | None:
+def _single_series(spec: TargetSpec, url: str, result: list[Any]) -> dict[str, Any] | None:
     """The only series of a range result, None when there is none; BadQuery for several."""
     if len(result) > 1:
-        raise BadQuery(_several_series(spec, len(result)))
+        raise _several_series(spec, url, len(result))
     return result[0] if result else None
 
 
@@ -287,7 +334,7 @@ def _place(values: FloatArray, chunk: _Grid, points: list[Any]) -> None:
             values[chunk.first + i] = _to_float(text)
 
 
-def _instant_value(spec: TargetSpec, result: list[Any]) -> float | None:
+def _instant_value(spec: TargetSpec, url: str, result: list[Any]) -> float | None:
     """The value of an instant result: a vector of at most one sample, or a scalar."""
     if not result:
         return None
@@ -298,18 +345,21 @@ def _instant_value(spec: TargetSpec, result: list[Any]) -> float | None:
             return _to_float(text)
         except ValueError:
             raise BadQuery(
-                f"query {spec.query!r} for {spec.label} returned the string {text!r}, "
-                f"not a number; fix `query`"
+                spec.query,
+                f"Prometheus at {url} returned the string {text!r}, not a number; "
+                f"make it return one number",
             ) from None
     if len(result) > 1:
-        raise BadQuery(_several_series(spec, len(result)))
+        raise _several_series(spec, url, len(result))
     _, text = result[0]["value"]
     return _to_float(text)
 
 
-def _several_series(spec: TargetSpec, count: int) -> str:
-    return (
-        f"query {spec.query!r} for {spec.label} returned {count} series; wrap it in sum() or max()"
+def _several_series(spec: TargetSpec, url: str, count: int) -> BadQuery:
+    return BadQuery(
+        spec.query,
+        f"Prometheus at {url} returned {count} series; wrap it in sum() or max() so that it "
+        f"returns one",
     )
 
 
@@ -328,5 +378,20 @@ def _dt(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def _iso(seconds: float) -> str:
-    return _dt(seconds).strftime("%Y-%m-%dT%H:%M:%SZ")
+_QUERY_STRING = re.compile(r"(/api/v1/\w+)\?[^\s'\")]*")
+
+
+def _short(text: str, limit: int = 300) -> str:
+    """An error text without request query strings (their times change every step, and the
+    engine logs a problem once per change) and at most `limit` characters (a transport error
+    may quote a whole body)."""
+    text = _QUERY_STRING.sub(r"\1", text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _span(seconds: float) -> str:
+    """A window length for messages: `7d`, `5h`, `300s`."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g}{unit}"
+    return f"{seconds:.3g}s"

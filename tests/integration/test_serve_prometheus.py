@@ -74,14 +74,15 @@ def test_serve_fits_on_prometheus_history_and_answers_at_least_reactive(
     assert state.decision.desired >= state.decision.reactive
 
 
-def test_a_query_with_several_series_is_unavailable_and_says_how_to_fix_it(
+def test_a_query_with_several_series_is_invalid_argument_naming_query_and_the_fix(
     stub: pb_grpc.ExternalScalerStub,
 ) -> None:
     ref = target("many", '{job="trace"}')
     stub.GetMetricSpec(ref)
     request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="m")
     err = refused(lambda: stub.GetMetrics(request), says="wrap it in sum() or max()")
-    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert """gpu/many: scalerMetadata key 'query' = '{job="trace"}'""" in str(err.details())
 
 
 def test_an_unreachable_prometheus_is_unavailable_while_other_targets_keep_working(

@@ -127,15 +127,16 @@ def test_bad_metadata_is_invalid_argument_naming_the_key_and_others_keep_serving
     assert stub.GetMetricSpec(ref()).metricSpecs
 
 
-def test_a_target_without_data_is_unavailable_with_the_reason_never_zero(
+def test_a_query_naming_no_trace_is_invalid_argument_naming_query_never_zero(
     stub: pb_grpc.ExternalScalerStub,
 ) -> None:
     target = ref(name="ghost", query="no_such_trace")
     stub.GetMetricSpec(target)
     request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="x")
-    err = refused(lambda: stub.GetMetrics(request), says="no trace 'no_such_trace'")
-    assert err.code() == grpc.StatusCode.UNAVAILABLE
-    assert "no decision yet" in str(err.details())
+    err = refused(lambda: stub.GetMetrics(request), says="no trace of that name")
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "key 'query' = 'no_such_trace'" in str(err.details())
+    assert "set it to one of" in str(err.details())
     assert stub.GetMetricSpec(ref()).metricSpecs  # the server keeps serving the others
 
 
