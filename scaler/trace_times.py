@@ -6,8 +6,8 @@ Times are read as:
   the year 5138), below 1e14 milliseconds (Grafana's raw export), below 1e17 microseconds, else
   nanoseconds. Every time must then fall in 1973-2100 (1e8 to 4.1e9 s): a column of row numbers
   or of mixed units is refused rather than read as 1970.
-- ISO 8601 with an offset or `Z` (`2024-03-01T10:00:00+01:00`): converted to UTC. Every row must
-  then carry an offset.
+- ISO 8601 with an offset, `Z` or a ` UTC` suffix (`2024-03-01T10:00:00+01:00`, BigQuery's
+  `2024-03-01 09:00:00 UTC`): converted to UTC. Every row must then carry an offset.
 - naive ISO 8601 (`2024-03-01 10:00:00`): local wall-clock time, kept as it reads (as if UTC).
   The zone is unknown, and wall-clock time is what a daily load cycle follows, so keeping it
   keeps the cycle in place across a clock change.
@@ -46,6 +46,7 @@ NIGHT_HOURS = frozenset({21, 22, 23, 0, 1, 2, 3, 4})
 """Local hours at which the repeated interval of every tzdata fall-back since 2000 starts."""
 
 _OFFSET = r"(?:Z|[+-]\d\d(?::?\d\d)?)$"
+_UTC_WORD = r"\s+(?:UTC|GMT)$"
 _DATE = r"^\d{4}-\d\d-\d\d"
 
 
@@ -89,6 +90,7 @@ def _seconds(path: Path, cells: pd.Series, lines: np.ndarray) -> tuple[np.ndarra
     numbers = pd.to_numeric(text, errors="coerce")
     if numbers.notna().all():
         return _epoch(path, numbers.to_numpy(np.float64), text, lines), False
+    text = text.str.replace(_UTC_WORD, "Z", regex=True)  # BigQuery's `2024-03-01 10:00:00 UTC`
     aware = text.str.contains(_OFFSET, regex=True).to_numpy()
     mixed = np.flatnonzero(aware != aware[0])
     if mixed.size:

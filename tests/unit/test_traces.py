@@ -4,6 +4,7 @@ garbage is refused with the file, the line and the fix."""
 from __future__ import annotations
 
 import logging
+import zoneinfo
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def canonical(step: str = STEP, rows: int = ROWS, start: pd.Timestamp = START) -
     rng = np.random.default_rng(7)
     hours = np.arange(rows) * pd.Timedelta(step).total_seconds() / 3600
     values = np.round(1500 + 1200 * np.sin(hours * np.pi / 12) + rng.normal(0, 40, rows), 3)
-    values[[5, 77, 301]] = np.nan
+    values[[i for i in (5, 77, 301) if i < rows]] = np.nan
     return pd.Series(values, index=times)
 
 
@@ -87,6 +88,11 @@ def iso_z(load: pd.Series) -> str:
     return "time,load\n" + rows(load, lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ"), ",", "null")
 
 
+def bigquery(load: pd.Series) -> str:
+    """BigQuery's CSV export of a TIMESTAMP column."""
+    return "ts,qps\n" + rows(load, lambda t: t.strftime("%Y-%m-%d %H:%M:%S UTC"), ",")
+
+
 def iso_berlin(load: pd.Series) -> str:
     """Offsets that change from +01:00 to +02:00 inside the file."""
     return "Date,requests\n" + rows(
@@ -117,6 +123,7 @@ EXPORTS = [
     prometheus_jq,
     epoch_ms_tabs,
     iso_z,
+    bigquery,
     iso_berlin,
     newest_first,
     value_then_time,
@@ -312,3 +319,39 @@ def test_a_file_that_is_not_a_csv_is_refused_by_name(
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match=r"absent\.csv: no such file"):
         read_trace(tmp_path / "absent.csv")
+
+
+def fall_backs(year: int) -> dict[tuple[pd.Timestamp, pd.Timedelta], str]:
+    """Every distinct tzdata fall-back in `year` (its local wall-clock time and how far the
+    clock goes back: what a local-time export shows), with one zone that has it."""
+    quarters = pd.date_range(f"{year}-01-01", f"{year + 1}-01-01", freq="15min", tz="UTC")
+    found: dict[tuple[pd.Timestamp, pd.Timedelta], str] = {}
+    for zone in sorted(z for z in zoneinfo.available_timezones() if "/" in z):
+        wall = quarters.tz_convert(zone).tz_localize(None)
+        offset = wall - quarters.tz_localize(None)
+        for i in np.flatnonzero(np.diff(offset.to_numpy()) < np.timedelta64(0)):
+            found.setdefault((wall[i + 1], offset[i] - offset[i + 1]), zone)
+    return found
+
+
+def test_every_one_hour_or_shorter_fall_back_in_tzdata_reads_and_longer_ones_are_refused(
+    tmp_path: Path,
+) -> None:
+    changes = fall_backs(2023)
+    assert len(set(changes.values())) > 10  # tzdata is there, with its zones
+    refused = []
+    for (wall, size), zone in changes.items():
+        instant = pd.Timestamp(wall).tz_localize(zone, ambiguous=False)
+        local = wall_clock(canonical("15min", 192, instant - pd.Timedelta("1D")), zone)
+        path = tmp_path / "local.csv"
+        path.write_text(plain(local))
+        try:
+            series = read_trace(path)
+        except TraceError as err:
+            assert size > pd.Timedelta("1h"), f"{zone} at {wall}: {err}"
+            refused.append(zone)
+            continue
+        expected = local.groupby(level=0).mean()
+        expected = expected.reindex(pd.date_range(expected.index[0], local.index[-1], freq="15min"))
+        same(series, as_series(expected))
+    assert len(refused) == sum(size > pd.Timedelta("1h") for _, size in changes)
