@@ -15,9 +15,9 @@ Times are read as:
 A newest-first file is reversed. Times that repeat or go back are refused, except in naive
 times the one pattern a clock change makes: the wall clock going back by less than an hour and
 replaying at most an hour, starting at night (21:00-04:59), at most once in MIN_CHANGE_GAP. That
-is how 5,687 of the 5,721 fall-backs in tzdata since 2000 look; the 34 that repeat 2-3 hours
-(Antarctica/Troll, Russia's 2011 and 2014 offset moves) are refused. The load at
-a repeated wall-clock time comes from two different real hours; it is read as their MEAN, the
+is how 5,687 of the 5,721 fall-backs in tzdata 2000-2025 look (Python's zoneinfo); the 34 that
+repeat 2-3 hours (Antarctic stations; Chita and Magadan in 2014) are refused. The load at a
+repeated wall-clock time comes from two different real hours; it is read as their MEAN, the
 load level at that time of day (a sum would double the hour), and ONE warning names the lines.
 The hour a clock change skips forward is just missing data.
 """
