@@ -28,12 +28,15 @@ import logging
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from models.base import DAY, HOUR
+from models.base import DAY, HOUR, FloatArray
 from scaler.errors import TraceError
 
 logger = logging.getLogger(__name__)
+
+Lines = npt.NDArray[np.int64]
 
 EPOCH_UNITS = ((1e11, 1.0), (1e14, 1e-3), (1e17, 1e-6), (np.inf, 1e-9))
 """(median magnitude below, factor to seconds): seconds, milliseconds, micro-, nanoseconds."""
@@ -56,11 +59,12 @@ def looks_like_date(cell: str) -> bool:
 
 
 def parse(
-    path: Path, cells: pd.Series, values: np.ndarray, lines: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    path: Path, cells: pd.Series, values: FloatArray, lines: Lines
+) -> tuple[FloatArray, FloatArray, Lines]:
     """(seconds, values, lines) sorted by time, one row per time (see the module docstring)."""
     seconds, naive = _seconds(path, cells.astype(str), lines)
-    if seconds.size > 1 and seconds[-1] < seconds[0]:
+    steps = np.diff(seconds)
+    if np.count_nonzero(steps < 0) > np.count_nonzero(steps > 0):  # newest first
         seconds, values, lines, cells = seconds[::-1], values[::-1], lines[::-1], cells[::-1]
     cells = cells.reset_index(drop=True)
     back = np.zeros(seconds.size, dtype=bool)
@@ -84,7 +88,7 @@ def parse(
     )
 
 
-def _seconds(path: Path, cells: pd.Series, lines: np.ndarray) -> tuple[np.ndarray, bool]:
+def _seconds(path: Path, cells: pd.Series, lines: Lines) -> tuple[FloatArray, bool]:
     """Epoch seconds of every cell, and whether they are naive wall-clock times."""
     text = cells.str.strip()
     numbers = pd.to_numeric(text, errors="coerce")
@@ -110,11 +114,11 @@ def _seconds(path: Path, cells: pd.Series, lines: np.ndarray) -> tuple[np.ndarra
         )
     if aware[0]:
         parsed = parsed.dt.tz_localize(None)
-    seconds = (parsed - pd.Timestamp(0)).dt.total_seconds().to_numpy(np.float64)
-    return seconds, not bool(aware[0])
+    whole, nanos = np.divmod(parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64), 10**9)
+    return whole.astype(np.float64) + nanos / 1e9, not bool(aware[0])  # exact whole seconds
 
 
-def _epoch(path: Path, numbers: np.ndarray, text: pd.Series, lines: np.ndarray) -> np.ndarray:
+def _epoch(path: Path, numbers: FloatArray, text: pd.Series, lines: Lines) -> FloatArray:
     magnitude = float(np.median(np.abs(numbers)))
     factor = next(f for below, f in EPOCH_UNITS if magnitude < below)
     seconds = numbers * factor
@@ -135,9 +139,9 @@ def _unit(factor: float) -> str:
 
 def _repeat_runs(
     path: Path,
-    seconds: np.ndarray,
-    back: np.ndarray,
-    lines: np.ndarray,
+    seconds: FloatArray,
+    back: npt.NDArray[np.bool_],
+    lines: Lines,
     cells: pd.Series,
     *,
     naive: bool,

@@ -6,9 +6,10 @@ What is read (each is what a real export looks like; scaler/trace_times.py has t
   blank lines and lines starting with `#` are skipped.
 - columns: a time column and a value column, with any header or none: `timestamp,value`,
   Grafana's `"Time","<series name>"`, a header-less `jq @csv` of a Prometheus query_range. A
-  header naming `time`/`timestamp`/`date` and `value` picks those two out of more columns; a
-  column of series names (Grafana's legacy `"Series";"Time";"Value"`) is dropped when it names
-  one series.
+  header naming `time`/`timestamp`/`date`/`_time` and `value`/`_value` picks those two out of
+  more columns (InfluxDB's annotated CSV, whose `#` lines are skipped); columns of series names
+  (Grafana's legacy `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one
+  series.
 - values: plain numbers; empty, `NaN`, `null` and `None` are missing data. A comma is read as a
   thousands separator only in 3-digit groups (`1,721,992.5`); any other comma (`1,5`) is refused,
   since a decimal comma cannot be told from grouping. A decimal-comma file whose every value has
@@ -31,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from models.base import Series
+from models.base import FloatArray, Series
 from scaler import trace_times
 from scaler.errors import TraceError
 
@@ -46,9 +48,10 @@ SEPARATORS = ("\t", ";", ",")
 """Tried in this order: a `;` file may hold commas in its numbers (Grafana 5's `1,721.5`)."""
 
 MISSING = frozenset({"", "nan", "null", "none"})
-TIME_NAMES = frozenset({"time", "timestamp", "date", "datetime", "ds", "ts"})
-VALUE_NAMES = frozenset({"value", "values", "y", "load"})
-SERIES_NAMES = frozenset({"series", "metric", "name"})
+TIME_NAMES = frozenset({"time", "timestamp", "date", "datetime", "ds", "ts", "_time"})
+VALUE_NAMES = frozenset({"value", "values", "y", "load", "_value"})
+SERIES_NAMES = frozenset({"series", "metric", "name", "table", "_field", "_measurement"})
+"""Columns that name the series a row belongs to (Grafana's Series, InfluxDB's table/_field)."""
 _GROUPED = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?$")
 _FORMAT_HELP = "expected two columns, time and value, e.g. `2024-03-01T10:00:00Z,12.5`"
 
@@ -57,7 +60,7 @@ _FORMAT_HELP = "expected two columns, time and value, e.g. `2024-03-01T10:00:00Z
 class Table:
     """The data rows of a trace file: one time and one value cell per row, with its line."""
 
-    lines: np.ndarray
+    lines: npt.NDArray[np.int64]
     """1-based line number in the file of each row."""
     times: pd.Series
     values: pd.Series
@@ -203,7 +206,7 @@ def _check_one_series(
             )
 
 
-def parse_values(path: Path, table: Table) -> np.ndarray:
+def parse_values(path: Path, table: Table) -> FloatArray:
     """Values as floats (NaN = missing); TraceError naming the first cell that is not a load."""
     text = table.values.astype(str)
     missing = text.str.lower().isin(MISSING).to_numpy()
@@ -232,14 +235,16 @@ def parse_values(path: Path, table: Table) -> np.ndarray:
     return values
 
 
-def _refuse(path: Path, table: Table, bad: np.ndarray, why: str) -> None:
+def _refuse(path: Path, table: Table, bad: npt.NDArray[np.bool_], why: str) -> None:
     found = np.flatnonzero(bad)
     if found.size:
         row = int(found[0])
         raise TraceError(f"{path}:{table.lines[row]}: value {table.values.iloc[row]!r} {why}")
 
 
-def on_grid(path: Path, seconds: np.ndarray, values: np.ndarray, lines: np.ndarray) -> Series:
+def on_grid(
+    path: Path, seconds: FloatArray, values: FloatArray, lines: npt.NDArray[np.int64]
+) -> Series:
     """Sorted, distinct times on the most common spacing -> a regular Series (NaN in the gaps)."""
     if seconds.size == 1:
         return Series(float(seconds[0]), 60.0, values)

@@ -100,6 +100,21 @@ def iso_berlin(load: pd.Series) -> str:
     )
 
 
+def influxdb_annotated(load: pd.Series) -> str:
+    """InfluxDB 2's annotated CSV (Data Explorer > CSV): `#` annotations, extra columns."""
+    head = (
+        "#group,false,false,true,true,false,false,true,true\n"
+        "#datatype,string,long,dateTime:RFC3339,dateTime:RFC3339,dateTime:RFC3339,double,"
+        "string,string\n#default,_result,,,,,,,\n"
+        ",result,table,_start,_stop,_time,_value,_field,_measurement\n"
+    )
+    first, last = load.index[0].isoformat(), load.index[-1].isoformat()
+    return head + "".join(
+        f",_result,0,{first},{last},{t.strftime('%Y-%m-%dT%H:%M:%SZ')},{cell(v)},rps,http\n"
+        for t, v in load.items()
+    )
+
+
 def newest_first(load: pd.Series) -> str:
     text = plain(load).splitlines()
     return "\n".join([text[0], *reversed(text[1:])]) + "\n"
@@ -125,6 +140,7 @@ EXPORTS = [
     iso_z,
     bigquery,
     iso_berlin,
+    influxdb_annotated,
     newest_first,
     value_then_time,
     spreadsheet_noise,
@@ -262,6 +278,12 @@ GARBAGE = [
         "going back two hours",
         HEADER + "2024-01-01 03:00:00,1\n2024-01-01 01:00:00,2\n2024-01-01 04:00:00,3\n",
         3,
+        "more than the hour",
+    ),
+    (
+        "a stray old row at the end",
+        HEADER + grid([0, 5, 10], ["1", "2", "3"]) + "2023-01-01 10:00:00,4\n",
+        5,
         "more than the hour",
     ),
     ("a daytime repeat", HEADER + grid([0, 5, 5, 10], ["1", "2", "3", "4"]), 4, "daytime"),
