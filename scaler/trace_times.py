@@ -73,11 +73,14 @@ def parse(
         return seconds, values, lines
     runs = _repeat_runs(path, seconds, back, lines, cells, naive=naive)
     spans = ", ".join(f"{lines[i]}-{lines[j - 1]}" if j - i > 1 else f"{lines[i]}" for i, j in runs)
+    one = len(runs) == 1 and runs[0][1] - runs[0][0] == 1
     logger.warning(
-        "%s: lines %s repeat wall-clock times (a daylight-saving change in a local-time "
-        "export); the load at each repeated time is read as the mean of its rows",
+        "%s: %s %s %s wall-clock times (a daylight-saving change in a local-time export); "
+        "the load at each repeated time is read as the mean of its rows",
         path,
+        "line" if one else "lines",
         spans,
+        "repeats" if one else "repeat",
     )
     frame = pd.DataFrame({"t": seconds, "v": values, "line": lines})
     folded = frame.groupby("t", sort=True).agg(v=("v", "mean"), line=("line", "min"))

@@ -213,8 +213,8 @@ def test_a_local_time_export_over_both_clock_changes_folds_the_repeat_and_leaves
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
     lines = np.flatnonzero(repeated) + 2
     assert lines.size == hour
-    span = f"{lines[0]}-{lines[-1]}" if lines.size > 1 else f"{lines[0]}"
-    assert f"lines {span} repeat" in warning.getMessage()
+    said = f"lines {lines[0]}-{lines[-1]} repeat" if lines.size > 1 else f"line {lines[0]} repeats"
+    assert said in warning.getMessage()
     assert "mean" in warning.getMessage()
 
 
