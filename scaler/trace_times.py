@@ -91,12 +91,12 @@ def parse(
     )
 
 
-def _seconds(path: Path, cells: pd.Series, lines: Lines) -> tuple[FloatArray, bool]:
+def _seconds(path: Path, text: pd.Series, lines: Lines) -> tuple[FloatArray, bool]:
     """Epoch seconds of every cell, and whether they are naive wall-clock times."""
-    text = cells.str.strip()
-    numbers = pd.to_numeric(text, errors="coerce")
-    if numbers.notna().all():
-        return _epoch(path, numbers.to_numpy(np.float64), text, lines), False
+    if _is_float(text.iloc[0]):
+        numbers = pd.to_numeric(text, errors="coerce")
+        if numbers.notna().all():
+            return _epoch(path, numbers.to_numpy(np.float64), text, lines), False
     text = text.str.replace(_UTC_WORD, "Z", regex=True)  # BigQuery's `2024-03-01 10:00:00 UTC`
     aware = text.str.contains(_OFFSET, regex=True).to_numpy()
     mixed = np.flatnonzero(aware != aware[0])
@@ -119,6 +119,14 @@ def _seconds(path: Path, cells: pd.Series, lines: Lines) -> tuple[FloatArray, bo
         parsed = parsed.dt.tz_localize(None)
     whole, nanos = np.divmod(parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64), 10**9)
     return whole.astype(np.float64) + nanos / 1e9, not bool(aware[0])  # exact whole seconds
+
+
+def _is_float(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 def _epoch(path: Path, numbers: FloatArray, text: pd.Series, lines: Lines) -> FloatArray:

@@ -79,15 +79,15 @@ def read_table(path: Path) -> Table:
     rows, lines = _rows(path, _text(path))
     names: list[str] = []
     if _is_header(rows[0]):
-        names = [n.lower() for n in rows[0]]
+        names = [n.strip().lower() for n in rows[0]]
         rows, lines = rows[1:], lines[1:]
         if not rows:
             raise TraceError(f"{path}: has a header but no rows")
     time_col, value_col = _columns(path, names, rows, lines)
     return Table(
         lines=np.asarray(lines, dtype=np.int64),
-        times=pd.Series([r[time_col] for r in rows], dtype=object),
-        values=pd.Series([r[value_col] for r in rows], dtype=object),
+        times=pd.Series([r[time_col] for r in rows], dtype=object).str.strip(),
+        values=pd.Series([r[value_col] for r in rows], dtype=object).str.strip(),
     )
 
 
@@ -118,10 +118,11 @@ def _text(path: Path) -> str:
 
 
 def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
+    """The rows of `text` (cells not yet stripped of trailing spaces) and their line numbers."""
     numbered = [
         (number, line)
         for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip() and not line.lstrip().startswith("#")
+        if (start := line.lstrip()) and start[0] != "#"
     ]
     separator = None
     if numbered and numbered[0][1].strip().lower().startswith("sep="):
@@ -130,22 +131,22 @@ def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
     if not numbered:
         raise TraceError(f"{path}: is empty; {_FORMAT_HELP}")
     separator = separator or _sniff([line for _, line in numbered[:50]])
-    rows = [
-        [cell.strip() for cell in row]
-        for row in csv.reader((line for _, line in numbered), delimiter=separator)
-    ]
+    lines = [number for number, _ in numbered]
+    reader = csv.reader((line for _, line in numbered), delimiter=separator, skipinitialspace=True)
+    rows = list(reader)
     width = len(rows[0])
     if width < 2:
         raise TraceError(
-            f"{path}:{numbered[0][0]}: has one column; {_FORMAT_HELP}, separated by , ; or tab"
+            f"{path}:{lines[0]}: has one column; {_FORMAT_HELP}, separated by , ; or tab"
         )
-    for (number, _), row in zip(numbered, rows, strict=True):
-        if len(row) != width:
-            raise TraceError(
-                f"{path}:{number}: has {len(row)} columns where line {numbered[0][0]} has "
-                f"{width}; give every row the same columns"
-            )
-    return rows, [number for number, _ in numbered]
+    ragged = np.flatnonzero(np.fromiter(map(len, rows), np.int64, len(rows)) != width)
+    if ragged.size:
+        row = int(ragged[0])
+        raise TraceError(
+            f"{path}:{lines[row]}: has {len(rows[row])} columns where line {lines[0]} has "
+            f"{width}; give every row the same columns"
+        )
+    return rows, lines
 
 
 def _sniff(sample: list[str]) -> str:
@@ -167,7 +168,7 @@ def _is_number(cell: str) -> bool:
 
 def _is_header(row: list[str]) -> bool:
     """A first row with no number and no date in it names the columns."""
-    return not any(_is_number(c) or trace_times.looks_like_date(c) for c in row)
+    return not any(_is_number(c) or trace_times.looks_like_date(c.strip()) for c in row)
 
 
 def _columns(
@@ -197,9 +198,9 @@ def _check_one_series(
     for col, name in enumerate(names):
         if col in skip or name not in SERIES_NAMES:
             continue
-        labels = list(dict.fromkeys(r[col] for r in rows))
+        labels = list(dict.fromkeys(r[col].strip() for r in rows))
         if len(labels) > 1:
-            row = next(i for i, r in enumerate(rows) if r[col] != labels[0])
+            row = next(i for i, r in enumerate(rows) if r[col].strip() != labels[0])
             raise TraceError(
                 f"{path}:{lines[row]}: column {name} names a second series {labels[1]!r} after "
                 f"{labels[0]!r}; export one series (wrap the query in sum() or max())"
@@ -208,37 +209,45 @@ def _check_one_series(
 
 def parse_values(path: Path, table: Table) -> FloatArray:
     """Values as floats (NaN = missing); TraceError naming the first cell that is not a load."""
-    text = table.values.astype(str)
+    values = pd.to_numeric(table.values, errors="coerce").to_numpy(np.float64)
+    unread = np.flatnonzero(np.isnan(values))  # missing, grouped or garbage: usually few
+    if unread.size:
+        values[unread] = _unusual(path, table, unread)
+    _refuse(
+        path,
+        table,
+        np.flatnonzero(np.isinf(values) | (values < 0)),
+        "is not a load (must be finite and >= 0); leave it empty where there is no data",
+    )
+    return values
+
+
+def _unusual(path: Path, table: Table, rows: npt.NDArray[np.intp]) -> FloatArray:
+    """The values of cells that are not plain numbers: missing, or in thousands groups."""
+    text = table.values.iloc[rows].astype(str)
     missing = text.str.lower().isin(MISSING).to_numpy()
     grouped = text.str.match(_GROUPED).to_numpy()
     text = text.where(~grouped, text.str.replace(",", "", regex=False))
     _refuse(
         path,
         table,
-        text.str.contains(",", regex=False).to_numpy(),
+        rows[text.str.contains(",", regex=False).to_numpy()],
         "has a comma that is not a thousands separator; write decimals with a point (1.5)",
     )
     values = pd.to_numeric(text.where(~missing, "nan"), errors="coerce").to_numpy(np.float64)
     _refuse(
         path,
         table,
-        np.isnan(values) & ~missing,
+        rows[np.isnan(values) & ~missing],
         "is not a number; export raw numbers (no units: turn off Grafana's Formatted data) "
         "and leave a value empty where there is no data",
-    )
-    _refuse(
-        path,
-        table,
-        np.isinf(values) | (values < 0),
-        "is not a load (must be finite and >= 0); leave it empty where there is no data",
     )
     return values
 
 
-def _refuse(path: Path, table: Table, bad: npt.NDArray[np.bool_], why: str) -> None:
-    found = np.flatnonzero(bad)
-    if found.size:
-        row = int(found[0])
+def _refuse(path: Path, table: Table, rows: npt.NDArray[np.intp], why: str) -> None:
+    if rows.size:
+        row = int(rows[0])
         raise TraceError(f"{path}:{table.lines[row]}: value {table.values.iloc[row]!r} {why}")
 
 
