@@ -9,7 +9,8 @@ What is read (each is what a real export looks like; scaler/trace_times.py has t
   header naming `time`/`timestamp`/`date`/`_time` and `value`/`_value` picks those two out of
   more columns (InfluxDB's annotated CSV, whose `#` lines are skipped); columns of series names
   (Grafana's legacy `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one
-  series.
+  series. A saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
+  (scaler/trace_json.py).
 - values: plain numbers; empty, `NaN`, `null` and `None` are missing data. A comma is read as a
   thousands separator only in 3-digit groups (`1,721,992.5`); any other comma (`1,5`) is refused,
   since a decimal comma cannot be told from grouping. A decimal-comma file whose every value has
@@ -36,7 +37,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from models.base import FloatArray, Series
-from scaler import trace_times
+from scaler import trace_json, trace_times
 from scaler.errors import TraceError
 
 MAX_POINTS = 20_000_000
@@ -75,8 +76,12 @@ def read_trace(path: Path) -> Series:
 
 
 def read_table(path: Path) -> Table:
-    """The time and value columns of the CSV at `path` (see the module docstring)."""
-    rows, lines = _rows(path, _text(path))
+    """The time and value columns of the CSV (or Prometheus JSON) at `path`."""
+    text = _text(path)
+    if trace_json.looks_like_json(text):
+        json_lines, times, values = trace_json.cells(path, text)
+        return Table(lines=json_lines, times=times, values=values)
+    rows, lines = _rows(path, text)
     names: list[str] = []
     if _is_header(rows[0]):
         names = [n.strip().lower() for n in rows[0]]

@@ -3,6 +3,7 @@ garbage is refused with the file, the line and the fix."""
 
 from __future__ import annotations
 
+import json
 import logging
 import zoneinfo
 from collections.abc import Callable
@@ -80,6 +81,14 @@ def prometheus_jq(load: pd.Series) -> str:
     )
 
 
+def prometheus_answer(load: pd.Series) -> str:
+    """`curl .../api/v1/query_range?query=...` saved as it came, pretty-printed by jq."""
+    values = [[t.timestamp(), "NaN" if np.isnan(v) else repr(float(v))] for t, v in load.items()]
+    result = [{"metric": {"job": "api"}, "values": values}]
+    answer = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+    return json.dumps(answer, indent=2)
+
+
 def epoch_ms_tabs(load: pd.Series) -> str:
     return rows(load, lambda t: str(int(t.timestamp() * 1000)), "\t")
 
@@ -136,6 +145,7 @@ EXPORTS = [
     grafana_formatted_excel,
     grafana_legacy,
     prometheus_jq,
+    prometheus_answer,
     epoch_ms_tabs,
     iso_z,
     bigquery,
@@ -316,6 +326,24 @@ def test_garbage_is_refused_naming_the_file_the_line_and_the_fix(
         read_trace(path)
     assert f"{path}:{line}:" in str(err.value)
     assert why in str(err.value)
+
+
+def test_a_prometheus_answer_names_the_line_of_a_bad_sample_and_refuses_other_shapes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "answer.json"
+    text = prometheus_answer(canonical())
+    path.write_text(text.replace('"1500.049"', '"-3"', 1))
+    line = text.splitlines().index(next(x for x in text.splitlines() if '"1500.049"' in x)) + 1
+    with pytest.raises(TraceError, match=f"{path}:{line}: value '-3' is not a load"):
+        read_trace(path)
+    two = {"status": "success", "data": {"resultType": "matrix", "result": [{}, {}]}}
+    path.write_text(json.dumps(two))
+    with pytest.raises(TraceError, match="holds 2 series; export one"):
+        read_trace(path)
+    path.write_text(json.dumps({"status": "success", "data": {"resultType": "vector"}}))
+    with pytest.raises(TraceError, match="query_range"):
+        read_trace(path)
 
 
 @pytest.mark.parametrize(
