@@ -41,7 +41,8 @@ def add_parser(sub: Any) -> None:
         "trace",
         type=Path,
         metavar="TRACE.csv",
-        help="timestamp,value CSV (empty values are missing data)",
+        help="time,value CSV: timestamp,value, a Grafana or Prometheus export, epoch s/ms or "
+        "ISO 8601 times (see scaler/traces.py); empty values are missing data",
     )
     p.add_argument(
         "--threshold",

@@ -1,93 +1,265 @@
-"""Reading `timestamp,value` CSV traces (the format of the shared traces) into a regular Series.
+"""Reading the load traces people export (Grafana, Prometheus, spreadsheets) into a regular Series.
 
-Timestamps are naive and read as UTC; the step is the most common spacing; rows missing from
-the grid and empty values become NaN. Anything else that is wrong is refused with a TraceError
-naming the file, the line and the fix: the backtest and the file source must never guess.
+What is read (each is what a real export looks like; scaler/trace_times.py has the times):
+- text: UTF-8 (a BOM is skipped) or UTF-16 with a BOM; separator `,`, `;` or tab, taken from an
+  Excel `sep=` first line or else the one that splits every line alike; quotes as in RFC 4180;
+  blank lines and lines starting with `#` are skipped.
+- columns: a time column and a value column, with any header or none: `timestamp,value`,
+  Grafana's `"Time","<series name>"`, a header-less `jq @csv` of a Prometheus query_range. A
+  header naming `time`/`timestamp`/`date`/`_time` and `value`/`_value` picks those two out of
+  more columns (InfluxDB's annotated CSV, whose `#` lines are skipped); columns of series names
+  (Grafana's legacy `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one
+  series. A saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
+  (scaler/trace_json.py).
+- values: plain numbers; empty, `NaN`, `null` and `None` are missing data. A comma is read as a
+  thousands separator only in 3-digit groups (`1,721,992.5`); any other comma (`1,5`) is refused,
+  since a decimal comma cannot be told from grouping. A decimal-comma file whose every value has
+  exactly three decimals would be misread: export with decimal points.
+- step: the most common spacing, at the trace's own resolution (never resampled here: a finer
+  trace is scored at its own step, a coarser one is used as is); rows missing from that grid
+  (gaps, a daylight-saving gap) and missing values become NaN.
+
+Refused with a TraceError naming the file, the line and the fix: a binary file, one column,
+more columns with no clear value column, several series, dates that are not ISO 8601, numbers
+that are not loads (text, units, negative, infinite), times going backwards (see trace_times),
+rows off the grid, and a grid of more than MAX_POINTS steps. Never guesses beyond that.
 """
 
 from __future__ import annotations
 
+import csv
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from models.base import Series
+from models.base import FloatArray, Series
+from scaler import trace_json, trace_times
 from scaler.errors import TraceError
+
+MAX_POINTS = 20_000_000
+"""Longest grid read (160 MB of float64): 38 years at one minute, 231 days at one second."""
+MAX_BYTES = 1 << 30
+"""Largest file read (1 GiB, about 30 M rows of `2024-03-01T10:00:00Z,1234.5`)."""
+
+SEPARATORS = ("\t", ";", ",")
+"""Tried in this order: a `;` file may hold commas in its numbers (Grafana 5's `1,721.5`)."""
+
+MISSING = frozenset({"", "nan", "null", "none"})
+TIME_NAMES = frozenset({"time", "timestamp", "date", "datetime", "ds", "ts", "_time"})
+VALUE_NAMES = frozenset({"value", "values", "y", "load", "_value"})
+SERIES_NAMES = frozenset({"series", "metric", "name", "table", "_field", "_measurement"})
+"""Columns that name the series a row belongs to (Grafana's Series, InfluxDB's table/_field)."""
+_GROUPED = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?$")
+_FORMAT_HELP = "expected two columns, time and value, e.g. `2024-03-01T10:00:00Z,12.5`"
+
+
+@dataclass(frozen=True)
+class Table:
+    """The data rows of a trace file: one time and one value cell per row, with its line."""
+
+    lines: npt.NDArray[np.int64]
+    """1-based line number in the file of each row."""
+    times: pd.Series
+    values: pd.Series
 
 
 def read_trace(path: Path) -> Series:
-    """The trace at `path` as a regular Series; TraceError on anything unreadable."""
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=True)
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file; pass a timestamp,value CSV") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-        raise TraceError(
-            f"{path}: not a readable CSV ({exc}); expected a timestamp,value header"
-        ) from exc
-    if list(frame.columns[:2]) != ["timestamp", "value"]:
-        raise TraceError(
-            f"{path}: header is {','.join(frame.columns)}; expected the columns timestamp,value"
-        )
-    if frame.empty:
-        raise TraceError(f"{path}: has a header but no rows")
-    times = _parse_times(path, frame["timestamp"])
-    values = _parse_values(path, frame["value"])
-    return _on_grid(path, times, values)
+    """The trace at `path` as a regular Series at its own step; TraceError on garbage."""
+    table = read_table(path)
+    values = parse_values(path, table)
+    seconds, values, lines = trace_times.parse(path, table.times, values, table.lines)
+    return on_grid(path, seconds, values, lines)
 
 
-def _line(row: int) -> int:
-    return row + 2  # 1-based, after the header
-
-
-def _parse_times(path: Path, column: pd.Series) -> np.ndarray:
-    parsed = pd.to_datetime(column.str.strip(), errors="coerce", format="mixed")
-    bad = np.flatnonzero(parsed.isna().to_numpy())
-    if bad.size:
-        row = int(bad[0])
-        raise TraceError(
-            f"{path}:{_line(row)}: timestamp {column.iloc[row]!r} is not a date-time; "
-            "write it as YYYY-MM-DD HH:MM:SS"
-        )
-    if parsed.dt.tz is not None:
-        parsed = parsed.dt.tz_convert("UTC").dt.tz_localize(None)
-    seconds = (parsed - pd.Timestamp(0)).dt.total_seconds().to_numpy(dtype=np.float64)
-    diffs = np.diff(seconds)
-    bad = np.flatnonzero(diffs <= 0)
-    if bad.size:
-        row = int(bad[0]) + 1
-        what = "repeats" if diffs[bad[0]] == 0 else "goes back from"
-        raise TraceError(
-            f"{path}:{_line(row)}: timestamp {column.iloc[row]!r} {what} the row before it; "
-            "sort the trace by time and keep one row per timestamp"
-        )
-    return seconds
-
-
-def _parse_values(path: Path, column: pd.Series) -> np.ndarray:
-    text = column.str.strip()
-    values = pd.to_numeric(text.replace("", np.nan), errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(
-        np.isnan(values) & (text != "").to_numpy() & (text.str.lower() != "nan").to_numpy()
+def read_table(path: Path) -> Table:
+    """The time and value columns of the CSV (or Prometheus JSON) at `path`."""
+    text = _text(path)
+    if trace_json.looks_like_json(text):
+        json_lines, times, values = trace_json.cells(path, text)
+        return Table(lines=json_lines, times=times, values=values)
+    rows, lines = _rows(path, text)
+    names: list[str] = []
+    if _is_header(rows[0]):
+        names = [n.strip().lower() for n in rows[0]]
+        rows, lines = rows[1:], lines[1:]
+        if not rows:
+            raise TraceError(f"{path}: has a header but no rows")
+    time_col, value_col = _columns(path, names, rows, lines)
+    return Table(
+        lines=np.asarray(lines, dtype=np.int64),
+        times=pd.Series([r[time_col] for r in rows], dtype=object).str.strip(),
+        values=pd.Series([r[value_col] for r in rows], dtype=object).str.strip(),
     )
-    if bad.size:
-        row = int(bad[0])
+
+
+def _text(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise TraceError(
+                f"{path}: is {size / (1 << 20):.0f} MiB, more than {MAX_BYTES >> 20} MiB; "
+                "export a coarser step or a shorter range"
+            )
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file; pass a CSV of time,value rows") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot be read ({exc.strerror}); pass a CSV file") from exc
+    encoding = "utf-16" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+    if encoding == "utf-8-sig" and b"\x00" in raw[:65536]:
+        raise TraceError(f"{path}: is a binary file, not a CSV; {_FORMAT_HELP}")
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
         raise TraceError(
-            f"{path}:{_line(row)}: value {column.iloc[row]!r} is not a number; "
-            "leave it empty where there is no data"
-        )
-    bad = np.flatnonzero(np.isinf(values) | (values < 0))
-    if bad.size:
-        row = int(bad[0])
+            f"{path}:{line}: byte {raw[exc.start]:#04x} is not {encoding[:5].upper()} text; "
+            "save the file as UTF-8 CSV"
+        ) from exc
+
+
+def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
+    """The rows of `text` (cells not yet stripped of trailing spaces) and their line numbers."""
+    numbered = [
+        (number, line)
+        for number, line in enumerate(text.splitlines(), start=1)
+        if (start := line.lstrip()) and start[0] != "#"
+    ]
+    separator = None
+    if numbered and numbered[0][1].strip().lower().startswith("sep="):
+        separator = numbered[0][1].strip()[4:5] or None
+        numbered = numbered[1:]
+    if not numbered:
+        raise TraceError(f"{path}: is empty; {_FORMAT_HELP}")
+    separator = separator or _sniff([line for _, line in numbered[:50]])
+    lines = [number for number, _ in numbered]
+    reader = csv.reader((line for _, line in numbered), delimiter=separator, skipinitialspace=True)
+    rows = list(reader)
+    width = len(rows[0])
+    if width < 2:
         raise TraceError(
-            f"{path}:{_line(row)}: value {column.iloc[row]!r} is not a load "
-            "(must be finite and >= 0); leave it empty where there is no data"
+            f"{path}:{lines[0]}: has one column; {_FORMAT_HELP}, separated by , ; or tab"
         )
+    ragged = np.flatnonzero(np.fromiter(map(len, rows), np.int64, len(rows)) != width)
+    if ragged.size:
+        row = int(ragged[0])
+        raise TraceError(
+            f"{path}:{lines[row]}: has {len(rows[row])} columns where line {lines[0]} has "
+            f"{width}; give every row the same columns"
+        )
+    return rows, lines
+
+
+def _sniff(sample: list[str]) -> str:
+    """The separator that splits every sampled line into the same number (>= 2) of cells."""
+    for separator in SEPARATORS:
+        widths = {len(row) for row in csv.reader(sample, delimiter=separator)}
+        if len(widths) == 1 and widths.pop() >= 2:
+            return separator
+    return ","  # then _rows names the first line that does not fit
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(row: list[str]) -> bool:
+    """A first row with no number and no date in it names the columns."""
+    return not any(_is_number(c) or trace_times.looks_like_date(c.strip()) for c in row)
+
+
+def _columns(
+    path: Path, names: list[str], rows: list[list[str]], lines: list[int]
+) -> tuple[int, int]:
+    """Indices of the time and value columns (see the module docstring); `names` = header."""
+    width = len(rows[0])
+    if width == 2:
+        swapped = bool(names) and names[1] in TIME_NAMES and names[0] not in TIME_NAMES
+        return (1, 0) if swapped else (0, 1)
+    times = [i for i, n in enumerate(names) if n in TIME_NAMES]
+    picked = [i for i, n in enumerate(names) if n in VALUE_NAMES]
+    if len(times) == 1 and len(picked) == 1:
+        _check_one_series(path, names, rows, lines, skip={times[0], picked[0]})
+        return times[0], picked[0]
+    what = f"columns {', '.join(names)}" if names else "no header"
+    raise TraceError(
+        f"{path}:{lines[0]}: has {width} columns ({what}) and no clear value column; "
+        "keep two columns, time and value, or name them timestamp and value"
+    )
+
+
+def _check_one_series(
+    path: Path, names: list[str], rows: list[list[str]], lines: list[int], *, skip: set[int]
+) -> None:
+    """Extra columns may only be labels (Grafana's Series column) naming a single series."""
+    for col, name in enumerate(names):
+        if col in skip or name not in SERIES_NAMES:
+            continue
+        labels = list(dict.fromkeys(r[col].strip() for r in rows))
+        if len(labels) > 1:
+            row = next(i for i, r in enumerate(rows) if r[col].strip() != labels[0])
+            raise TraceError(
+                f"{path}:{lines[row]}: column {name} names a second series {labels[1]!r} after "
+                f"{labels[0]!r}; export one series (wrap the query in sum() or max())"
+            )
+
+
+def parse_values(path: Path, table: Table) -> FloatArray:
+    """Values as floats (NaN = missing); TraceError naming the first cell that is not a load."""
+    values = pd.to_numeric(table.values, errors="coerce").to_numpy(np.float64)
+    unread = np.flatnonzero(np.isnan(values))  # missing, grouped or garbage: usually few
+    if unread.size:
+        values[unread] = _unusual(path, table, unread)
+    _refuse(
+        path,
+        table,
+        np.flatnonzero(np.isinf(values) | (values < 0)),
+        "is not a load (must be finite and >= 0); leave it empty where there is no data",
+    )
     return values
 
 
-def _on_grid(path: Path, seconds: np.ndarray, values: np.ndarray) -> Series:
+def _unusual(path: Path, table: Table, rows: npt.NDArray[np.intp]) -> FloatArray:
+    """The values of cells that are not plain numbers: missing, or in thousands groups."""
+    text = table.values.iloc[rows].astype(str)
+    missing = text.str.lower().isin(MISSING).to_numpy()
+    grouped = text.str.match(_GROUPED).to_numpy()
+    text = text.where(~grouped, text.str.replace(",", "", regex=False))
+    _refuse(
+        path,
+        table,
+        rows[text.str.contains(",", regex=False).to_numpy()],
+        "has a comma that is not a thousands separator; write decimals with a point (1.5)",
+    )
+    values = pd.to_numeric(text.where(~missing, "nan"), errors="coerce").to_numpy(np.float64)
+    _refuse(
+        path,
+        table,
+        rows[np.isnan(values) & ~missing],
+        "is not a number; export raw numbers (no units: turn off Grafana's Formatted data) "
+        "and leave a value empty where there is no data",
+    )
+    return values
+
+
+def _refuse(path: Path, table: Table, rows: npt.NDArray[np.intp], why: str) -> None:
+    if rows.size:
+        row = int(rows[0])
+        raise TraceError(f"{path}:{table.lines[row]}: value {table.values.iloc[row]!r} {why}")
+
+
+def on_grid(
+    path: Path, seconds: FloatArray, values: FloatArray, lines: npt.NDArray[np.int64]
+) -> Series:
+    """Sorted, distinct times on the most common spacing -> a regular Series (NaN in the gaps)."""
     if seconds.size == 1:
         return Series(float(seconds[0]), 60.0, values)
     step = float(pd.Series(np.diff(seconds)).mode().iloc[0])
@@ -95,10 +267,14 @@ def _on_grid(path: Path, seconds: np.ndarray, values: np.ndarray) -> Series:
     index = np.rint(offsets).astype(np.int64)
     bad = np.flatnonzero(np.abs(offsets - index) > 1e-6)
     if bad.size:
-        row = int(bad[0])
         raise TraceError(
-            f"{path}:{_line(row)}: timestamp is off the trace's {step:.0f}s grid; "
+            f"{path}:{lines[int(bad[0])]}: timestamp is off the trace's {step:g}s grid; "
             "resample the trace to a regular step"
+        )
+    if index[-1] >= MAX_POINTS:
+        raise TraceError(
+            f"{path}: spans {index[-1] + 1} steps of {step:g}s, more than {MAX_POINTS}; "
+            "export a coarser step or a shorter range"
         )
     grid = np.full(int(index[-1]) + 1, np.nan)
     grid[index] = values

@@ -1,4 +1,4 @@
-"""Replay `timestamp,value` CSV traces as if they were live Prometheus data: the embedded default.
+"""Replay CSV traces (any export scaler/traces.py reads) as if they were live Prometheus data.
 
 The trace is shifted so that `warmup` of it lies in the past when the source is created, then
 plays forward on the injected clock (looping over whole weeks, so a server left running keeps
