@@ -81,7 +81,10 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         try:
             return self.engine.answer(state)
         except SpecError as exc:  # the source says the query is wrong (BadQuery)
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{state.spec.label}: {exc}")
+            quoted = f"scalerMetadata key {exc.key!r} = {specs.echo(exc.value)!r}: {exc.fix}"
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, bounded(f"{state.spec.label}: {quoted}")
+            )
         except Unavailable as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, bounded(str(exc)))
 

@@ -221,7 +221,11 @@ def test_any_metadata_is_answered_and_refusals_name_a_key_in_under_1kb(
         try:
             stub.GetMetrics(request, timeout=RPC_TIMEOUT)
         except grpc.RpcError as error:  # no such trace: no decision, never a made-up answer
-            assert error.code() == grpc.StatusCode.UNAVAILABLE, error
+            if error.code() == grpc.StatusCode.INVALID_ARGUMENT:  # the source found it out
+                assert "scalerMetadata key 'query'" in (error.details() or ""), error
+                assert len((error.details() or "").encode()) < DETAILS_LIMIT
+            else:
+                assert error.code() == grpc.StatusCode.UNAVAILABLE, error
     assert stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=HEALTHY), timeout=RPC_TIMEOUT)
     OUTCOMES["healthy OK"] += 1
 
@@ -246,7 +250,7 @@ def test_the_fuzz_exercised_both_acceptance_and_refusal() -> None:
     assert OUTCOMES["healthy OK"] == OUTCOMES["OK"] + OUTCOMES["INVALID_ARGUMENT"]
 
 
-def test_an_unavailable_answer_stays_under_1kb_even_when_the_reason_quotes_a_long_query(
+def test_a_refusal_stays_under_1kb_even_when_the_reason_quotes_a_long_query(
     stub: pb_grpc.ExternalScalerStub,
 ) -> None:
     query = "no_such_trace_" + "q" * (specs.VALUE_CHARS["query"] - 14)
@@ -254,7 +258,8 @@ def test_an_unavailable_answer_stays_under_1kb_even_when_the_reason_quotes_a_lon
     stub.GetMetricSpec(target, timeout=RPC_TIMEOUT)
     request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")
     error = refused(lambda: stub.GetMetrics(request, timeout=RPC_TIMEOUT), says="no trace")
-    assert error.code() == grpc.StatusCode.UNAVAILABLE
+    # a query naming no trace is the source's configuration error, answered as one
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert len((error.details() or "").encode()) <= DETAILS_LIMIT
 
 
@@ -268,4 +273,5 @@ def test_a_query_naming_a_file_outside_the_trace_folder_is_no_trace(
     stub.GetMetricSpec(target, timeout=RPC_TIMEOUT)
     request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")
     error = refused(lambda: stub.GetMetrics(request, timeout=RPC_TIMEOUT), says="no trace")
-    assert error.code() == grpc.StatusCode.UNAVAILABLE
+    # a query naming no trace is the source's configuration error, answered as one
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
