@@ -25,16 +25,21 @@ from tests.integration.scaler_server import (
 )
 
 
+def write_wake_up_trace(folder: Path, *, idle: int) -> None:
+    """20 minutes at 1 s; the replay starts half-way (the default warm-up), idle for `idle`
+    seconds more, then busy: a pool at zero that must wake up."""
+    rows = ["timestamp,value"] + [
+        f"2024-01-01 00:{i // 60:02d}:{i % 60:02d},{0 if i < 600 + idle else 100}"
+        for i in range(1200)
+    ]
+    (folder / "wakes_up.csv").write_text("\n".join(rows) + "\n")
+
+
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("traces")
     shutil.copy(bundled_trace(), folder / "llm_serving_10min.csv")
-    # 20 minutes at 1 s; the replay starts half-way (the default warm-up), idle for 3 s more,
-    # then busy: a pool at zero that must wake up.
-    rows = ["timestamp,value"] + [
-        f"2024-01-01 00:{i // 60:02d}:{i % 60:02d},{0 if i < 603 else 100}" for i in range(1200)
-    ]
-    (folder / "wakes_up.csv").write_text("\n".join(rows) + "\n")
+    write_wake_up_trace(folder, idle=3)
     return folder
 
 
@@ -101,16 +106,21 @@ def test_is_active_follows_the_activation_threshold(stub: pb_grpc.ExternalScaler
     assert eventually(lambda: stub.IsActive(quiet)).result is False
 
 
-def test_stream_is_active_sends_the_state_then_true_when_the_pool_wakes(
-    stub: pb_grpc.ExternalScalerStub,
-) -> None:
+def test_stream_is_active_sends_the_state_then_true_when_the_pool_wakes(tmp_path: Path) -> None:
+    # its own server: the replay clock starts with it, so the idle seconds before the wake-up
+    # are not eaten by the tests that ran before on a busy machine
+    write_wake_up_trace(tmp_path, idle=6)
     target = ref(name="sleepy", query="wakes_up", activationThreshold="50", threshold="10")
-    stream = stub.StreamIsActive(target, timeout=20)
-    first = next(stream)
-    assert first.result is False
-    woke = next(stream)
-    assert woke.result is True
-    stream.cancel()
+    with (
+        RunningScaler(fast_settings(f"file:{tmp_path}")) as running,
+        grpc.insecure_channel(running.address) as channel,
+    ):
+        stream = pb_grpc.ExternalScalerStub(channel).StreamIsActive(target, timeout=20)
+        first = next(stream)
+        assert first.result is False
+        woke = next(stream)
+        assert woke.result is True
+        stream.cancel()
 
 
 def test_bad_metadata_is_invalid_argument_naming_the_key_and_others_keep_serving(
