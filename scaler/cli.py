@@ -138,7 +138,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="how often that Prometheus scrapes this scaler: a rebuilt ledger books "
         "maxPrewarmReplicas for this interval + 1m + --step as spent, the bound of what a "
         "killed pod charged but no scrape recorded (env SCALER_LEDGER_SCRAPE_INTERVAL; "
-        "1s-10m; default 30s, as deploy/monitoring.yaml)",
+        "1s-10m; default 30s, as deploy/monitoring)",
     )
     g.add_argument(
         "--decision-log",
