@@ -766,6 +766,7 @@ def test_the_network_policy_isolates_the_scaler_pods() -> None:
         (({"kubernetes.io/metadata.name": "keda"}, {"app": "something-else"}), "grpc", False),
         (({"kubernetes.io/metadata.name": "inference"}, KEDA_OPERATOR[1]), "grpc", False),
         (({"kubernetes.io/metadata.name": "default"}, PROMETHEUS[1]), "http", False),
+        (({"kubernetes.io/metadata.name": "monitoring"}, {"app": "grafana"}), "http", False),
         (KEDA_OPERATOR, "grpc-health", False),
     ],
     ids=[
@@ -776,6 +777,7 @@ def test_the_network_policy_isolates_the_scaler_pods() -> None:
         "another pod in keda to grpc",
         "keda-operator labels elsewhere to grpc",
         "prometheus labels elsewhere to metrics",
+        "another pod in monitoring to metrics",
         "keda-operator to the health port",
     ],
 )
