@@ -220,8 +220,15 @@ def create_health_server(settings: ServerSettings, health: HealthServicer) -> gr
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"{settings.host}:{settings.health_port}"
-    if server.add_insecure_port(address) == 0:
-        raise ConfigError(f"could not bind the health port {address}; is it in use?")
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio raises on a port in use instead of returning 0
+        bound = 0
+    if bound == 0:
+        raise ConfigError(
+            f"could not bind the health port {address}; is it in use? Pick another "
+            "--health-port (SCALER_HEALTH_PORT), or -1 to serve no health port"
+        )
     return server
 
 

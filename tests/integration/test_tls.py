@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
 import socket
@@ -16,11 +17,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
 
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.errors import ConfigError
-from scaler.server import server_credentials
-from scaler.settings import TLSSettings
+from scaler.server import create_health_server, server_credentials
+from scaler.settings import ServerSettings, TLSSettings
 from scaler.sources.file import bundled_trace
 from tests.integration.scaler_server import RunningScaler, fast_settings, ref
 
@@ -196,6 +198,20 @@ def test_the_health_port_does_not_open_the_external_scaler_to_plaintext(
         stub = pb_grpc.ExternalScalerStub(channel)
         stub.GetMetricSpec(ref(), timeout=5)
     assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_a_health_port_in_use_is_a_config_error_naming_the_flag(
+    probed_mtls_server: tuple[RunningScaler, str],
+) -> None:
+    _, health_address = probed_mtls_server
+    taken = int(health_address.rpartition(":")[2])
+    settings = ServerSettings(host="127.0.0.1", health_port=taken)
+    with pytest.raises(ConfigError, match=r"--health-port"):
+        asyncio.run(_bind_health(settings))
+
+
+async def _bind_health(settings: ServerSettings) -> None:
+    await create_health_server(settings, HealthServicer()).stop(0)
 
 
 def test_unreadable_certificate_is_a_config_error_naming_the_file(pki: PKI, tmp_path: Path) -> None:
