@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: help venv demo test lint typecheck pytest proto bench figures prometheus clean
+.PHONY: help venv demo test lint typecheck pytest proto bench figures prometheus kubectl clean
 
 help:
 	@echo "make demo       run the scaler on the bundled trace (no Prometheus, no cluster needed)"
@@ -29,6 +29,10 @@ prometheus:
 		{ echo "installing Debian's prometheus (the tests run a real server)"; \
 		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
 
+kubectl:
+	@command -v kubectl >/dev/null || { echo "the manifest tests need kubectl 1.27+ on PATH \
+	(kubectl kustomize); install it from pkgs.k8s.io or Google Cloud's apt repository"; exit 1; }
+
 lint: $(STAMP)
 	$(BIN)/ruff check scaler models tests bench
 	$(BIN)/ruff format --check scaler models tests bench
@@ -36,7 +40,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) prometheus
+pytest: $(STAMP) prometheus kubectl
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

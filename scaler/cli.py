@@ -102,6 +102,13 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=int(env("HTTP_PORT", "8080") or 8080),
         help="/metrics, /healthz, /readyz port; -1 disables (env SCALER_HTTP_PORT; default 8080)",
     )
+    g.add_argument(
+        "--health-port",
+        type=int,
+        default=int(env("HEALTH_PORT", "-1") or -1),
+        help="plaintext port serving only grpc.health.v1, for kubelet's grpc probe of a TLS "
+        "scaler; -1 disables (env SCALER_HEALTH_PORT; default -1)",
+    )
     g.add_argument("--host", default=env("HOST", "[::]"), help="bind address (default [::])")
     g.add_argument(
         "--source",
@@ -131,7 +138,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="how often that Prometheus scrapes this scaler: a rebuilt ledger books "
         "maxPrewarmReplicas for this interval + 1m + --step as spent, the bound of what a "
         "killed pod charged but no scrape recorded (env SCALER_LEDGER_SCRAPE_INTERVAL; "
-        "1s-10m; default 30s, as deploy/monitoring.yaml)",
+        "1s-10m; default 30s, as deploy/monitoring)",
     )
     g.add_argument(
         "--decision-log",
@@ -204,7 +211,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise ConfigError("--tls-key is set but --tls-cert is not; give both")
     return Settings(
         server=ServerSettings(
-            grpc_port=args.grpc_port, http_port=args.http_port, host=args.host, tls=tls
+            grpc_port=args.grpc_port,
+            http_port=args.http_port,
+            health_port=args.health_port,
+            host=args.host,
+            tls=tls,
         ),
         prometheus=PrometheusSettings(
             url=args.prometheus_url, ledger_url=args.ledger_prometheus_url or None
@@ -271,6 +282,10 @@ async def run_server(
         spend_record=spend_record,
     )
     server, port, health = await grpc_server.create_server(settings.server, engine)
+    probe = None
+    if settings.server.health_port >= 0:
+        probe = grpc_server.create_health_server(settings.server, health)
+        await probe.start()
     http = None
     http_port = -1
     if settings.server.http_port >= 0:
@@ -302,6 +317,8 @@ async def run_server(
         )
     finally:
         logger.debug("RPCs drained")
+        if probe is not None:
+            await probe.stop(0)
         engine_task.cancel()
         await asyncio.gather(engine_task, return_exceptions=True)
         logger.debug("engine stopped")

@@ -235,6 +235,25 @@ async def create_server(
     return server, port, health
 
 
+def create_health_server(settings: ServerSettings, health: HealthServicer) -> grpc.aio.Server:
+    """A plaintext server with only grpc.health.v1 on `settings.health_port`, sharing `health`
+    with the main server (so it turns NOT_SERVING on drain). Kubelet's `grpc:` probe speaks no
+    TLS; this lets it probe an mTLS scaler without opening the ExternalScaler to plaintext."""
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    address = f"{settings.host}:{settings.health_port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio raises on a port in use instead of returning 0
+        bound = 0
+    if bound == 0:
+        raise ConfigError(
+            f"could not bind the health port {address}; is it in use? Pick another "
+            "--health-port (SCALER_HEALTH_PORT), or -1 to serve no health port"
+        )
+    return server
+
+
 async def serve_until_stopped(
     server: grpc.aio.Server,
     health: HealthServicer,

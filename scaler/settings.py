@@ -31,6 +31,9 @@ class ServerSettings:
     """Port of the ExternalScaler and grpc.health.v1 services; 0 picks a free one."""
     http_port: int = 8080
     """Port of /metrics, /healthz and /readyz; 0 picks a free one, -1 disables it."""
+    health_port: int = -1
+    """Plaintext port serving only grpc.health.v1, for kubelet's `grpc:` probe, which cannot
+    speak TLS to the gRPC port; -1 disables it."""
     host: str = "[::]"
     """Address to bind both ports to."""
     grace_seconds: float = 5.0

@@ -1,5 +1,8 @@
 """deploy/ checked the way a cluster, KEDA and the scaler would check it.
 
+What is checked is what `kubectl apply -k` would send: the `kubectl kustomize` output of the base
+and of each example overlay (kubectl must be on PATH; a missing kubectl fails, never skips).
+
 - Core Kubernetes objects are validated against the Kubernetes OpenAPI schemas that
   kubernetes-validate ships (offline), in strict mode: an unknown field is an error, as
   `kubectl apply` reports it since strict server-side field validation became its default.
@@ -8,18 +11,24 @@
   KEDA's schema they use (and the whole CRD when ../shared/keda has it).
 - Then the wiring a user would trip over: metadata the scaler rejects, a scalerAddress that
   misses the Service, certificates that do not match what KEDA and the scaler read, replica
-  bounds that disagree, an HPA tolerance that eats prewarmed replicas.
+  bounds that disagree, an HPA tolerance that eats prewarmed replicas, a NetworkPolicy that
+  lets the wrong pods in, a GPU quota out of step with the replica cap.
 
 Objects that need CRDs other than KEDA's (cert-manager, prometheus-operator) cannot be validated
-offline; they live in their own files, whose header says so, and are checked for wiring only.
+offline; they live in their own kustomizations, whose header says so, and are checked for
+wiring only.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import math
 import os
+import shutil
+import subprocess
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -39,19 +48,48 @@ SHARED_KEDA = REPO.parent / "shared" / "keda"
 # An older minor still common on managed clusters, and the newest one kubernetes-validate knows.
 K8S_VERSIONS = ("1.30", ".".join(kubernetes_validate.latest_version().split(".")[:2]))
 
+# What a user applies: the base alone, or an example overlay (base + workload + ScaledObject).
+BASE = "base"
+SHADOW = "overlays/shadow"
+ACTIVE = "overlays/active"
+OVERLAYS = (SHADOW, ACTIVE)
+BUILDS = (BASE, *OVERLAYS)
+
 # Kinds that need CRDs these tests cannot load offline, by apiVersion.
 OTHER_CRDS = {
     "cert-manager.io/v1": {"Certificate", "ClusterIssuer", "Issuer"},
     "monitoring.coreos.com/v1": {"ServiceMonitor", "PodMonitor"},
 }
+# What a kustomization's header must name when its output needs a CRD group.
+PRODUCT_OF_GROUP = {
+    "keda.sh": "KEDA",
+    "cert-manager.io": "cert-manager",
+    "monitoring.coreos.com": "prometheus-operator",
+}
 KEDA_KINDS = {"ScaledObject", "TriggerAuthentication", "ClusterTriggerAuthentication"}
-# Files meant for `kubectl apply -n NAMESPACE -f FILE` on a cluster with only KEDA installed.
-PORTABLE_FILES = ("scaler.yaml", "scaledobject.yaml", "triggerauthentication.yaml")
-NAMESPACE_AGNOSTIC_FILES = (*PORTABLE_FILES, "monitoring.yaml")
+CLUSTER_SCOPED = {
+    "ClusterIssuer",
+    "ClusterTriggerAuthentication",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Namespace",
+}
+RBAC_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 
 # The external scaler's authentication parameters in KEDA (pkg/scalers/external_scaler.go),
 # each with the Secret key cert-manager and `kubectl create secret tls` style files use.
 KEDA_TLS_PARAMETERS = {"caCert": "ca.crt", "tlsClientCert": "tls.crt", "tlsClientKey": "tls.key"}
+
+# Who the NetworkPolicy is about: KEDA's operator pods (Helm chart and release manifests) and
+# prometheus-operator's Prometheus pods, by namespace and pod labels.
+KEDA_OPERATOR = (
+    {"kubernetes.io/metadata.name": "keda"},
+    {"app.kubernetes.io/name": "keda-operator"},
+)
+PROMETHEUS = (
+    {"kubernetes.io/metadata.name": "monitoring"},
+    {"app.kubernetes.io/name": "prometheus"},
+)
 
 # The part of KEDA's TriggerAuthentication CRD (v2.20, spec.secretTargetRef) these manifests
 # use, closed to unknown fields. ../shared/keda holds only the ScaledObject CRD; when the
@@ -91,9 +129,9 @@ TRIGGER_AUTH_SUBSET = {
 
 @dataclass(frozen=True)
 class Doc:
-    """One YAML document of a file under deploy/."""
+    """One object of the `kubectl kustomize` output of deploy/BUILD."""
 
-    file: str
+    build: str
     index: int
     body: dict[str, Any]
 
@@ -110,24 +148,47 @@ class Doc:
         return str(self.body.get("metadata", {}).get("name", ""))
 
     @property
+    def namespace(self) -> str:
+        return str(self.body.get("metadata", {}).get("namespace", ""))
+
+    @property
     def spec(self) -> dict[str, Any]:
         value: dict[str, Any] = self.body.get("spec", {})
         return value
 
     def __str__(self) -> str:
-        return f"{self.file}#{self.index}:{self.kind}/{self.name}"
+        return f"{self.build}#{self.index}:{self.kind}/{self.namespace}/{self.name}"
 
 
-def load_docs() -> list[Doc]:
-    docs = []
-    for path in sorted(DEPLOY.glob("*.yaml")):
-        for index, body in enumerate(yaml.safe_load_all(path.read_text())):
-            if body is not None:
-                docs.append(Doc(path.name, index, body))
-    return docs
+def kubectl() -> str:
+    found = shutil.which("kubectl")
+    if found is None:
+        raise RuntimeError(
+            "kubectl is not on PATH: the manifest tests validate `kubectl kustomize deploy/...` "
+            "output. Install kubectl 1.27+ (it bundles kustomize v5), e.g. from "
+            "https://pkgs.k8s.io or Google Cloud's apt repository (package kubectl); Debian "
+            "bookworm's kubernetes-client 1.20 embeds kustomize v2.0.3, untested here"
+        )
+    return found
 
 
-DOCS = load_docs()
+@functools.cache
+def build(name: str) -> tuple[Doc, ...]:
+    """The objects `kubectl apply -k deploy/NAME` would send."""
+    result = subprocess.run(
+        [kubectl(), "kustomize", str(DEPLOY / name)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"kubectl kustomize deploy/{name} failed: {result.stderr.strip()}")
+    bodies = [b for b in yaml.safe_load_all(result.stdout) if b is not None]
+    return tuple(Doc(name, i, b) for i, b in enumerate(bodies))
+
+
+DOCS = [doc for name in BUILDS for doc in build(name)]
 
 
 def needs_other_crds(doc: Doc) -> bool:
@@ -141,25 +202,29 @@ def is_keda(doc: Doc) -> bool:
 CORE_DOCS = [d for d in DOCS if not is_keda(d) and not needs_other_crds(d)]
 
 
-def all_of(kind: str, file: str | None = None) -> list[Doc]:
-    return [d for d in DOCS if d.kind == kind and (file is None or d.file == file)]
+def all_of(kind: str, where: str | None = None) -> list[Doc]:
+    return [d for d in DOCS if d.kind == kind and (where is None or d.build == where)]
 
 
-def one(kind: str, file: str | None = None) -> Doc:
-    found = all_of(kind, file)
-    assert len(found) == 1, f"expected one {kind} in {file or 'deploy/'}, found {len(found)}"
+def one(kind: str, where: str, name: str | None = None) -> Doc:
+    found = [d for d in all_of(kind, where) if name is None or d.name == name]
+    assert len(found) == 1, f"expected one {kind} {name or ''} in deploy/{where}, found {found}"
     return found[0]
 
 
-def scaler_deployment() -> Doc:
-    return one("Deployment", "scaler.yaml")
+def scaler_deployment(where: str = BASE) -> Doc:
+    return one("Deployment", where, "predictive-scaler")
 
 
-def scaler_container() -> dict[str, Any]:
-    containers = scaler_deployment().spec["template"]["spec"]["containers"]
+def scaler_container(where: str = BASE) -> dict[str, Any]:
+    containers = scaler_deployment(where).spec["template"]["spec"]["containers"]
     assert len(containers) == 1, "the scaler pod should run one container"
     container: dict[str, Any] = containers[0]
     return container
+
+
+def scaler_service(where: str = BASE) -> Doc:
+    return one("Service", where, "predictive-scaler")
 
 
 def external_triggers(doc: Doc) -> list[dict[str, Any]]:
@@ -167,11 +232,16 @@ def external_triggers(doc: Doc) -> list[dict[str, Any]]:
     return [t for t in triggers if t.get("type") in ("external", "external-push")]
 
 
-def the_trigger() -> tuple[Doc, dict[str, Any]]:
-    so = one("ScaledObject", "scaledobject.yaml")
+def the_trigger(overlay: str) -> tuple[Doc, dict[str, Any]]:
+    so = one("ScaledObject", overlay)
     triggers = external_triggers(so)
     assert len(triggers) == 1, f"{so} should have one external trigger"
     return so, triggers[0]
+
+
+def target_spec(overlay: str) -> spec.TargetSpec:
+    so, trigger = the_trigger(overlay)
+    return spec.parse(so.namespace, so.name, trigger["metadata"])
 
 
 def container_port(container: dict[str, Any], port: int | str) -> int:
@@ -184,16 +254,16 @@ def container_port(container: dict[str, Any], port: int | str) -> int:
     raise AssertionError(f"container {container['name']} has no port named {port!r}")
 
 
-def scaler_address() -> tuple[list[str], int]:
-    """The scalerAddress of the example trigger as (DNS labels, port)."""
-    _, trigger = the_trigger()
+def scaler_address(overlay: str) -> tuple[list[str], int]:
+    """The scalerAddress of the overlay's trigger as (DNS labels, port)."""
+    _, trigger = the_trigger(overlay)
     host, sep, port = trigger["metadata"]["scalerAddress"].rpartition(":")
     assert sep and port.isdigit(), "scalerAddress must be host:port"
     return host.split("."), int(port)
 
 
-def certificate_for(secret: str) -> Doc:
-    found = [c for c in all_of("Certificate") if c.spec.get("secretName") == secret]
+def certificate_for(secret: str, where: str) -> Doc:
+    found = [c for c in all_of("Certificate", where) if c.spec.get("secretName") == secret]
     assert len(found) == 1, f"expected one cert-manager Certificate writing Secret {secret!r}"
     return found[0]
 
@@ -204,10 +274,11 @@ def quantity(value: int | str) -> float:
     return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
 
 
-def tls_secret_of_scaler() -> str:
+def tls_secret_of_scaler(where: str = BASE) -> str:
     """The Secret the scaler's SCALER_TLS_* files come from; asserts they all do."""
-    env = {e["name"]: e["value"] for e in scaler_container().get("env", [])}
-    pod = scaler_deployment().spec["template"]["spec"]
+    container = scaler_container(where)
+    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    pod = scaler_deployment(where).spec["template"]["spec"]
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     secrets = set()
     for var, key in (
@@ -218,7 +289,7 @@ def tls_secret_of_scaler() -> str:
         path = PurePosixPath(env[var])
         mounts = [
             m
-            for m in scaler_container().get("volumeMounts", [])
+            for m in container.get("volumeMounts", [])
             if PurePosixPath(m["mountPath"]) == path.parent
         ]
         assert len(mounts) == 1, f"{var}={path}: no volume is mounted at {path.parent}"
@@ -231,6 +302,65 @@ def tls_secret_of_scaler() -> str:
         secrets.add(secret["secretName"])
     assert len(secrets) == 1, f"the scaler's TLS files come from several Secrets: {secrets}"
     return secrets.pop()
+
+
+def kustomization(directory: Path) -> dict[str, Any]:
+    body: dict[str, Any] = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    return body
+
+
+def kustomization_dirs() -> list[Path]:
+    return sorted(p.parent for p in DEPLOY.rglob("kustomization.yaml"))
+
+
+def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A label selector (matchLabels and matchExpressions) matches `labels`; {} matches all."""
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expr in selector.get("matchExpressions", []):
+        value, values = labels.get(expr["key"]), expr.get("values", [])
+        ok = {
+            "In": value in values,
+            "NotIn": value not in values,
+            "Exists": value is not None,
+            "DoesNotExist": value is None,
+        }[expr["operator"]]
+        if not ok:
+            return False
+    return True
+
+
+def admits(
+    policy: Doc,
+    source: tuple[Mapping[str, str], Mapping[str, str]],
+    port: int,
+    container: dict[str, Any],
+) -> bool:
+    """Whether a NetworkPolicy's ingress rules let a pod reach `port` of the container.
+
+    `source` is (labels of the pod's namespace, labels of the pod). NetworkPolicy semantics:
+    rules are ORed; a peer with both selectors needs both; a peer with only a podSelector
+    means pods of the policy's own namespace; a rule without `from` or `ports` allows any.
+    """
+    namespace_labels, pod_labels = source
+
+    def peer_admits(peer: Mapping[str, Any]) -> bool:
+        if "ipBlock" in peer:
+            return False
+        if "namespaceSelector" in peer:
+            namespace_ok = selects(peer["namespaceSelector"], namespace_labels)
+        else:
+            namespace_ok = namespace_labels.get("kubernetes.io/metadata.name") == policy.namespace
+        return namespace_ok and selects(peer.get("podSelector", {}), pod_labels)
+
+    for rule in policy.spec.get("ingress", []):
+        peers = rule.get("from")
+        ports = rule.get("ports")
+        peer_ok = peers is None or any(peer_admits(peer) for peer in peers)
+        port_ok = ports is None or any(container_port(container, p["port"]) == port for p in ports)
+        if peer_ok and port_ok:
+            return True
+    return False
 
 
 # ---- validators: each returns the problems it finds, so tests can show they find some ------
@@ -340,14 +470,44 @@ def metadata_errors(metadata: dict[str, Any]) -> list[str]:
     return []
 
 
-# ---- what the files hold ------------------------------------------------------------------
+# ---- what the builds hold ----------------------------------------------------------------
 
 
-def test_deploy_holds_the_scaler_the_example_and_its_authentication() -> None:
-    files = {d.file for d in DOCS}
-    assert {"scaler.yaml", "scaledobject.yaml", "triggerauthentication.yaml"} <= files
-    for doc in DOCS:
-        assert doc.api_version and doc.kind and doc.name, f"{doc} lacks apiVersion/kind/name"
+def test_every_manifest_under_deploy_is_part_of_a_kustomization() -> None:
+    listed = set()
+    for directory in kustomization_dirs():
+        for resource in kustomization(directory).get("resources", []):
+            path = (directory / resource).resolve()
+            if path.is_file():
+                listed.add(path)
+    manifests = {
+        p.resolve()
+        for p in DEPLOY.rglob("*.yaml")
+        if p.name != "kustomization.yaml" and "prometheus" not in p.relative_to(DEPLOY).parts
+    }
+    orphans = sorted(str(p.relative_to(DEPLOY)) for p in manifests - listed)
+    assert not orphans, f"no kustomization lists {orphans}: `kubectl apply -k` never applies them"
+
+
+@pytest.mark.parametrize(
+    "directory", kustomization_dirs(), ids=lambda p: str(p.relative_to(DEPLOY))
+)
+def test_every_kustomization_builds(directory: Path) -> None:
+    assert build(str(directory.relative_to(DEPLOY)))
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=str)
+def test_every_namespaced_object_names_its_namespace(doc: Doc) -> None:
+    assert doc.api_version and doc.kind and doc.name, f"{doc} lacks apiVersion/kind/name"
+    if doc.kind in CLUSTER_SCOPED:
+        assert not doc.namespace, f"{doc} is cluster-scoped"
+    else:
+        assert doc.namespace, f"{doc} would land in whatever namespace kubectl's context has"
+
+
+def test_the_base_applies_on_a_cluster_with_only_core_kubernetes() -> None:
+    extra = [str(d) for d in build(BASE) if is_keda(d) or needs_other_crds(d)]
+    assert not extra, f"deploy/base needs CRDs: {extra}"
 
 
 @pytest.mark.parametrize("doc", [d for d in DOCS if is_keda(d) or needs_other_crds(d)], ids=str)
@@ -355,25 +515,27 @@ def test_every_custom_resource_is_a_kind_these_tests_know(doc: Doc) -> None:
     assert doc.kind in KEDA_KINDS or needs_other_crds(doc), f"{doc}: unknown custom resource"
 
 
-@pytest.mark.parametrize("file", PORTABLE_FILES)
-def test_core_files_apply_on_a_cluster_with_only_keda(file: str) -> None:
-    extra = [str(d) for d in DOCS if d.file == file and needs_other_crds(d)]
-    assert not extra, f"{file} needs CRDs beyond KEDA's; move {extra} to their own file"
-
-
-@pytest.mark.parametrize("file", sorted({d.file for d in DOCS if needs_other_crds(d)}))
-def test_files_needing_other_crds_say_so_in_their_header(file: str) -> None:
-    header = (DEPLOY / file).read_text().split("\n---", 1)[0]
-    groups = {d.api_version.split("/")[0] for d in DOCS if d.file == file and needs_other_crds(d)}
-    assert "REQUIRES" in header, f"{file}: say in the header which CRDs it needs"
+@pytest.mark.parametrize(
+    "directory", kustomization_dirs(), ids=lambda p: str(p.relative_to(DEPLOY))
+)
+def test_kustomizations_needing_crds_say_which_in_their_header(directory: Path) -> None:
+    docs = build(str(directory.relative_to(DEPLOY)))
+    groups = {d.api_version.split("/")[0] for d in docs if is_keda(d) or needs_other_crds(d)}
+    header = (directory / "kustomization.yaml").read_text()
     for group in groups:
-        assert group in header, f"{file}: the header should name {group}"
+        assert "REQUIRES" in header, f"{directory}: say in the header which CRDs it needs"
+        assert PRODUCT_OF_GROUP[group] in header, f"{directory}: name {PRODUCT_OF_GROUP[group]}"
 
 
-@pytest.mark.parametrize("file", NAMESPACE_AGNOSTIC_FILES)
-def test_namespace_agnostic_files_name_no_namespace(file: str) -> None:
-    pinned = [str(d) for d in DOCS if d.file == file and "namespace" in d.body["metadata"]]
-    assert not pinned, f"`kubectl apply -n NS -f {file}` fails for {pinned}"
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlays_install_the_base_scaler_unchanged(overlay: str) -> None:
+    for doc in build(BASE):
+        same = [
+            d
+            for d in build(overlay)
+            if (d.kind, d.namespace, d.name) == (doc.kind, doc.namespace, doc.name)
+        ]
+        assert [d.body for d in same] == [doc.body], f"{overlay} changes {doc}"
 
 
 # ---- schemas ------------------------------------------------------------------------------
@@ -400,16 +562,20 @@ def test_trigger_authentications_match_kedas_schema(doc: Doc) -> None:
 def test_deployments_select_their_own_pods() -> None:
     for doc in all_of("Deployment"):
         labels = doc.spec["template"]["metadata"]["labels"]
-        selector = doc.spec["selector"]["matchLabels"]
-        assert selector.items() <= labels.items(), f"{doc}: selector misses the pod labels"
+        assert selects(doc.spec["selector"], labels), f"{doc}: selector misses the pod labels"
 
 
-def test_services_and_disruption_budgets_select_pods_of_their_file() -> None:
-    for doc in all_of("Service") + all_of("PodDisruptionBudget"):
-        selector = doc.spec.get("selector", {})
-        selector = selector.get("matchLabels", selector)
-        pods = [d.spec["template"]["metadata"]["labels"] for d in all_of("Deployment", doc.file)]
-        assert any(selector.items() <= labels.items() for labels in pods), f"{doc} selects no pod"
+def test_services_disruption_budgets_and_policies_select_pods_of_their_namespace() -> None:
+    for doc in all_of("Service") + all_of("PodDisruptionBudget") + all_of("NetworkPolicy"):
+        selector = doc.spec.get("podSelector", doc.spec.get("selector", {}))
+        if doc.kind == "Service":
+            selector = {"matchLabels": selector}
+        pods = [
+            d.spec["template"]["metadata"]["labels"]
+            for d in all_of("Deployment", doc.build)
+            if d.namespace == doc.namespace
+        ]
+        assert any(selects(selector, labels) for labels in pods), f"{doc} selects no pod"
 
 
 # ---- the scaler -----------------------------------------------------------------------------
@@ -445,6 +611,7 @@ def test_the_scaler_reads_every_setting_the_deployment_gives_it(
     container = scaler_container()
     assert settings.server.grpc_port == container_port(container, "grpc")
     assert settings.server.http_port == container_port(container, "http")
+    assert settings.server.health_port == container_port(container, "grpc-health")
     assert settings.server.tls.enabled and settings.server.tls.require_client_cert
     assert settings.server.tls.client_ca is not None
 
@@ -459,151 +626,433 @@ def test_the_scaler_runs_two_unprivileged_replicas() -> None:
     pod = deployment.spec["template"]["spec"]
     container = scaler_container()
     assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
     security = container["securityContext"]
     assert security["readOnlyRootFilesystem"] is True
     assert security["allowPrivilegeEscalation"] is False
     assert "ALL" in security["capabilities"]["drop"]
+    assert not security["capabilities"].get("add"), "no capability is added back"
     for kind in ("requests", "limits"):
         assert {"cpu", "memory"} <= set(container["resources"][kind]), f"set {kind}"
 
 
-@pytest.mark.parametrize(
-    ("probe", "path"), [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")]
-)
-def test_the_scaler_is_probed_on_its_health_endpoints(probe: str, path: str) -> None:
+def test_the_read_only_scaler_has_a_writable_bounded_tmp() -> None:
+    pod = scaler_deployment().spec["template"]["spec"]
+    mounts = {m["mountPath"]: m["name"] for m in scaler_container()["volumeMounts"]}
+    assert "/tmp" in mounts, "model fitting writes scratch files under /tmp"
+    volume = next(v for v in pod["volumes"] if v["name"] == mounts["/tmp"])
+    assert "sizeLimit" in volume["emptyDir"], "an unbounded /tmp can fill the node's disk"
+
+
+def test_the_scaler_pods_carry_no_service_account_token() -> None:
+    pod = scaler_deployment().spec["template"]["spec"]
+    account = one("ServiceAccount", BASE, pod["serviceAccountName"])
+    assert pod["automountServiceAccountToken"] is False
+    assert account.body["automountServiceAccountToken"] is False
+
+
+def test_the_liveness_probes_are_native_grpc_on_a_port_kubelet_can_speak_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, settings = scaler_settings(monkeypatch)
     container = scaler_container()
-    http = container[probe]["httpGet"]
-    assert http["path"] == path
+    for probe in ("startupProbe", "livenessProbe"):
+        grpc_probe = container[probe]["grpc"]
+        # kubelet's grpc probe speaks no TLS: the mTLS port would fail it for ever.
+        assert grpc_probe["port"] == settings.server.health_port != settings.server.grpc_port
+        assert grpc_probe.get("service", "") in ("", "externalscaler.ExternalScaler")
+
+
+def test_readiness_waits_for_the_engines_first_refresh_on_readyz() -> None:
+    container = scaler_container()
+    http = container["readinessProbe"]["httpGet"]
+    assert http["path"] == "/readyz"
     assert container_port(container, http["port"]) == container_port(container, "http")
+
+
+def test_the_plaintext_health_port_stays_off_the_service() -> None:
+    health = container_port(scaler_container(), "grpc-health")
+    for port in scaler_service().spec["ports"]:
+        target = port.get("targetPort", port["port"])
+        assert container_port(scaler_container(), target) != health, port
+
+
+def test_the_service_is_headless_so_keda_balances_over_ready_pods() -> None:
+    assert scaler_service().spec["clusterIP"] == "None"
+
+
+def test_a_drain_keeps_one_scaler_and_is_never_blocked() -> None:
+    pdb = one("PodDisruptionBudget", BASE)
+    replicas = scaler_deployment().spec["replicas"]
+    assert 1 <= pdb.spec["minAvailable"] < replicas
+
+
+def test_the_scaler_replicas_spread_over_nodes_and_zones() -> None:
+    pod = scaler_deployment().spec["template"]["spec"]
+    pod_labels = scaler_deployment().spec["template"]["metadata"]["labels"]
+    spread = {c["topologyKey"]: c for c in pod["topologySpreadConstraints"]}
+    assert {"kubernetes.io/hostname", "topology.kubernetes.io/zone"} <= set(spread)
+    for constraint in spread.values():
+        assert selects(constraint["labelSelector"], pod_labels), constraint
+        assert constraint["maxSkew"] == 1
+
+
+# ---- least privilege --------------------------------------------------------------------------
+
+
+def rbac_wildcards(doc: Doc) -> list[str]:
+    """Rules of a Role/ClusterRole that grant `*` verbs, resources or API groups."""
+    return [
+        f"{doc}: rule {i} {field}"
+        for i, rule in enumerate(doc.body.get("rules", []))
+        for field in ("verbs", "resources", "apiGroups")
+        if "*" in rule.get(field, [])
+    ]
+
+
+@pytest.mark.parametrize("where", BUILDS)
+def test_no_rbac_grants_a_wildcard(where: str) -> None:
+    roles = all_of("Role", where) + all_of("ClusterRole", where)
+    assert [e for r in roles for e in rbac_wildcards(r)] == []
+
+
+def test_the_wildcard_check_finds_a_wildcard() -> None:
+    role = Doc(BASE, 0, {"kind": "Role", "rules": [{"apiGroups": [""], "verbs": ["*"]}]})
+    assert rbac_wildcards(role)
+
+
+@pytest.mark.parametrize("where", BUILDS)
+def test_the_scaler_is_bound_to_no_role_since_it_never_calls_the_kubernetes_api(
+    where: str,
+) -> None:
+    account = scaler_deployment(where).spec["template"]["spec"]["serviceAccountName"]
+    bindings = all_of("RoleBinding", where) + all_of("ClusterRoleBinding", where)
+    bound = [
+        str(b)
+        for b in bindings
+        for subject in b.body.get("subjects", [])
+        if subject.get("kind") == "ServiceAccount" and subject.get("name") == account
+    ]
+    assert not bound, f"the scaler reads Prometheus only; drop {bound} or add the code using it"
+
+
+def test_the_readme_says_the_retrain_job_gets_its_rbac_with_its_code() -> None:
+    readme = (DEPLOY / "README.md").read_text()
+    assert "retrain" in readme and "RBAC" in readme
+
+
+# ---- the NetworkPolicy -------------------------------------------------------------------------
+
+
+def scaler_policy() -> Doc:
+    return one("NetworkPolicy", BASE)
+
+
+def test_the_network_policy_isolates_the_scaler_pods() -> None:
+    policy = scaler_policy()
+    labels = scaler_deployment().spec["template"]["metadata"]["labels"]
+    assert policy.namespace == scaler_deployment().namespace
+    assert selects(policy.spec["podSelector"], labels)
+    assert "Ingress" in policy.spec["policyTypes"]
+
+
+@pytest.mark.parametrize(
+    ("source", "port", "allowed"),
+    [
+        (KEDA_OPERATOR, "grpc", True),
+        (KEDA_OPERATOR, "http", False),
+        (PROMETHEUS, "http", True),
+        (PROMETHEUS, "grpc", False),
+        (({"kubernetes.io/metadata.name": "keda"}, {"app": "something-else"}), "grpc", False),
+        (({"kubernetes.io/metadata.name": "inference"}, KEDA_OPERATOR[1]), "grpc", False),
+        (({"kubernetes.io/metadata.name": "default"}, PROMETHEUS[1]), "http", False),
+        (({"kubernetes.io/metadata.name": "monitoring"}, {"app": "grafana"}), "http", False),
+        (KEDA_OPERATOR, "grpc-health", False),
+    ],
+    ids=[
+        "keda-operator to grpc",
+        "keda-operator to metrics",
+        "prometheus to metrics",
+        "prometheus to grpc",
+        "another pod in keda to grpc",
+        "keda-operator labels elsewhere to grpc",
+        "prometheus labels elsewhere to metrics",
+        "another pod in monitoring to metrics",
+        "keda-operator to the health port",
+    ],
+)
+def test_only_kedas_operator_reaches_grpc_and_only_prometheus_the_metrics(
+    source: tuple[dict[str, str], dict[str, str]], port: str, allowed: bool
+) -> None:
+    container = scaler_container()
+    number = container_port(container, port)
+    assert admits(scaler_policy(), source, number, container) is allowed
+
+
+def test_the_policy_check_sees_a_rule_that_lets_all_of_kedas_namespace_in() -> None:
+    loose = copy.deepcopy(scaler_policy().body)
+    loose["spec"]["ingress"][0]["from"][0].pop("podSelector")
+    doc = Doc(BASE, 0, loose)
+    other = ({"kubernetes.io/metadata.name": "keda"}, {"app": "something-else"})
+    container = scaler_container()
+    assert admits(doc, other, container_port(container, "grpc"), container)
+
+
+def test_the_monitoring_scrapes_through_the_policy() -> None:
+    monitor = one("ServiceMonitor", ACTIVE)
+    container = scaler_container()
+    port = next(
+        p
+        for p in scaler_service().spec["ports"]
+        if p["name"] == monitor.spec["endpoints"][0]["port"]
+    )
+    target = container_port(container, port.get("targetPort", port["port"]))
+    assert admits(scaler_policy(), PROMETHEUS, target, container)
 
 
 # ---- how KEDA reaches the scaler --------------------------------------------------------------
 
 
-def test_scaler_address_points_at_the_scaler_services_grpc_port() -> None:
-    labels, port = scaler_address()
-    service = one("Service", "scaler.yaml")
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_scaler_address_points_at_the_scaler_services_grpc_port(overlay: str) -> None:
+    labels, port = scaler_address(overlay)
+    service = scaler_service(overlay)
     assert labels[0] == service.name, f"scalerAddress host {'.'.join(labels)} is not the Service"
+    assert labels[1:2] == [service.namespace], "scalerAddress names another namespace"
     assert labels[2:] in ([], ["svc"], ["svc", "cluster", "local"]), "not a Service DNS name"
     grpc = [p for p in service.spec["ports"] if p["port"] == port]
     assert grpc, f"Service {service.name} has no port {port}"
     assert grpc[0]["name"] == "grpc"
-    container = scaler_container()
+    container = scaler_container(overlay)
     target = grpc[0].get("targetPort", grpc[0]["port"])
     assert container_port(container, target) == container_port(container, "grpc")
 
 
-def test_the_server_certificate_names_the_scaler_address_host() -> None:
-    labels, _ = scaler_address()
-    cert = certificate_for(tls_secret_of_scaler())
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_server_certificate_names_the_scaler_address_host(overlay: str) -> None:
+    labels, _ = scaler_address(overlay)
+    cert = certificate_for(tls_secret_of_scaler(overlay), overlay)
     assert ".".join(labels) in cert.spec["dnsNames"], "KEDA would refuse the server certificate"
-    if len(labels) > 1:
-        assert cert.body["metadata"]["namespace"] == labels[1], (
-            "the server Secret must be in the namespace scalerAddress names"
-        )
+    assert cert.namespace == scaler_deployment(overlay).namespace, (
+        "the server Secret must be in the scaler's namespace"
+    )
     assert "server auth" in cert.spec["usages"]
 
 
-def test_the_trigger_authenticates_with_kedas_tls_parameters() -> None:
-    _, trigger = the_trigger()
-    auth = one("TriggerAuthentication", "triggerauthentication.yaml")
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_trigger_authenticates_with_kedas_tls_parameters(overlay: str) -> None:
+    so, trigger = the_trigger(overlay)
+    auth = one("TriggerAuthentication", overlay)
     ref = trigger["authenticationRef"]
     assert ref["name"] == auth.name
     assert ref.get("kind", "TriggerAuthentication") == "TriggerAuthentication"
+    assert auth.namespace == so.namespace, "a TriggerAuthentication is read from its own namespace"
     refs = {r["parameter"]: r for r in auth.spec["secretTargetRef"]}
     assert {p: r["key"] for p, r in refs.items()} == KEDA_TLS_PARAMETERS
 
 
-def test_keda_and_the_scaler_trust_each_others_certificates() -> None:
-    auth = one("TriggerAuthentication", "triggerauthentication.yaml")
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_keda_and_the_scaler_trust_each_others_certificates(overlay: str) -> None:
+    auth = one("TriggerAuthentication", overlay)
     secrets = {r["name"] for r in auth.spec["secretTargetRef"]}
     assert len(secrets) == 1, f"the client certificate, key and CA come from one Secret: {secrets}"
-    client = certificate_for(secrets.pop())
-    server = certificate_for(tls_secret_of_scaler())
+    client = certificate_for(secrets.pop(), overlay)
+    server = certificate_for(tls_secret_of_scaler(overlay), overlay)
     assert "client auth" in client.spec["usages"]
+    assert client.namespace == auth.namespace, "the client Secret must be beside the TriggerAuth"
     # One issuer signs both leaves, and cert-manager writes its CA as ca.crt into both Secrets:
     # the scaler verifies KEDA with it, KEDA verifies the scaler with it.
     assert client.spec["issuerRef"] == server.spec["issuerRef"]
     ref = client.spec["issuerRef"]
-    issuers = [d for d in all_of(ref["kind"]) if d.name == ref["name"]]
-    assert len(issuers) == 1, f"no {ref['kind']} {ref['name']} in deploy/"
+    issuers = [d for d in all_of(ref["kind"], overlay) if d.name == ref["name"]]
+    assert len(issuers) == 1, f"no {ref['kind']} {ref['name']} in deploy/{overlay}"
     assert "ca" in issuers[0].spec, "the issuer must be a CA for both sides to share ca.crt"
-    assert certificate_for(issuers[0].spec["ca"]["secretName"]).spec.get("isCA") is True
+    ca = certificate_for(issuers[0].spec["ca"]["secretName"], overlay)
+    assert ca.spec.get("isCA") is True
 
 
 def test_the_readme_makes_the_secrets_the_manifests_read() -> None:
     readme = (DEPLOY / "README.md").read_text()
-    auth = one("TriggerAuthentication", "triggerauthentication.yaml")
+    auth = one("TriggerAuthentication", ACTIVE)
     for secret in {tls_secret_of_scaler(), *(r["name"] for r in auth.spec["secretTargetRef"])}:
         assert any(
             "kubectl create secret" in line and secret in line for line in readme.splitlines()
         ), f"README never creates Secret {secret}"
 
 
-def test_monitoring_scrapes_a_port_the_scaler_service_has() -> None:
-    service = one("Service", "scaler.yaml")
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_monitoring_scrapes_a_port_the_scaler_service_has(overlay: str) -> None:
+    service = scaler_service(overlay)
     names = {p["name"] for p in service.spec["ports"]}
-    for monitor in all_of("ServiceMonitor"):
-        selector = monitor.spec["selector"]["matchLabels"]
-        assert selector.items() <= service.body["metadata"]["labels"].items()
+    for monitor in all_of("ServiceMonitor", overlay):
+        assert monitor.namespace == service.namespace
+        selector = monitor.spec["selector"]
+        assert selects(selector, service.body["metadata"]["labels"])
         assert {e["port"] for e in monitor.spec["endpoints"]} <= names
 
 
-# ---- the example ScaledObject ----------------------------------------------------------------
+# ---- the example ScaledObjects ------------------------------------------------------------------
 
 
-def test_the_scaler_accepts_the_trigger_metadata() -> None:
-    so, trigger = the_trigger()
-    metadata = trigger["metadata"]
-    assert all(isinstance(v, str) for v in metadata.values()), "metadata values are strings"
-    assert metadata_errors(metadata) == [], f"{so}"
+@pytest.mark.parametrize("so", all_of("ScaledObject"), ids=str)
+def test_the_scaler_accepts_every_external_triggers_metadata(so: Doc) -> None:
+    triggers = external_triggers(so)
+    assert triggers, f"{so} has no external trigger"
+    for trigger in triggers:
+        metadata = trigger["metadata"]
+        assert all(isinstance(v, str) for v in metadata.values()), "metadata values are strings"
+        assert metadata_errors(metadata) == [], f"{so}"
 
 
-def test_the_example_trigger_shows_every_metadata_key_the_scaler_accepts() -> None:
-    _, trigger = the_trigger()
+def test_the_active_example_shows_every_metadata_key_the_scaler_accepts() -> None:
+    _, trigger = the_trigger(ACTIVE)
     missing = spec.KNOWN_KEYS - set(trigger["metadata"])
-    assert not missing, f"document these keys in scaledobject.yaml: {sorted(missing)}"
+    assert not missing, f"document these keys in the active ScaledObject: {sorted(missing)}"
 
 
-def test_replica_bounds_agree_between_keda_and_the_scaler() -> None:
-    so, trigger = the_trigger()
-    target = spec.parse("default", so.name, trigger["metadata"])
+@pytest.mark.parametrize(("overlay", "mode"), [(SHADOW, "shadow"), (ACTIVE, "active")])
+def test_each_overlay_runs_the_scaler_in_its_mode(overlay: str, mode: str) -> None:
+    assert target_spec(overlay).mode == mode
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_replica_bounds_agree_between_keda_and_the_scaler(overlay: str) -> None:
+    so, _ = the_trigger(overlay)
+    target = target_spec(overlay)
     assert so.spec.get("minReplicaCount", 0) == target.min_replicas
     assert so.spec.get("maxReplicaCount", 100) == target.max_replicas
-    fallback = so.spec["fallback"]
-    assert target.min_replicas <= fallback["replicas"] <= target.max_replicas
+    fallback = so.spec.get("fallback")
+    if fallback is not None:
+        assert target.min_replicas <= fallback["replicas"] <= target.max_replicas
 
 
-def test_the_metric_is_a_replica_count_averaged_over_pods() -> None:
-    so, trigger = the_trigger()
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_metric_is_a_replica_count_averaged_over_pods(overlay: str) -> None:
+    _, trigger = the_trigger(overlay)
     # The scaler returns the desired replica count with a target of 1: only AverageValue turns
     # that into `desired`, and KEDA's fallback works only with AverageValue triggers.
     assert trigger.get("metricType", "AverageValue") == "AverageValue"
+
+
+def test_the_active_example_scales_to_zero_wakes_ahead_and_falls_back() -> None:
+    so, _ = the_trigger(ACTIVE)
+    target = target_spec(ACTIVE)
+    assert so.spec["minReplicaCount"] == 0, "the pool scales to zero between peaks"
+    assert target.lead_time > 0, "IsActive wakes the pool leadTime before forecast load"
     assert so.spec["fallback"]["failureThreshold"] >= 1
+    assert so.spec["fallback"]["replicas"] >= 1, "a scaler outage must not leave the pool at 0"
+
+
+def _behavior(so: Doc) -> dict[str, Any]:
+    behavior: dict[str, Any] = so.spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    return behavior
+
+
+def test_the_active_hpa_scales_up_at_once_and_down_slower_than_a_cold_start() -> None:
+    so, _ = the_trigger(ACTIVE)
+    behavior = _behavior(so)
+    assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0, "the scaler already plans ahead"
+    down = behavior["scaleDown"]["stabilizationWindowSeconds"]
+    assert down >= target_spec(ACTIVE).lead_time, "a released replica costs a cold start back"
 
 
 def test_hpa_tolerance_lets_a_single_prewarmed_replica_through_at_max_replicas() -> None:
-    so, _ = the_trigger()
-    scale_up = so.spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"]
-    tolerance = quantity(scale_up["tolerance"])
+    so, _ = the_trigger(ACTIVE)
+    tolerance = quantity(_behavior(so)["scaleUp"]["tolerance"])
     most = so.spec["maxReplicaCount"]
     assert tolerance * most < 1, f"at {most} replicas the HPA ignores one more ({tolerance=})"
 
 
-def test_the_scaled_object_targets_the_example_deployment_without_fighting_the_hpa() -> None:
-    so, _ = the_trigger()
+def test_the_shadow_trigger_asks_what_the_existing_prometheus_trigger_asks() -> None:
+    so, trigger = the_trigger(SHADOW)
+    reactive = [t for t in so.spec["triggers"] if t["type"] == "prometheus"]
+    assert len(reactive) == 1, "the shadow example sits next to an existing Prometheus trigger"
+    ours, theirs = trigger["metadata"], reactive[0]["metadata"]
+    for key in ("serverAddress", "query", "threshold", "activationThreshold"):
+        assert ours.get(key) == theirs.get(key), f"{key} differs: the shadow answer would too"
+
+
+def test_the_shadow_trigger_holds_no_replica_the_hpa_would_not_hold_anyway() -> None:
+    so, _ = the_trigger(SHADOW)
+    # The reactive answer holds the highest load of the last leadTime; an HPA scale-down window
+    # at least as long does the same, so the larger of the two answers is the Prometheus one.
+    down = _behavior(so)["scaleDown"]["stabilizationWindowSeconds"]
+    assert down >= target_spec(SHADOW).lead_time
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_scaled_object_targets_the_example_deployment_without_fighting_the_hpa(
+    overlay: str,
+) -> None:
+    so, _ = the_trigger(overlay)
     ref = so.spec["scaleTargetRef"]
     assert ref.get("kind", "Deployment") == "Deployment"
-    target = [d for d in all_of("Deployment", so.file) if d.name == ref["name"]]
-    assert target, f"{so} scales {ref['name']}, which scaledobject.yaml does not define"
+    target = [
+        d
+        for d in all_of("Deployment", overlay)
+        if (d.name, d.namespace) == (ref["name"], so.namespace)
+    ]
+    assert target, f"{so} scales {ref['name']}, which deploy/{overlay} does not define beside it"
     assert "replicas" not in target[0].spec, "`replicas:` would undo the HPA on every apply"
+
+
+# ---- guardrails -------------------------------------------------------------------------------
+
+
+def gpu_workload(overlay: str) -> tuple[Doc, dict[str, Any]]:
+    so, _ = the_trigger(overlay)
+    deployment = one("Deployment", overlay, so.spec["scaleTargetRef"]["name"])
+    containers = deployment.spec["template"]["spec"]["containers"]
+    return deployment, containers[0]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_gpu_quota_is_the_replica_cap_plus_one_rollout_surge(overlay: str) -> None:
+    so, _ = the_trigger(overlay)
+    deployment, container = gpu_workload(overlay)
+    gpus = int(container["resources"]["limits"]["nvidia.com/gpu"])
+    assert gpus >= 1, "the example is a GPU workload"
+    surge = int(deployment.spec["strategy"]["rollingUpdate"]["maxSurge"])
+    quotas = [q for q in all_of("ResourceQuota", overlay) if q.namespace == so.namespace]
+    assert len(quotas) == 1, f"no ResourceQuota in {so.namespace}"
+    quota = int(quotas[0].spec["hard"]["requests.nvidia.com/gpu"])
+    # Lower, and the cap is a lie (pods refused at admission); higher, and it guards nothing.
+    assert quota == (so.spec["maxReplicaCount"] + surge) * gpus
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_gpu_pods_run_only_on_a_gpu_pool(overlay: str) -> None:
+    deployment, _ = gpu_workload(overlay)
+    pod = deployment.spec["template"]["spec"]
+    assert pod["nodeSelector"], "pin GPU pods to the GPU node pool"
+    assert any(t["key"] == "nvidia.com/gpu" for t in pod["tolerations"])
+
+
+def test_the_active_budget_pays_for_at_least_one_full_prewarm() -> None:
+    target = target_spec(ACTIVE)
+    assert target.prewarm_budget > 0
+    price = target.cost_per_replica_hour or 1.0
+    replica_hours = target.prewarm_budget / price
+    one_ramp = target.max_prewarm_replicas * (target.lead_time + target.horizon) / 3600
+    assert one_ramp <= replica_hours, "a budget below one ramp's prewarm never finishes one"
+    assert math.isfinite(replica_hours)
+
+
+def test_the_readmes_name_every_kustomization() -> None:
+    readme = (DEPLOY / "README.md").read_text()
+    top = (REPO / "README.md").read_text()
+    for directory in kustomization_dirs():
+        name = f"deploy/{directory.relative_to(DEPLOY)}"
+        assert name in readme, f"deploy/README.md never mentions {name}"
+    for overlay in OVERLAYS:
+        assert f"kubectl apply -k deploy/{overlay}" in top, f"README.md: how to apply {overlay}"
 
 
 # ---- the checks above can fail ------------------------------------------------------------------
 
 
 def _so_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    body = copy.deepcopy(one("ScaledObject", "scaledobject.yaml").body)
+    body = copy.deepcopy(one("ScaledObject", ACTIVE).body)
     change(body)
     return body
 
@@ -652,7 +1101,7 @@ def test_kedas_crd_rejects_a_broken_scaled_object(
 
 
 def test_the_trigger_authentication_schema_rejects_a_misspelt_field() -> None:
-    body = copy.deepcopy(one("TriggerAuthentication").body)
+    body = copy.deepcopy(one("TriggerAuthentication", ACTIVE).body)
     body["spec"]["secretTargetRefs"] = body["spec"].pop("secretTargetRef")
     errors = trigger_auth_errors(body, load_keda_crds())
     assert any("'secretTargetRefs'" in e for e in errors), errors
@@ -663,36 +1112,51 @@ def _container(body: dict[str, Any]) -> dict[str, Any]:
     return container
 
 
-BROKEN_DEPLOYMENT: dict[str, tuple[Change, str]] = {
-    "a misspelt container field": (lambda b: _container(b).update(envs=[]), "'envs'"),
+BROKEN_CORE: dict[str, tuple[Callable[[], Doc], Change, str]] = {
+    "a misspelt container field": (
+        scaler_deployment,
+        lambda b: _container(b).update(envs=[]),
+        "'envs'",
+    ),
     "an env value that is not a string": (
+        scaler_deployment,
         lambda b: _container(b)["env"][0].update(value=9000),
         "env.0.value",
     ),
     "a port of the wrong type": (
+        scaler_deployment,
         lambda b: _container(b)["ports"][0].update(containerPort="9000"),
         "containerPort",
+    ),
+    "a grpc probe on a named port": (
+        scaler_deployment,
+        lambda b: _container(b)["livenessProbe"]["grpc"].update(port="grpc-health"),
+        "livenessProbe.grpc.port",
+    ),
+    "a misspelt network policy field": (
+        scaler_policy,
+        lambda b: b["spec"].update(ingres=[]),
+        "'ingres'",
     ),
 }
 
 
 @pytest.mark.parametrize("version", K8S_VERSIONS, ids=lambda v: f"k8s-{v}")
-@pytest.mark.parametrize(
-    ("change", "named"), BROKEN_DEPLOYMENT.values(), ids=BROKEN_DEPLOYMENT.keys()
-)
-def test_the_kubernetes_schema_rejects_a_broken_deployment(
+@pytest.mark.parametrize(("doc", "change", "named"), BROKEN_CORE.values(), ids=BROKEN_CORE.keys())
+def test_the_kubernetes_schema_rejects_a_broken_object(
+    doc: Callable[[], Doc],
     change: Change,
     named: str,
     version: str,
 ) -> None:
-    body = copy.deepcopy(scaler_deployment().body)
+    body = copy.deepcopy(doc().body)
     change(body)
     errors = core_errors(body, version)
     assert any(named in e for e in errors), errors
 
 
 def test_the_scaler_rejects_a_misspelt_metadata_key() -> None:
-    _, trigger = the_trigger()
+    _, trigger = the_trigger(ACTIVE)
     metadata = dict(trigger["metadata"])
     metadata["maxReplica"] = metadata.pop("maxReplicas")
     errors = metadata_errors(metadata)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,11 +16,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
 
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.errors import ConfigError
-from scaler.server import server_credentials
-from scaler.settings import TLSSettings
+from scaler.server import create_health_server, server_credentials
+from scaler.settings import ServerSettings, TLSSettings
 from scaler.sources.file import bundled_trace
 from tests.integration.scaler_server import RunningScaler, fast_settings, ref
 
@@ -94,14 +98,20 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> PKI:
     return PKI(ca=ca_pem, server=server, client=client, stranger=stranger, paths=paths)
 
 
-def _serve(pki: PKI, *, mtls: bool) -> RunningScaler:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve(pki: PKI, *, mtls: bool, health_port: int = -1) -> RunningScaler:
     tls = TLSSettings(
         cert=pki.paths["cert"],
         key=pki.paths["key"],
         client_ca=pki.paths["ca"] if mtls else None,
         require_client_cert=mtls,
     )
-    return RunningScaler(fast_settings(f"file:{bundled_trace()}", tls=tls))
+    return RunningScaler(fast_settings(f"file:{bundled_trace()}", tls=tls, health_port=health_port))
 
 
 def _call(address: str, credentials: grpc.ChannelCredentials) -> int:
@@ -160,6 +170,48 @@ def test_mtls_server_refuses_clients_it_cannot_verify(
     with pytest.raises(grpc.RpcError) as err:
         _call(mtls_server.address, creds)
     assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+@pytest.fixture(scope="module")
+def probed_mtls_server(pki: PKI) -> Iterator[tuple[RunningScaler, str]]:
+    port = _free_port()
+    with _serve(pki, mtls=True, health_port=port) as running:
+        yield running, f"127.0.0.1:{port}"
+
+
+def test_the_health_port_answers_kubelets_plaintext_grpc_probe_of_an_mtls_scaler(
+    probed_mtls_server: tuple[RunningScaler, str],
+) -> None:
+    _, health_address = probed_mtls_server
+    with grpc.insecure_channel(health_address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "externalscaler.ExternalScaler"):
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING, service
+
+
+def test_the_health_port_does_not_open_the_external_scaler_to_plaintext(
+    probed_mtls_server: tuple[RunningScaler, str],
+) -> None:
+    _, health_address = probed_mtls_server
+    with grpc.insecure_channel(health_address) as channel, pytest.raises(grpc.RpcError) as err:
+        stub = pb_grpc.ExternalScalerStub(channel)
+        stub.GetMetricSpec(ref(), timeout=5)
+    assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_a_health_port_in_use_is_a_config_error_naming_the_flag(
+    probed_mtls_server: tuple[RunningScaler, str],
+) -> None:
+    _, health_address = probed_mtls_server
+    taken = int(health_address.rpartition(":")[2])
+    settings = ServerSettings(host="127.0.0.1", health_port=taken)
+    with pytest.raises(ConfigError, match=r"--health-port"):
+        asyncio.run(_bind_health(settings))
+
+
+async def _bind_health(settings: ServerSettings) -> None:
+    await create_health_server(settings, HealthServicer()).stop(0)
 
 
 def test_unreadable_certificate_is_a_config_error_naming_the_file(pki: PKI, tmp_path: Path) -> None:
