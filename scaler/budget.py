@@ -33,6 +33,7 @@ replica-hours counter is read back the same way into `seed_reactive`.
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,8 +45,47 @@ MAX_SHARE = 1.0
 """Largest share of the reactive replica-hours a budget may be (100 %: prewarm at most doubles
 what reactive costs; maxPrewarmReplicas bounds each step anyway)."""
 
+MAX_BUDGET = 1e9
+"""Largest absolute budget per window (replica-hours or money): beyond it a typo, not a plan."""
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
+BUDGET_FORMS = (
+    "replica-hours per window (money with costPerReplicaHour) such as '24', or a share of the "
+    "window's reactive replica-hours such as '10%' (above 0 % and at most 100 %)"
+)
+
+DEFAULT_BUDGET = "24"
+"""`prewarmBudget` when unset, as a user would write it (see docs/policy.md for why)."""
+
 Records = deque[tuple[float, float]]
 """(time, amount in budget units) records, oldest first."""
+
+
+def parse_budget(text: str) -> tuple[float, float | None]:
+    """`prewarmBudget` text as (absolute amount, share): '24' is (24.0, None), '10%' is
+    (0.0, 0.1). Plain ASCII decimals only (no sign, exponent, inf or nan); ValueError names
+    both forms otherwise."""
+    body = text.strip()
+    is_share = body.endswith("%")
+    number = body[:-1] if is_share else body
+    if not _DECIMAL.fullmatch(number):
+        raise ValueError(f"must be {BUDGET_FORMS}")
+    value = float(number)
+    if is_share:
+        if not 0 < value <= MAX_SHARE * 100:
+            raise ValueError(f"a share must be above 0 % and at most {MAX_SHARE * 100:g} %")
+        return 0.0, value / 100
+    if value > MAX_BUDGET:
+        raise ValueError(f"must be at most {MAX_BUDGET:g} per window, or a share such as '10%'")
+    return value, None
+
+
+def describe(amount: float, share: float | None) -> str:
+    """The budget as a user writes it: '24' or '10%'."""
+    return f"{amount:g}" if share is None else f"{share * 100:g}%"
+
+
+DEFAULT = parse_budget(DEFAULT_BUDGET)
+"""DEFAULT_BUDGET as (absolute amount, share)."""
 
 
 @dataclass
