@@ -109,6 +109,7 @@ def add_parser(sub: Any) -> None:
     )
     policy_flags.add_argument(
         "--budget",
+        type=_budget,
         default=budget.describe(replay.ReplayConfig.budget, replay.ReplayConfig.budget_share),
         metavar="B",
         help="prewarm allowed per window: replica-hours (money with --cost-per-replica-hour), "
@@ -161,10 +162,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 def replay_config(
     args: argparse.Namespace, config: BacktestConfig, threshold: float
 ) -> replay.ReplayConfig:
-    try:
-        amount, share = budget.parse_budget(args.budget)
-    except ValueError as exc:
-        raise ConfigError(f"--budget {args.budget!r}: {exc} (0 = purely reactive)") from None
+    amount, share = args.budget
     return replay.ReplayConfig(
         threshold=threshold,
         lead_time=config.lead_time,
@@ -229,3 +227,11 @@ def _quantile(text: str) -> float:
     if not 0.5 < value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a quantile between 0.5 and 1, e.g. 0.95")
     return value
+
+
+def _budget(text: str) -> tuple[float, float | None]:
+    """budget.parse_budget for argparse `type=` (checked before the slow walk forward)."""
+    try:
+        return budget.parse_budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} {exc} (0 = purely reactive)") from None
