@@ -58,6 +58,11 @@ DEFAULT_BUDGET = "24"
 
 Records = deque[tuple[float, float]]
 """(time, amount in budget units) records, oldest first."""
+Spans = deque[tuple[float, float, float]]
+"""(first time, last time, amount in budget units) records, oldest first."""
+SPANS_PER_WINDOW = 288
+"""Reactive records within window / SPANS_PER_WINDOW of each other (5 minutes of a day) are kept
+as one span, so a ledger holds a few hundred of them whatever the step (30 s: 2,880 a day)."""
 
 
 def parse_budget(text: str) -> tuple[float, float | None]:
@@ -104,8 +109,9 @@ class Ledger:
     charges: Records = field(default_factory=deque)
     """(time, amount in budget units) of each charge: spend seeded from the shared record first,
     then this process's own charges in the order they were made."""
-    reactive: Records = field(default_factory=deque)
-    """(time, amount in budget units) of the reactive replicas of each step, seeded first."""
+    reactive: Spans = field(default_factory=deque)
+    """(first, last time, amount in budget units) of the reactive replicas of the steps in each
+    span, seeded first. A span counts only where it lies wholly in the window asked about."""
     newest: float = -math.inf
     """Latest time the ledger has been asked about; charges expire relative to it."""
 
@@ -123,23 +129,25 @@ class Ledger:
             return 0.0
         self._advance(now)
         since = self.newest - self.window
-        return self.share * sum(x for at, x in self.reactive if since < at <= now)
+        return self.share * sum(
+            x for first, last, x in self.reactive if since < first and last <= now
+        )
 
     def remaining(self, now: float) -> float:
         """What is left to spend at `now` (0 when `now` cannot be checked)."""
-        if not self._checkable(now):
-            return 0.0
-        return max(0.0, self.limit(now) - self.spent(now))
+        limit = self._checked_limit(now)
+        return max(0.0, limit - self.spent(now)) if limit > 0 else 0.0
 
     def allowance(self, now: float, step: float, *, reserve: float = 0.0) -> int:
         """Whole prewarm replicas that fit in what is left of the window for one step, keeping
         back `reserve` (a fraction of the budget) for later."""
         per_replica = self._amount(1, step)
-        if not (math.isfinite(per_replica) and per_replica > 0) or not self._checkable(now):
+        limit = self._checked_limit(now)
+        if not (math.isfinite(per_replica) and per_replica > 0) or limit <= 0:
             return 0
-        limit = self.limit(now)
         kept = limit * min(max(reserve, 0.0), 1.0) if math.isfinite(reserve) else limit
-        return max(0, math.floor((self.remaining(now) - kept) / per_replica + EPSILON))
+        left = max(0.0, limit - self.spent(now))
+        return max(0, math.floor((left - kept) / per_replica + EPSILON))
 
     def charge(self, now: float, replicas: int, step: float) -> float:
         """Record `replicas` prewarmed for `step` seconds from `now`; returns replica-hours.
@@ -165,7 +173,11 @@ class Ledger:
         if replicas <= 0 or not (math.isfinite(now) and math.isfinite(amount) and amount > 0):
             return 0.0
         self._advance(now)
-        self.reactive.append((now, amount))
+        first, last, total = self.reactive[-1] if self.reactive else (math.nan, math.nan, 0.0)
+        if last <= now < first + self.window / SPANS_PER_WINDOW:
+            self.reactive[-1] = (first, now, total + amount)
+        else:
+            self.reactive.append((now, now, amount))
         return replicas * step / HOUR
 
     def _amount(self, replicas: int, step: float) -> float:
@@ -176,25 +188,23 @@ class Ledger:
         """`hours` replica-hours in budget units."""
         return hours if self.cost_per_replica_hour is None else hours * self.cost_per_replica_hour
 
-    def _checkable(self, now: float) -> bool:
-        ok = math.isfinite(now) and self.limit(now) > 0
-        if ok:
-            self._advance(now)
-        return ok and now > self.newest - self.window
+    def _checked_limit(self, now: float) -> float:
+        """limit(now), or 0 when `now` cannot be checked (not finite, or more than a window
+        behind the newest time seen)."""
+        if not math.isfinite(now):
+            return 0.0
+        self._advance(now)
+        return self.limit(now) if now > self.newest - self.window else 0.0
 
     def _advance(self, now: float) -> None:
         if not math.isfinite(now):
             return
         self.newest = max(self.newest, now)
         horizon = self.newest - 2 * self.window
-        self.charges = _expire(self.charges, horizon)
-        self.reactive = _expire(self.reactive, horizon)
-
-
-def _expire(records: Records, horizon: float) -> Records:
-    if records and any(at <= horizon for at, _ in records):
-        return deque(r for r in records if r[0] > horizon)
-    return records
+        if self.charges and any(at <= horizon for at, _ in self.charges):
+            self.charges = deque(c for c in self.charges if c[0] > horizon)
+        if self.reactive and self.reactive[0][0] <= horizon:
+            self.reactive = deque(r for r in self.reactive if r[0] > horizon)
 
 
 START_SLACK = 1e-3
@@ -248,6 +258,6 @@ def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
 def seed_reactive(ledger: Ledger, used: Iterable[tuple[float, float]]) -> None:
     """Add reactive replica-hours recorded elsewhere (`spent_per_step` of the reactive counter)
     to `ledger`, priced in its units; as `seed`, only what precedes its own first record."""
-    first_own = min((at for at, _ in ledger.reactive), default=math.inf)
-    earlier = [(at, ledger.price(hours)) for at, hours in used if at < first_own]
+    first_own = min((first for first, _, _ in ledger.reactive), default=math.inf)
+    earlier = [(at, at, ledger.price(hours)) for at, hours in used if at < first_own]
     ledger.reactive = deque([*sorted(earlier), *ledger.reactive])

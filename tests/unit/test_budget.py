@@ -143,3 +143,19 @@ def test_after_a_jump_back_reactive_hours_older_than_the_newest_window_buy_nothi
     assert ledger.allowance(late, STEP) == 6
     ledger.charge(late, 6, STEP)
     assert ledger.allowance(DAY / 2, STEP) == 0
+
+
+def test_reactive_steps_are_kept_as_a_few_hundred_spans_a_window_whatever_the_step() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    for i in range(3 * 2880):  # three days of 30 s steps
+        ledger.record_reactive(i * 30.0, 10, 30.0)
+    assert len(ledger.reactive) <= 2 * budget.SPANS_PER_WINDOW + 2
+    assert ledger.limit(3 * DAY) == pytest.approx(0.1 * 10 * 24, rel=0.01)
+
+
+def test_a_span_counts_only_once_the_clock_is_past_its_last_step() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.5)
+    for at in (0.0, 60.0, 120.0):  # one span, 0 to 120
+        ledger.record_reactive(at, 12, STEP)
+    assert ledger.limit(90.0) == 0.0  # back before its last step: none of it is certain
+    assert ledger.limit(120.0) == pytest.approx(0.5 * 3.0)
