@@ -256,7 +256,7 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
         "prewarmBudget",
         budget.parse_budget,
         budget.DEFAULT,
-        "'0' for purely reactive",
+        "e.g. '10%' of the reactive replica-hours, '24' replica-hours, '0' for purely reactive",
     )
     spec = TargetSpec(
         namespace=namespace or "default",
