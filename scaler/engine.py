@@ -301,7 +301,7 @@ class Engine:
             fallback=fallback,
         )
         cost = state.ledger.charge(now, predictive.prewarm, step)
-        used = state.ledger.record_reactive(now, predictive.reactive, step)
+        used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), step)
         self.telemetry.reactive_spent.labels(spec.key).inc(used)
         served = predictive
         if spec.mode == "shadow":

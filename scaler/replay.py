@@ -180,7 +180,7 @@ def simulate(
             fallback=fallback,
         )
         spent[t] = ledger.charge(now, decision.prewarm, step)
-        ledger.record_reactive(now, decision.reactive, step)
+        ledger.record_reactive(now, limits.clamp(decision.reactive), step)
         desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired
         reasons.append(decision.reason.value)
     k = yardstick.cold_start_steps(config.lead_time, step)
@@ -250,10 +250,11 @@ def summarise(
             if policy_run
             else np.maximum(np.asarray(desired) - reactive_d, 0) * step / 3600.0
         )
-        # What a share budget is a share of: the policy's own reactive floor, as its ledger
-        # records it; for a baseline, plain reactive.
+        # What a share budget is a share of: the policy's own reactive floor within its limits,
+        # as its ledger records it; for a baseline, plain reactive.
+        reactive_steps = frame["reactive"].to_numpy() if policy_run else reactive_d
         reactive_hours = (
-            (frame["reactive"].to_numpy() if policy_run else reactive_d) * step / 3600.0
+            np.clip(reactive_steps, config.min_replicas, config.max_replicas) * step / 3600.0
         )
         results[name] = {
             **result.as_dict(),

@@ -56,3 +56,15 @@ def test_the_table_shows_the_share_spent_against_the_share_allowed(
 ) -> None:
     row = replay.table(shared.summary).splitlines()[1]
     assert row.startswith("policy") and row.endswith("/ 5%")
+
+
+def test_a_burst_past_max_replicas_lends_a_share_budget_only_what_max_replicas_runs() -> None:
+    series = trace()
+    values = series.values.copy()
+    values[700:760] = 1e6  # ten hours far beyond what 100 replicas of 40 serve
+    config = replay.ReplayConfig(threshold=40.0, budget_share=0.05)
+    result = replay.replay(Series(series.start, series.step, values), config)
+    used = result.summary["policy"]["prewarm"]["reactive_replica_hours"]
+    hours = series.span / 3600.0
+    assert used <= config.max_replicas * hours
+    assert (result.decisions["reactive"] > config.max_replicas).any()  # the burst was there
