@@ -110,7 +110,7 @@ def add_parser(sub: Any) -> None:
     policy_flags.add_argument(
         "--budget",
         type=_budget,
-        default=budget.describe(replay.ReplayConfig.budget, replay.ReplayConfig.budget_share),
+        default=budget.DEFAULT_BUDGET,
         metavar="B",
         help="prewarm allowed per window: replica-hours (money with --cost-per-replica-hour), "
         "or a share of the window's reactive replica-hours such as 10%% (default %(default)s)",

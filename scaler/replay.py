@@ -43,7 +43,6 @@ COLUMNS = (
 """Columns of decisions.csv, one row per step of the trace."""
 WARMUP = 14 * DAY
 """Unscored history at the start of a trace (DESIGN.md): 14 days, or half a shorter trace."""
-DEFAULT_AMOUNT, DEFAULT_SHARE = budget.DEFAULT
 REPORTED_HEADROOMS = (0.1, 0.2, 0.5)
 """Static headrooms reported next to the policy (and drawn in the frontier notebook)."""
 
@@ -62,9 +61,11 @@ class ReplayConfig:
     min_replicas: int = 0
     max_replicas: int = 100
     max_prewarm_replicas: int = 10
-    budget: float = DEFAULT_AMOUNT
-    """Prewarm allowed per window: replica-hours, or money with cost_per_replica_hour."""
-    budget_share: float | None = DEFAULT_SHARE
+    budget: float = 24.0
+    """Prewarm allowed per window: replica-hours, or money with cost_per_replica_hour. Used
+    when `budget_share` is None, so `budget=6` alone means 6; `scaler backtest`, like
+    scalerMetadata, defaults to budget.DEFAULT_BUDGET instead."""
+    budget_share: float | None = None
     """When set, the budget is this share of the window's reactive replica-hours instead."""
     budget_window: float = DAY
     cost_per_replica_hour: float | None = None
