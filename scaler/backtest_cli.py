@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from typing import Any
 
 from models import catalog
-from scaler import replay
+from scaler import budget, replay
 from scaler.backtest import (
     BacktestConfig,
     factory,
@@ -111,10 +110,11 @@ def add_parser(sub: Any) -> None:
     )
     policy_flags.add_argument(
         "--budget",
-        type=float,
-        default=replay.ReplayConfig.budget,
-        help="prewarm allowed per window: replica-hours, or money with --cost-per-replica-hour "
-        f"(default {replay.ReplayConfig.budget:g})",
+        type=_budget,
+        default=budget.DEFAULT_BUDGET,
+        metavar="B",
+        help="prewarm allowed per window: replica-hours (money with --cost-per-replica-hour), "
+        "or a share of the window's reactive replica-hours such as 10%% (default %(default)s)",
     )
     policy_flags.add_argument(
         "--budget-window",
@@ -163,8 +163,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 def replay_config(
     args: argparse.Namespace, config: BacktestConfig, threshold: float
 ) -> replay.ReplayConfig:
-    if args.budget < 0 or not math.isfinite(args.budget):
-        raise ConfigError(f"--budget {args.budget}: give a budget >= 0 (0 = purely reactive)")
+    amount, share = args.budget
     return replay.ReplayConfig(
         threshold=threshold,
         lead_time=config.lead_time,
@@ -173,7 +172,8 @@ def replay_config(
         min_replicas=args.min_replicas,
         max_replicas=args.max_replicas,
         max_prewarm_replicas=args.max_prewarm_replicas,
-        budget=args.budget,
+        budget=amount,
+        budget_share=share,
         budget_window=args.budget_window,
         cost_per_replica_hour=args.cost_per_replica_hour,
         refit_every=config.refit_every,
@@ -228,3 +228,11 @@ def _quantile(text: str) -> float:
     if not 0.5 < value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a quantile between 0.5 and 1, e.g. 0.95")
     return value
+
+
+def _budget(text: str) -> tuple[float, float | None]:
+    """budget.parse_budget for argparse `type=` (checked before the slow walk forward)."""
+    try:
+        return budget.parse_budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} {exc} (0 = purely reactive)") from None

@@ -11,14 +11,29 @@ replicas for one step. The cap is strict whatever the clock does:
   than one window behind that gets no allowance (it could not be checked), until it catches up;
 - non-finite times, steps or budgets give an allowance of 0.
 
+The budget is either a fixed amount per window, or (`share`) a share of the reactive
+replica-hours the same target used in the window (`prewarmBudget: "10%"`), so that one setting
+fits a 5-replica and a 500-replica service alike. Each step's reactive replicas are recorded
+(`record_reactive`) after its charge, so a step never pays for itself. The share form is just as
+strict: a charge at `now` is checked, with the same two-sided spend as above, against the share
+of the reactive hours stamped in (newest - window, now], which lies inside every window ending
+at or after the newest charge; so every window that ends at a charge spent at most `share` of the
+reactive hours recorded in it. What it means at start: an empty window has no reactive hours, so
+no budget; it builds up with the first steps (10 replicas for 5 minutes at 10 % buy one
+replica-step), and a restarted scaler rebuilds both records, so only a brand-new target starts
+at 0. With a cost per replica-hour both sides are priced alike: the share is unit-free, and
+`limit`/`remaining` are in money.
+
 A restarted scaler (or a second replica) does not start from an empty window: `spent_per_step`
 turns the samples of the spend counter every replica exports into replica-hours per time, and
-`seed` adds them to a ledger before it makes its own charges (the engine's wiring).
+`seed` adds them to a ledger before it makes its own charges (the engine's wiring); the reactive
+replica-hours counter is read back the same way into `seed_reactive`.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +41,57 @@ from dataclasses import dataclass, field
 HOUR = 3600.0
 EPSILON = 1e-9
 """Slack for float rounding in replica-hour sums; far below one replica-second."""
+MAX_SHARE = 1.0
+"""Largest share of the reactive replica-hours a budget may be (100 %: prewarm at most doubles
+what reactive costs; maxPrewarmReplicas bounds each step anyway)."""
+
+MAX_BUDGET = 1e9
+"""Largest absolute budget per window (replica-hours or money): beyond it a typo, not a plan."""
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
+BUDGET_FORMS = (
+    "replica-hours per window (money with costPerReplicaHour) such as '24', or a share of the "
+    "window's reactive replica-hours such as '10%' (above 0 % and at most 100 %)"
+)
+
+DEFAULT_BUDGET = "10%"
+"""`prewarmBudget` when unset, as a user would write it: measured across the shared traces in
+docs/budget.md (the largest share that kept GPU-hours within 1.3x of reactive on them)."""
+
+Records = deque[tuple[float, float]]
+"""(time, amount in budget units) records, oldest first."""
+Spans = deque[tuple[float, float, float]]
+"""(first time, last time, amount in budget units) records, oldest first."""
+SPANS_PER_WINDOW = 288
+"""Reactive records within window / SPANS_PER_WINDOW of each other (5 minutes of a day) are kept
+as one span, so a ledger holds a few hundred of them whatever the step (30 s: 2,880 a day)."""
+
+
+def parse_budget(text: str) -> tuple[float, float | None]:
+    """`prewarmBudget` text as (absolute amount, share): '24' is (24.0, None), '10%' is
+    (0.0, 0.1). Plain ASCII decimals only (no sign, exponent, inf or nan); ValueError names
+    both forms otherwise."""
+    body = text.strip()
+    is_share = body.endswith("%")
+    number = body[:-1] if is_share else body
+    if not _DECIMAL.fullmatch(number):
+        raise ValueError(f"must be {BUDGET_FORMS}")
+    value = float(number)
+    if is_share:
+        if not 0 < value <= MAX_SHARE * 100:
+            raise ValueError(f"a share must be above 0 % and at most {MAX_SHARE * 100:g} %")
+        return 0.0, value / 100
+    if value > MAX_BUDGET:
+        raise ValueError(f"must be at most {MAX_BUDGET:g} per window, or a share such as '10%'")
+    return value, None
+
+
+def describe(amount: float, share: float | None) -> str:
+    """The budget as a user writes it: '24' or '10%'."""
+    return f"{amount:g}" if share is None else f"{share * 100:g}%"
+
+
+DEFAULT = parse_budget(DEFAULT_BUDGET)
+"""DEFAULT_BUDGET as (absolute amount, share)."""
 
 
 @dataclass
@@ -38,9 +104,15 @@ class Ledger:
     """Window length in seconds."""
     cost_per_replica_hour: float | None = None
     """Price of one replica-hour in the budget's currency; None means the budget is in hours."""
-    charges: deque[tuple[float, float]] = field(default_factory=deque)
+    share: float | None = None
+    """When set, the budget per window is this share (0 < share <= MAX_SHARE) of the reactive
+    replica-hours recorded in the window, and `budget` is not used."""
+    charges: Records = field(default_factory=deque)
     """(time, amount in budget units) of each charge: spend seeded from the shared record first,
     then this process's own charges in the order they were made."""
+    reactive: Spans = field(default_factory=deque)
+    """(first, last time, amount in budget units) of the reactive replicas of the steps in each
+    span, seeded first. A span counts only where it lies wholly in the window asked about."""
     newest: float = -math.inf
     """Latest time the ledger has been asked about; charges expire relative to it."""
 
@@ -49,20 +121,34 @@ class Ledger:
         self._advance(now)
         return sum(amount for at, amount in self.charges if abs(at - now) < self.window)
 
+    def limit(self, now: float) -> float:
+        """The budget at `now` in budget units: `budget`, or `share` of the reactive hours
+        stamped in (newest - window, now]; 0 when it cannot be checked."""
+        if self.share is None:
+            return self.budget if math.isfinite(self.budget) and self.budget > 0 else 0.0
+        if not (math.isfinite(now) and 0 < self.share <= MAX_SHARE):
+            return 0.0
+        self._advance(now)
+        since = self.newest - self.window
+        return self.share * sum(
+            x for first, last, x in self.reactive if since < first and last <= now
+        )
+
     def remaining(self, now: float) -> float:
         """What is left to spend at `now` (0 when `now` cannot be checked)."""
-        if not self._checkable(now):
-            return 0.0
-        return max(0.0, self.budget - self.spent(now))
+        limit = self._checked_limit(now)
+        return max(0.0, limit - self.spent(now)) if limit > 0 else 0.0
 
     def allowance(self, now: float, step: float, *, reserve: float = 0.0) -> int:
         """Whole prewarm replicas that fit in what is left of the window for one step, keeping
         back `reserve` (a fraction of the budget) for later."""
         per_replica = self._amount(1, step)
-        if not (math.isfinite(per_replica) and per_replica > 0) or not self._checkable(now):
+        limit = self._checked_limit(now)
+        if not (math.isfinite(per_replica) and per_replica > 0) or limit <= 0:
             return 0
-        kept = self.budget * min(max(reserve, 0.0), 1.0) if math.isfinite(reserve) else self.budget
-        return max(0, math.floor((self.remaining(now) - kept) / per_replica + EPSILON))
+        kept = limit * min(max(reserve, 0.0), 1.0) if math.isfinite(reserve) else limit
+        left = max(0.0, limit - self.spent(now))
+        return max(0, math.floor((left - kept) / per_replica + EPSILON))
 
     def charge(self, now: float, replicas: int, step: float) -> float:
         """Record `replicas` prewarmed for `step` seconds from `now`; returns replica-hours.
@@ -81,6 +167,20 @@ class Ledger:
         self.charges.append((now, amount))
         return replicas * step / HOUR
 
+    def record_reactive(self, now: float, replicas: int, step: float) -> float:
+        """Record the step's `replicas` reactive replicas for `step` seconds from `now` (after
+        its charge); returns replica-hours, 0 for anything not finite and positive."""
+        amount = self._amount(replicas, step)
+        if replicas <= 0 or not (math.isfinite(now) and math.isfinite(amount) and amount > 0):
+            return 0.0
+        self._advance(now)
+        first, last, total = self.reactive[-1] if self.reactive else (math.nan, math.nan, 0.0)
+        if last <= now < first + self.window / SPANS_PER_WINDOW:
+            self.reactive[-1] = (first, now, total + amount)
+        else:
+            self.reactive.append((now, now, amount))
+        return replicas * step / HOUR
+
     def _amount(self, replicas: int, step: float) -> float:
         hours = replicas * step / HOUR if math.isfinite(step) and step > 0 else math.nan
         return self.price(hours)
@@ -89,11 +189,13 @@ class Ledger:
         """`hours` replica-hours in budget units."""
         return hours if self.cost_per_replica_hour is None else hours * self.cost_per_replica_hour
 
-    def _checkable(self, now: float) -> bool:
-        ok = math.isfinite(now) and math.isfinite(self.budget) and self.budget > 0
-        if ok:
-            self._advance(now)
-        return ok and now > self.newest - self.window
+    def _checked_limit(self, now: float) -> float:
+        """limit(now), or 0 when `now` cannot be checked (not finite, or more than a window
+        behind the newest time seen)."""
+        if not math.isfinite(now):
+            return 0.0
+        self._advance(now)
+        return self.limit(now) if now > self.newest - self.window else 0.0
 
     def _advance(self, now: float) -> None:
         if not math.isfinite(now):
@@ -102,6 +204,8 @@ class Ledger:
         horizon = self.newest - 2 * self.window
         if self.charges and any(at <= horizon for at, _ in self.charges):
             self.charges = deque(c for c in self.charges if c[0] > horizon)
+        if self.reactive and self.reactive[0][0] <= horizon:
+            self.reactive = deque(r for r in self.reactive if r[0] > horizon)
 
 
 START_SLACK = 1e-3
@@ -150,3 +254,11 @@ def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
     first_own = min((at for at, _ in ledger.charges), default=math.inf)
     earlier = [(at, ledger.price(hours)) for at, hours in spent if at < first_own]
     ledger.charges = deque([*sorted(earlier), *ledger.charges])
+
+
+def seed_reactive(ledger: Ledger, used: Iterable[tuple[float, float]]) -> None:
+    """Add reactive replica-hours recorded elsewhere (`spent_per_step` of the reactive counter)
+    to `ledger`, priced in its units; as `seed`, only what precedes its own first record."""
+    first_own = min((first for first, _, _ in ledger.reactive), default=math.inf)
+    earlier = [(at, at, ledger.price(hours)) for at, hours in used if at < first_own]
+    ledger.reactive = deque([*sorted(earlier), *ledger.reactive])

@@ -19,8 +19,9 @@ succeeded its prewarm allowance is 0 (reason budget_unknown), retried each step.
 each replica charges the same decisions itself, so ledgers that started from the same record stay
 alike. Spend made in the last scrape interval before a rebuild is not in Prometheus yet: the
 rebuild books its bound (scaler/unrecorded.py: maxPrewarmReplicas for a scrape interval, a
-ledger sample step and a step) as spent. Without a spend record (file source) or with a zero
-budget the ledger starts empty and known.
+ledger sample step and a step) as spent. A share budget (`prewarmBudget: "10%"`) rebuilds
+the reactive replica-hours it is a share of from their own counter the same way. Without a
+spend record (file source) or with a zero budget the ledger starts empty and known.
 """
 
 from __future__ import annotations
@@ -121,9 +122,11 @@ class Engine:
                     budget=spec.prewarm_budget,
                     window=spec.prewarm_budget_window,
                     cost_per_replica_hour=spec.cost_per_replica_hour,
+                    share=spec.prewarm_budget_share,
                 ),
                 last_asked=now,
-                ledger_known=self.spend_record is None or spec.prewarm_budget <= 0,
+                ledger_known=self.spend_record is None
+                or (spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None),
             )
             self.targets[spec.key] = state
             self.telemetry.targets.set(len(self.targets))
@@ -282,6 +285,19 @@ class Engine:
                 SPEND_RECORD,
                 partial(record.spent_samples, spec, start=start, end=now, step=LEDGER_STEP),
             )
+            used = []  # what a share budget is a share of, recorded alike
+            if spec.prewarm_budget_share is not None:
+                used = await self.isolation.run(
+                    SPEND_RECORD,
+                    partial(
+                        record.spent_samples,
+                        spec,
+                        start=start,
+                        end=now,
+                        step=LEDGER_STEP,
+                        reactive=True,
+                    ),
+                )
         except ScalerError as exc:
             if state.ledger_note is None:
                 logger.warning(
@@ -300,14 +316,15 @@ class Engine:
         )
         spent = budget.spent_per_step(samples, start=start)
         budget.seed(state.ledger, [*spent, (now, reserve)])
+        budget.seed_reactive(state.ledger, budget.spent_per_step(used, start=start))
         state.ledger_known, state.ledger_note = True, None
         logger.info(
             "%s: prewarm ledger rebuilt from %d series: %.4g of %.4g spent in the window, "
             "%.4g replica-hours of it reserved for spend not yet scraped",
             spec.key,
-            len(samples),
+            len(samples) + len(used),
             state.ledger.spent(now),
-            spec.prewarm_budget,
+            state.ledger.limit(now),
             reserve,
         )
 
@@ -347,7 +364,7 @@ class Engine:
         if state.drift.monitor.take_retrain():
             state.fitted_at = -math.inf
         quantile = policy.affordable_quantile(
-            spec.quantile, remaining=state.ledger.remaining(now), budget=spec.prewarm_budget
+            spec.quantile, remaining=state.ledger.remaining(now), budget=state.ledger.limit(now)
         )
         steps = forecast.p50.size
         upper = state.model.calibration_for(state.history, steps).upper(forecast.p50, quantile)
@@ -384,6 +401,8 @@ class Engine:
             fallback=fallback,
         )
         cost = state.ledger.charge(now, predictive.prewarm, step)
+        used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), step)
+        self.telemetry.reactive_spent.labels(spec.key).inc(used)
         served = predictive
         if spec.mode == "shadow":
             served = policy.decide(

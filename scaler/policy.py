@@ -61,6 +61,11 @@ class Limits:
     max_replicas: int = 100
     max_prewarm_replicas: int = 10
 
+    def clamp(self, replicas: int) -> int:
+        """`replicas` within [min_replicas, max_replicas]: what a reactive autoscaler with these
+        limits runs (and what a share budget is a share of, see budget.py)."""
+        return max(self.min_replicas, min(replicas, self.max_replicas))
+
 
 @dataclass(frozen=True)
 class Decision:

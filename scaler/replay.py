@@ -62,7 +62,11 @@ class ReplayConfig:
     max_replicas: int = 100
     max_prewarm_replicas: int = 10
     budget: float = 24.0
-    """Prewarm allowed per window: replica-hours, or money with cost_per_replica_hour."""
+    """Prewarm allowed per window: replica-hours, or money with cost_per_replica_hour. Used
+    when `budget_share` is None, so `budget=6` alone means 6; `scaler backtest`, like
+    scalerMetadata, defaults to budget.DEFAULT_BUDGET instead."""
+    budget_share: float | None = None
+    """When set, the budget is this share of the window's reactive replica-hours instead."""
     budget_window: float = DAY
     cost_per_replica_hour: float | None = None
     refit_every: float = WEEK
@@ -112,6 +116,7 @@ def simulate(
         budget=config.budget,
         window=config.budget_window,
         cost_per_replica_hour=config.cost_per_replica_hour,
+        share=config.budget_share,
     )
     tracker = drift.DriftTracker(
         lead_time=config.lead_time, monitor=drift.DriftMonitor(quantile=config.quantile)
@@ -164,7 +169,7 @@ def simulate(
         peak = None
         if origin.forecast is not None and origin.model is not None:
             quantile = policy.affordable_quantile(
-                config.quantile, remaining=ledger.remaining(now), budget=config.budget
+                config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
             )
             table = origin.model.calibration_for(Series(series.start, step, load[:t]), points)
             peak = policy.finite_peak(table.upper(origin.forecast.p50[:points], quantile))
@@ -176,6 +181,7 @@ def simulate(
             fallback=fallback,
         )
         spent[t] = ledger.charge(now, decision.prewarm, step)
+        ledger.record_reactive(now, limits.clamp(decision.reactive), step)
         desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired
         reasons.append(decision.reason.value)
     k = yardstick.cold_start_steps(config.lead_time, step)
@@ -239,16 +245,23 @@ def summarise(
     results: dict[str, Any] = {}
     for name, desired in runs.items():
         result = score(desired)
+        policy_run = name == "policy"
         extra_hours = (
             frame["prewarm_replica_hours"].to_numpy()
-            if name == "policy"
+            if policy_run
             else np.maximum(np.asarray(desired) - reactive_d, 0) * step / 3600.0
+        )
+        # What a share budget is a share of: the policy's own reactive floor within its limits,
+        # as its ledger records it; for a baseline, plain reactive.
+        reactive_steps = frame["reactive"].to_numpy() if policy_run else reactive_d
+        reactive_hours = (
+            np.clip(reactive_steps, config.min_replicas, config.max_replicas) * step / 3600.0
         )
         results[name] = {
             **result.as_dict(),
             "gpu_hours_x_reactive": result.gpu_hours / max(base.gpu_hours, 1e-12),
             "frontier_ratio": front.ratio(result),
-            "prewarm": _spend(series, extra_hours, config),
+            "prewarm": _spend(series, extra_hours, reactive_hours, config),
         }
     reasons = frame["reason"][scored].value_counts().sort_index()
     return {
@@ -271,21 +284,39 @@ def summarise(
     }
 
 
-def _spend(series: Series, hours: Any, config: ReplayConfig) -> dict[str, float]:
-    """Prewarm replica-hours (and money), in total and in the costliest rolling window."""
+def _spend(
+    series: Series, hours: Any, reactive_hours: Any, config: ReplayConfig
+) -> dict[str, float | None]:
+    """Prewarm replica-hours (and money), in total and in the costliest rolling window, and as
+    a share of the reactive replica-hours: in all, and the largest of any window that ends at a
+    step with prewarm (the windows a share budget bounds, see budget.py), and how many such
+    windows had no reactive hours at all (never for the policy under a share budget)."""
     per_step = np.asarray(hours, dtype=np.float64)
-    cum = np.concatenate([[0.0], np.cumsum(per_step)])
     width = max(1, math.ceil(config.budget_window / series.step - 1e-9))
-    idx = np.arange(per_step.size)
-    window = cum[idx + 1] - cum[np.maximum(idx + 1 - width, 0)]
+    window = _trailing(per_step, width)
+    reactive = np.asarray(reactive_hours, dtype=np.float64)
+    charged, used = per_step > 0, _trailing(reactive, width)
+    shares = window[charged & (used > 0)] / used[charged & (used > 0)]
     price = config.cost_per_replica_hour or 1.0
     return {
         "replica_hours": float(per_step.sum()),
         # rounded: a cumulative-sum difference carries ~1e-12 of float noise, not spend
         "max_window_spend": round(float(window.max(initial=0.0)) * price, 9),
+        "reactive_replica_hours": float(reactive.sum()),
+        "share_of_reactive": float(per_step.sum() / max(float(reactive.sum()), 1e-12)),
+        "max_window_share": round(float(shares.max(initial=0.0)), 9),
+        "windows_without_reactive": int((charged & (used <= 0)).sum()),
         "budget": config.budget,
+        "budget_share": config.budget_share,
         "window_seconds": config.budget_window,
     }
+
+
+def _trailing(per_step: Any, width: int) -> Any:
+    """Sum over the `width` steps ending at each step."""
+    cum = np.concatenate([[0.0], np.cumsum(per_step)])
+    idx = np.arange(per_step.size)
+    return cum[idx + 1] - cum[np.maximum(idx + 1 - width, 0)]
 
 
 def threshold_from(text: str, series: Series) -> float:
@@ -315,7 +346,8 @@ def write_decisions(result: Replay, directory: Path) -> None:
 
 def table(summary: dict[str, Any]) -> str:
     """The yardstick figures as the fixed-width table `scaler backtest` prints."""
-    budget = summary["config"]["budget"]
+    share = summary["config"]["budget_share"]
+    limit = budget.describe(summary["config"]["budget"], share)
     lines = [
         f"{'decisions':14} {'frontier':>8} {'under-prov':>10} {'shortfall':>9} "
         f"{'GPU-h':>9} {'x reactive':>10} {'max prewarm/window':>18}"
@@ -327,6 +359,10 @@ def table(summary: dict[str, Any]) -> str:
             f"{name:14} {ratio:8.2f} {m['under_provisioned_pct']:9.1f}% "
             f"{m['shortfall_replica_steps']:9.0f} {m['gpu_hours']:9.1f} "
             f"{m['gpu_hours_x_reactive']:9.2f}x "
-            f"{m['prewarm']['max_window_spend']:10.2f} / {budget:g}"
+            + (
+                f"{m['prewarm']['max_window_spend']:10.2f} / {limit}"
+                if share is None
+                else f"{m['prewarm']['max_window_share']:10.1%} / {limit}"
+            )
         )
     return "\n".join(lines)

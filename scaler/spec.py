@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from scaler import literals
+from scaler import budget, literals
 from scaler.errors import SpecError
 from scaler.literals import duration_arg as duration_arg
 from scaler.literals import format_duration as format_duration
@@ -58,9 +58,12 @@ class TargetSpec:
     min_replicas: int = 0
     max_replicas: int = 100
     max_prewarm_replicas: int = 10
-    prewarm_budget: float = 24.0
+    prewarm_budget: float = budget.DEFAULT[0]
     """Prewarm allowed per `prewarm_budget_window`: replica-hours, or money in `currency` when
-    `cost_per_replica_hour` is set."""
+    `cost_per_replica_hour` is set. Not used when `prewarm_budget_share` is set."""
+    prewarm_budget_share: float | None = budget.DEFAULT[1]
+    """`prewarmBudget: "10%"`: the budget is this share (0 < share <= 1) of the window's
+    reactive replica-hours instead (budget.Ledger)."""
     prewarm_budget_window: float = 86400.0
     cost_per_replica_hour: float | None = None
     currency: str = "USD"
@@ -297,6 +300,13 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             "threshold", "", "set `threshold` to the load one replica serves, e.g. '50'"
         )
     fp = fingerprint(meta)
+    prewarm_budget, prewarm_budget_share = _get(
+        meta,
+        "prewarmBudget",
+        budget.parse_budget,
+        budget.DEFAULT,
+        "e.g. '10%' of the reactive replica-hours, '24' replica-hours, '0' for purely reactive",
+    )
     spec = TargetSpec(
         namespace=namespace or "default",
         name=name or "unnamed",
@@ -324,13 +334,8 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
         min_replicas=_get(meta, "minReplicas", _count(REPLICAS), 0, "e.g. '0'"),
         max_replicas=_get(meta, "maxReplicas", _count(CEILING), 100, "e.g. '20'"),
         max_prewarm_replicas=_get(meta, "maxPrewarmReplicas", _count(REPLICAS), 10, "e.g. '4'"),
-        prewarm_budget=_get(
-            meta,
-            "prewarmBudget",
-            _number(BUDGET),
-            24.0,
-            "replica-hours per window (money with costPerReplicaHour), e.g. '24'",
-        ),
+        prewarm_budget=prewarm_budget,
+        prewarm_budget_share=prewarm_budget_share,
         prewarm_budget_window=_get(
             meta,
             "prewarmBudgetWindow",

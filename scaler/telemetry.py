@@ -55,6 +55,13 @@ class Telemetry:
             target,
             registry=registry,
         )
+        self.reactive_spent = Counter(
+            "scaler_reactive_replica_hours",
+            "Replica-hours of the reactive part of each decision; a share budget "
+            '(prewarmBudget: "10%") is a share of it, rebuilt from it after a restart.',
+            target,
+            registry=registry,
+        )
         self.shadow_prewarm = Counter(
             "scaler_shadow_prewarm_replica_hours",
             "Replica-hours shadow mode would have spent on prewarming (never asked of KEDA).",
@@ -131,6 +138,7 @@ class Telemetry:
             self.reactive,
             self.prewarm,
             self.prewarm_spent,
+            self.reactive_spent,
             self.shadow_prewarm,
             self.budget_remaining,
             self.active,

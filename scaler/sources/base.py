@@ -45,8 +45,9 @@ class SpendRecord(Protocol):
     """
 
     def spent_samples(
-        self, spec: TargetSpec, *, start: float, end: float, step: float
+        self, spec: TargetSpec, *, start: float, end: float, step: float, reactive: bool = False
     ) -> list[list[tuple[float, float]]]:
         """(time, counter value) on the grid start, start + step, ... <= end, one list per
-        series; raises SourceUnavailable when the record cannot be read."""
+        series; raises SourceUnavailable when the record cannot be read. `reactive` reads the
+        reactive replica-hours counter (what a share budget is a share of) instead."""
         ...

@@ -50,6 +50,7 @@ INSTANT_SHAPE = (
 )
 
 SPENT_COUNTER = "scaler_prewarm_replica_hours_total"
+REACTIVE_COUNTER = "scaler_reactive_replica_hours_total"
 """The spend counter every scaler replica exports (telemetry.Telemetry.prewarm_spent)."""
 
 T = TypeVar("T")
@@ -120,11 +121,11 @@ class PrometheusSource:
         return Sample(at, value)
 
     def spent_samples(
-        self, spec: TargetSpec, *, start: float, end: float, step: float
+        self, spec: TargetSpec, *, start: float, end: float, step: float, reactive: bool = False
     ) -> list[list[tuple[float, float]]]:
-        """(time, value) samples of SPENT_COUNTER for spec's ScaledObject at start, start + step,
-        ... <= end: one list per series (per scaler pod and trigger key), none when nothing was
-        ever recorded.
+        """(time, value) samples of SPENT_COUNTER (REACTIVE_COUNTER if `reactive`) for spec's
+        ScaledObject at start, start + step, ... <= end: one list per series (per scaler pod and
+        trigger key), none when nothing was ever recorded.
 
         Asks `default_url`, never spec.server_address: the ledger lives in the Prometheus that
         scrapes the scaler, not in the one holding the target's load.
@@ -135,7 +136,7 @@ class PrometheusSource:
         # errs on the side of spending less, never more.
         pattern = re.escape(f"{spec.namespace}/{spec.name}#") + "[0-9a-f]+"
         target = pattern.replace("\\", "\\\\").replace('"', '\\"')
-        query = f'{SPENT_COUNTER}{{target=~"{target}"}}'
+        query = f'{REACTIVE_COUNTER if reactive else SPENT_COUNTER}{{target=~"{target}"}}'
         series: dict[str, list[tuple[float, float]]] = {}
         for chunk in _Grid(start, step, _grid_size(start, end, step)).chunks(MAX_POINTS):
             call = partial(_query_range, query=query, chunk=chunk)

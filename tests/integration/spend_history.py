@@ -4,7 +4,9 @@ record a freshly started scaler rebuilds its prewarm ledger from.
 Two triggers on the llm trace, each with a 24-unit daily budget; both spent 20 replica-hours
 over the last 5 hours, recorded by two scaler pods, one of which restarted 2 hours before the
 end (a counter reset). `HOURS` is budgeted in replica-hours (4 left); `MONEY` at 1.2 USD per
-replica-hour, so the 20 replica-hours cost the whole 24 USD (nothing left).
+replica-hour, so the 20 replica-hours cost the whole 24 USD (nothing left). `SHARE` is budgeted
+at 10 % of the reactive replica-hours, which the same pods recorded at REACTIVE_PER_HOUR for
+longer than a day: 10 % of 300 replica-hours in the window, 10 left.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ SPENT_HOURS = 20.0
 QUERY = 'sum(trace_llm_serving_10min{job="trace",trace="llm_serving_10min"})'
 HOURS = {"query": QUERY, "threshold": "60", "model": "seasonal", "prewarmBudget": "24"}
 MONEY = {**HOURS, "costPerReplicaHour": "1.2"}
-NAMES = {"spender": HOURS, "spender-money": MONEY}
+SHARE = {**HOURS, "prewarmBudget": "10%"}
+NAMES = {"spender": HOURS, "spender-money": MONEY, "spender-share": SHARE}
+REACTIVE_PER_HOUR = 12.5
+"""Reactive replica-hours per hour every trigger recorded: 300 in a day."""
 
 SCRAPE = 60.0
 SPENDING = 5 * 3600.0
@@ -35,22 +40,26 @@ def key(name: str) -> str:
 
 
 def counters(*, end: float) -> list[CounterSeries]:
-    """Both pods' `scaler_prewarm_replica_hours_total` for every trigger of NAMES, up to `end`."""
+    """Both pods' `scaler_prewarm_replica_hours_total` and
+    `scaler_reactive_replica_hours_total` for every trigger of NAMES, up to `end`."""
     times = np.arange(end - RECORDED, end + 1e-6, SCRAPE)
     spent = np.clip((times - (end - SPENDING)) / SPENDING, 0.0, 1.0) * SPENT_HOURS
-    restart = times >= end - RESTART_BEFORE_END
-    at_restart = spent[restart][0] - (spent[restart][1] - spent[restart][0])
-    pods = {
-        "scaler-a": 100.0 + spent,
-        "scaler-b": np.where(restart, spent - at_restart, 7.0 + spent),
-    }
+    used = (times - times[0]) / 3600.0 * REACTIVE_PER_HOUR
+    families = {"scaler_prewarm_replica_hours": spent, "scaler_reactive_replica_hours": used}
     return [
-        CounterSeries(
-            "scaler_prewarm_replica_hours",
-            {"job": "scaler", "pod": pod, "target": key(name)},
-            times,
-            values,
-        )
+        CounterSeries(family, {"job": "scaler", "pod": pod, "target": key(name)}, times, values)
+        for family, total in families.items()
         for name in NAMES
-        for pod, values in pods.items()
+        for pod, values in _pods(times, total, end=end).items()
     ]
+
+
+def _pods(times: np.ndarray, total: np.ndarray, *, end: float) -> dict[str, np.ndarray]:
+    """Two pods' counters of the same `total`: one steady, one restarted from 0 (its first
+    value after the restart is that step's increment)."""
+    restart = times >= end - RESTART_BEFORE_END
+    at_restart = total[restart][0] - (total[restart][1] - total[restart][0])
+    return {
+        "scaler-a": 100.0 + total,
+        "scaler-b": np.where(restart, total - at_restart, 7.0 + total),
+    }

@@ -96,6 +96,35 @@ def test_a_restarted_scaler_has_only_what_earlier_pods_left_of_the_budget(
         assert gauge is not None and left - 0.05 < gauge <= left + 1e-6
 
 
+def test_a_restarted_scaler_rebuilds_the_reactive_hours_its_share_budget_is_a_share_of(
+    prometheus_server: PrometheusServer,
+) -> None:
+    newcomer = {**spend_history.SHARE, "horizon": "20m"}  # no record in Prometheus at all
+    with fresh_scaler(prometheus_server) as (scaler, stub):
+        share, _ = served(scaler, stub, "spender-share")
+        ref = pb.ScaledObjectRef(namespace="fresh", name="newcomer", scalerMetadata=newcomer)
+        stub.GetMetricSpec(ref)
+        request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="m")
+        eventually(lambda: stub.GetMetrics(request), timeout=30)
+        assert scaler.engine is not None
+        fresh = next(s for s in scaler.engine.targets.values() if s.spec.namespace == "fresh")
+        assert share.ledger_known and fresh.ledger_known
+        now = scaler.clock.now()
+        # 10 % of the 300 reactive replica-hours two pods (one restarted) recorded in the
+        # window, less the 20 they prewarmed; the scaler's own 0.2 s steps add almost nothing.
+        used = 24 * spend_history.REACTIVE_PER_HOUR
+        assert 0.1 * used - 0.1 < share.ledger.limit(now) <= 0.1 * used + 0.05
+        left = 0.1 * used - spend_history.SPENT_HOURS
+        assert left - 0.1 < share.ledger.remaining(now) <= left + 0.05
+        # Without a record the window starts empty: the budget is only what its own steps made.
+        assert fresh.ledger.limit(now) < 0.05
+        registry = scaler.engine.telemetry.registry
+        exported = registry.get_sample_value(
+            "scaler_reactive_replica_hours_total", {"target": spend_history.key("spender-share")}
+        )
+        assert exported is not None and exported > 0
+
+
 def test_a_scaler_that_cannot_read_its_ledger_stays_reactive_and_says_why_once(
     prometheus_server: PrometheusServer, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -54,7 +54,7 @@ def test_writes_forecasts_csv_summary_json_and_a_png(tmp_path: Path) -> None:
     for run in ("policy", "reactive", "reactive_20", "oracle"):
         figures = summary["decisions"][run]
         assert {"under_provisioned_pct", "gpu_hours", "frontier_ratio", "prewarm"} <= set(figures)
-    assert summary["decisions"]["policy"]["prewarm"]["max_window_spend"] <= 24.0 + 1e-9
+    assert summary["decisions"]["policy"]["prewarm"]["max_window_share"] <= 0.1 + 1e-9  # 10%
 
 
 def test_the_forecast_for_a_step_uses_exactly_what_was_known_lead_time_earlier() -> None:

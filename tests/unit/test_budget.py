@@ -59,3 +59,103 @@ def test_a_money_budget_is_charged_at_the_price_of_a_replica_hour() -> None:
 def test_a_reserve_keeps_part_of_the_budget_back() -> None:
     ledger = budget.Ledger(budget=1.0, window=DAY)
     assert ledger.allowance(0.0, STEP, reserve=0.5) == 6
+
+
+# ---- a share of the window's reactive replica-hours --------------------------------------------
+
+
+def reactive_for(ledger: budget.Ledger, *, start: float, replicas: int, steps: int) -> float:
+    """Record `replicas` reactive replicas for `steps` steps from `start`; returns the end."""
+    for i in range(steps):
+        ledger.record_reactive(start + i * STEP, replicas, STEP)
+    return start + steps * STEP
+
+
+def test_a_share_budget_is_that_share_of_the_reactive_hours_in_the_window() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    end = reactive_for(ledger, start=0.0, replicas=10, steps=12)  # 10 replica-hours
+    assert ledger.limit(end) == pytest.approx(1.0)
+    assert ledger.allowance(end, STEP) == 12  # 1 replica-hour: 12 replica-steps
+    ledger.charge(end, 12, STEP)
+    assert ledger.allowance(end + STEP, STEP) == 0
+
+
+def test_a_share_budget_starts_at_nothing_and_builds_up_with_the_reactive_use() -> None:
+    ledger = budget.Ledger(budget=24.0, window=DAY, share=0.1)  # `budget` is not used
+    assert ledger.allowance(0.0, STEP) == 0  # an empty window has no reactive hours yet
+    ledger.record_reactive(0.0, 10, STEP)  # 10 x 5 min at 10 %: one replica for 5 minutes
+    assert ledger.allowance(STEP, STEP) == 1
+
+
+def test_reactive_hours_that_leave_the_window_take_their_share_with_them() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.5)
+    reactive_for(ledger, start=0.0, replicas=4, steps=3)  # 1 replica-hour
+    assert ledger.limit(DAY - 1.0) == pytest.approx(0.5)
+    assert ledger.limit(DAY + 2 * STEP) == 0.0
+    assert ledger.allowance(DAY + 2 * STEP, STEP) == 0
+
+
+def test_reactive_hours_stamped_after_a_clock_jump_back_buy_nothing_earlier() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    reactive_for(ledger, start=10_000.0, replicas=10, steps=12)
+    assert ledger.allowance(5_000.0, STEP) == 0  # the clock went back before any reactive use
+
+
+def test_a_share_budget_with_a_price_is_in_money_and_buys_the_same_replicas() -> None:
+    hours = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    money = budget.Ledger(budget=0.0, window=DAY, share=0.1, cost_per_replica_hour=2.5)
+    for ledger in (hours, money):
+        reactive_for(ledger, start=0.0, replicas=10, steps=12)
+    assert money.limit(DAY / 2) == pytest.approx(2.5 * hours.limit(DAY / 2))
+    assert money.allowance(DAY / 2, STEP) == hours.allowance(DAY / 2, STEP) == 12
+
+
+@pytest.mark.parametrize("share", [0.0, -0.1, 1.5, math.nan, math.inf])
+def test_a_share_outside_zero_to_one_hundred_percent_allows_nothing(share: float) -> None:
+    ledger = budget.Ledger(budget=24.0, window=DAY, share=share)
+    reactive_for(ledger, start=0.0, replicas=10, steps=12)
+    assert ledger.allowance(DAY / 2, STEP) == 0
+
+
+def test_non_finite_reactive_records_are_ignored() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    assert ledger.record_reactive(math.nan, 10, STEP) == 0.0
+    assert ledger.record_reactive(0.0, 10, math.inf) == 0.0
+    assert ledger.record_reactive(0.0, -3, STEP) == 0.0
+    assert ledger.limit(1.0) == 0.0
+
+
+def test_seeded_reactive_hours_count_only_before_the_ledgers_own_records() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    ledger.record_reactive(600.0, 12, STEP)  # 1 replica-hour, later scraped and read back
+    budget.seed_reactive(ledger, [(60.0, 5.0), (540.0, 4.0), (660.0, 1.0)])
+    assert ledger.limit(720.0) == pytest.approx(0.1 * (5.0 + 4.0 + 1.0))
+
+
+def test_after_a_jump_back_reactive_hours_older_than_the_newest_window_buy_nothing() -> None:
+    # 10 replica-hours at 0, then 1 at the end of the first day buys a charge just after it;
+    # the clock then jumps back half a day. Spending the share of the hours at 0 there would
+    # overspend the window that ends at the later charge, which holds only the 1 replica-hour.
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.5)
+    ledger.record_reactive(0.0, 10, 3600.0)
+    ledger.record_reactive(DAY - 200.0, 12, STEP)  # 1 replica-hour
+    late = DAY + 100.0
+    assert ledger.allowance(late, STEP) == 6
+    ledger.charge(late, 6, STEP)
+    assert ledger.allowance(DAY / 2, STEP) == 0
+
+
+def test_reactive_steps_are_kept_as_a_few_hundred_spans_a_window_whatever_the_step() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    for i in range(3 * 2880):  # three days of 30 s steps
+        ledger.record_reactive(i * 30.0, 10, 30.0)
+    assert len(ledger.reactive) <= 2 * budget.SPANS_PER_WINDOW + 2
+    assert ledger.limit(3 * DAY) == pytest.approx(0.1 * 10 * 24, rel=0.01)
+
+
+def test_a_span_counts_only_once_the_clock_is_past_its_last_step() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.5)
+    for at in (0.0, 60.0, 120.0):  # one span, 0 to 120
+        ledger.record_reactive(at, 12, STEP)
+    assert ledger.limit(90.0) == 0.0  # back before its last step: none of it is certain
+    assert ledger.limit(120.0) == pytest.approx(0.5 * 3.0)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 
 from scaler import budget
-from scaler.sources.prometheus import SPENT_COUNTER
+from scaler.sources.prometheus import REACTIVE_COUNTER, SPENT_COUNTER
 from scaler.telemetry import Telemetry
 
 DAY = 86400.0
@@ -64,6 +64,23 @@ def test_the_spend_counter_the_scaler_exports_is_the_one_it_reads_back() -> None
     telemetry.prewarm_spent.labels("gpu/llm#0a1b2c3d").inc(0.5)
     exported = generate_latest(telemetry.registry).decode()
     assert f'{SPENT_COUNTER}{{target="gpu/llm#0a1b2c3d"}} 0.5' in exported
+
+
+def test_the_reactive_counter_the_scaler_exports_is_the_one_a_share_budget_reads_back() -> None:
+    telemetry = Telemetry(CollectorRegistry())
+    telemetry.reactive_spent.labels("gpu/llm#0a1b2c3d").inc(2.5)
+    exported = generate_latest(telemetry.registry).decode()
+    assert f'{REACTIVE_COUNTER}{{target="gpu/llm#0a1b2c3d"}} 2.5' in exported
+
+
+def test_a_share_ledger_fed_by_both_records_allows_its_share_less_the_spend() -> None:
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    used = [[(0.0, 10.0), (DAY / 2, 40.0)]]  # 30 reactive replica-hours in the window
+    spent = [[(0.0, 1.0), (DAY / 2, 2.0)]]  # 1 prewarmed
+    budget.seed(ledger, budget.spent_per_step(spent, start=0.0))
+    budget.seed_reactive(ledger, budget.spent_per_step(used, start=0.0))
+    assert ledger.remaining(DAY / 2) == pytest.approx(0.1 * 30.0 - 1.0)
+    assert ledger.allowance(DAY / 2, 300.0) == 24
 
 
 # ---- strictness after a rebuild, over random histories --------------------------------------

@@ -114,6 +114,7 @@ def test_a_larger_budget_never_allows_less_after_the_same_charges(
 clock_moves = st.one_of(
     st.sampled_from([300.0, 300.0, 300.0, 30.0]),  # mostly regular steps
     st.floats(min_value=-3 * 86400, max_value=3 * 86400),  # jumps back and forth
+    st.sampled_from([-1800.0, -43200.0]),  # back by half a window (of 1 h, of 1 day)
     st.sampled_from([math.nan, math.inf, -math.inf, 0.0]),  # broken clocks
 )
 steps = st.tuples(clock_moves, loads, peaks, st.sampled_from([30.0, 300.0, 600.0, math.nan]))
@@ -192,3 +193,42 @@ def test_an_absurd_load_asks_for_max_replicas_instead_of_crashing() -> None:
     assert decision.reactive == policy.REPLICA_CAP
     assert decision.desired == 40
     assert decision.reason == policy.Reason.MAX_REPLICAS
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sequence=st.lists(steps, min_size=1, max_size=120),
+    share=st.floats(min_value=0.001, max_value=budget.MAX_SHARE),
+    window=st.sampled_from([3600.0, 86400.0]),
+    price=st.one_of(st.none(), st.floats(min_value=0.01, max_value=10)),
+    limits=limit_sets(),
+)
+def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it(
+    sequence: list[tuple[float, float, float | None, float]],
+    share: float,
+    window: float,
+    price: float | None,
+    limits: policy.Limits,
+) -> None:
+    ledger = budget.Ledger(budget=0.0, window=window, cost_per_replica_hour=price, share=share)
+    now = 1_000_000.0
+    spent: list[tuple[float, float]] = []
+    used: list[tuple[float, float]] = []
+    for move, load, peak, step in sequence:
+        stamp = now + move if math.isfinite(move) else move
+        if math.isfinite(stamp):
+            now = stamp
+        d = policy.decide(
+            load=load,
+            forecast_peak=peak,
+            limits=limits,
+            allowance=ledger.allowance(stamp, step),
+        )
+        hours = ledger.charge(stamp, d.prewarm, step)
+        if hours > 0:
+            spent.append((stamp, hours))
+        used.append((stamp, ledger.record_reactive(stamp, d.reactive, step)))
+    for end, _ in spent:  # every window that ends at a charge
+        in_window = sum(x for t, x in spent if end - window < t <= end)
+        reactive = sum(x for t, x in used if end - window < t <= end)
+        assert in_window <= share * reactive + 1e-6

@@ -1,0 +1,38 @@
+"""`scaler backtest --budget`: an amount per window or a share of the reactive replica-hours."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scaler import cli
+from tests.contract.synthetic import load
+from tests.unit.test_backtest import write_trace
+
+FLAGS = ("--model", "seasonal", "--compare", "none", "--warmup", "2d", "--threshold", "20")
+
+
+def test_a_share_budget_is_replayed_and_reported_as_a_share(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    out = tmp_path / "out"
+    assert cli.main(["backtest", str(trace), *FLAGS, "--budget", "10%", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())["decisions"]
+    assert summary["config"]["budget_share"] == pytest.approx(0.1)
+    prewarm = summary["policy"]["prewarm"]
+    assert 0 < prewarm["max_window_share"] <= 0.1 + 1e-9
+    assert prewarm["share_of_reactive"] <= 0.1 + 1e-9
+
+
+@pytest.mark.parametrize("text", ["150%", "0%", "-4", "lots", "1e2"])
+def test_a_bad_budget_exits_2_naming_the_flag_and_both_forms(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(2))
+    with pytest.raises(SystemExit) as done:  # argparse refuses it before any work
+        cli.main(["backtest", str(trace), *FLAGS, "--budget", text, "--out", str(tmp_path)])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "--budget" in err and repr(text) in err and "%" in err
+    assert not (tmp_path / "summary.json").exists()

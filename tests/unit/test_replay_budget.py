@@ -1,0 +1,70 @@
+"""The replay with a share budget: what it spends, window by window, against the reactive
+replica-hours of the same window, and how it scales with the fleet where a fixed amount does
+not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.base import DAY, Series
+from scaler import replay
+from tests.unit.test_replay import STEP, trace
+
+
+def scaled(factor: float) -> Series:
+    series = trace()
+    return Series(series.start, series.step, series.values * factor)
+
+
+@pytest.fixture(scope="module")
+def shared() -> replay.Replay:
+    return replay.replay(trace(), replay.ReplayConfig(threshold=40.0, budget_share=0.05))
+
+
+def test_a_share_budget_spends_at_most_its_share_of_each_windows_reactive_hours(
+    shared: replay.Replay,
+) -> None:
+    frame = shared.decisions
+    spend = shared.summary["policy"]["prewarm"]
+    assert 0 < spend["max_window_share"] <= 0.05 + 1e-9
+    assert spend["windows_without_reactive"] == 0
+    hours = frame["prewarm_replica_hours"].to_numpy()
+    used = frame["reactive"].to_numpy() * STEP / 3600.0
+    day = int(DAY / STEP)
+    for i in np.flatnonzero(hours > 0):
+        window = slice(max(0, i - day + 1), i + 1)
+        assert hours[window].sum() <= 0.05 * used[window].sum() + 1e-9
+
+
+def test_a_share_budget_grows_with_the_fleet_where_a_fixed_amount_binds() -> None:
+    # The same load shape at 1x and 4x, with the replica size fixed: a fixed amount buys the
+    # large fleet a quarter of the relative prewarm; a share buys both the same share.
+    def spend(factor: float, **budget: float) -> float:
+        config = replay.ReplayConfig(threshold=40.0, max_prewarm_replicas=40, **budget)
+        prewarm = replay.replay(scaled(factor), config).summary["policy"]["prewarm"]
+        return float(prewarm["share_of_reactive"])
+
+    fixed_small, fixed_large = spend(1.0, budget=2.0), spend(4.0, budget=2.0)
+    share_small, share_large = spend(1.0, budget_share=0.05), spend(4.0, budget_share=0.05)
+    assert fixed_large < 0.5 * fixed_small
+    assert share_large > 0.7 * share_small
+
+
+def test_the_table_shows_the_share_spent_against_the_share_allowed(
+    shared: replay.Replay,
+) -> None:
+    row = replay.table(shared.summary).splitlines()[1]
+    assert row.startswith("policy") and row.endswith("/ 5%")
+
+
+def test_a_burst_past_max_replicas_lends_a_share_budget_only_what_max_replicas_runs() -> None:
+    series = trace()
+    values = series.values.copy()
+    values[700:760] = 1e6  # ten hours far beyond what 100 replicas of 40 serve
+    config = replay.ReplayConfig(threshold=40.0, budget_share=0.05)
+    result = replay.replay(Series(series.start, series.step, values), config)
+    used = result.summary["policy"]["prewarm"]["reactive_replica_hours"]
+    hours = series.span / 3600.0
+    assert used <= config.max_replicas * hours
+    assert (result.decisions["reactive"] > config.max_replicas).any()  # the burst was there
