@@ -47,10 +47,12 @@ what reactive costs; maxPrewarmReplicas bounds each step anyway)."""
 
 MAX_BUDGET = 1e9
 """Largest absolute budget per window (replica-hours or money): beyond it a typo, not a plan."""
-_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?", re.ASCII)
+"""The metadata's one number syntax (scaler.literals): ASCII digits, an optional fraction."""
 BUDGET_FORMS = (
-    "replica-hours per window (money with costPerReplicaHour) such as '24', or a share of the "
-    "window's reactive replica-hours such as '10%' (above 0 % and at most 100 %)"
+    "replica-hours per window (money with costPerReplicaHour) such as '24', from 0 to "
+    f"{MAX_BUDGET:.0f}, or a share of the window's reactive replica-hours such as '10%' (above "
+    "0 % and at most 100 %)"
 )
 
 DEFAULT_BUDGET = "10%"
@@ -70,7 +72,7 @@ def parse_budget(text: str) -> tuple[float, float | None]:
     """`prewarmBudget` text as (absolute amount, share): '24' is (24.0, None), '10%' is
     (0.0, 0.1). Plain ASCII decimals only (no sign, exponent, inf or nan); ValueError names
     both forms otherwise."""
-    body = text.strip()
+    body = text.strip(" \t\r\n")  # ASCII blanks only, as every other key
     is_share = body.endswith("%")
     number = body[:-1] if is_share else body
     if not _DECIMAL.fullmatch(number):
@@ -81,7 +83,7 @@ def parse_budget(text: str) -> tuple[float, float | None]:
             raise ValueError(f"a share must be above 0 % and at most {MAX_SHARE * 100:g} %")
         return 0.0, value / 100
     if value > MAX_BUDGET:
-        raise ValueError(f"must be at most {MAX_BUDGET:g} per window, or a share such as '10%'")
+        raise ValueError(f"must be {BUDGET_FORMS}")
     return value, None
 
 

@@ -138,7 +138,8 @@ LEAD_TIME = Range(1, 2 * HOUR, duration=True)
 """A GPU replica's cold start is 6-11 minutes; two hours covers a node pool that must be bought."""
 HORIZON = Range(0, MAX_LOOKAHEAD - LEAD_TIME.high, duration=True)
 """Together with LEAD_TIME, at most MAX_LOOKAHEAD of forecast."""
-BUDGET = Range(0, 1e12)
+BUDGET = Range(0, budget.MAX_BUDGET)
+"""prewarmBudget as an amount (budget.parse_budget reads it, and its share form)."""
 """Replica-hours or money per window; 10,000 replicas for a week is 1.7 million replica-hours."""
 BUDGET_WINDOW = Range(HOUR, 7 * DAY, duration=True)
 """The ledger keeps every charge of two windows: a week at a 30 s step is 40,320 entries."""
