@@ -410,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scaler",
         description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
         "from a calibrated P95 forecast, under a strict budget.",
+        allow_abbrev=False,  # `explain --log` is not an abbreviation of --log-level
     )
     parser.add_argument(
         "--log-level",

@@ -8,6 +8,7 @@ import json
 import random
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ def write(log: DecisionLog, plan: list[tuple[int, int]], *, start: float = T0) -
     return times
 
 
-def lines(path: Path) -> list[dict[str, object]]:
+def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
