@@ -307,7 +307,9 @@ def report(
         if decision == previous:
             continue
         previous = decision
-        lines.append(f"  {when(s.start)} {describe(s.record)}")
+        began = float(s.record.get("since") or s.start)
+        earlier = f" (in force since {when(began)})" if began < s.start else ""
+        lines.append(f"  {when(s.start)}{earlier} {describe(s.record)}")
     return lines
 
 

@@ -9,9 +9,12 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import grpc
+import pytest
 
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
@@ -70,6 +73,9 @@ def test_explain_reads_a_running_server_then_the_rotated_log_it_wrote(tmp_path: 
             ]
         live = explain("team-a/llm", "--server", server, "--since", "10m")
         unknown = explain("team-a/nope", "--server", server)
+        bad = urllib.request.Request(f"{server}/explain?target=llm&since=yesterday")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(bad, timeout=10)
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
@@ -82,6 +88,8 @@ def test_explain_reads_a_running_server_then_the_rotated_log_it_wrote(tmp_path: 
     assert "time per reason: " in live.stdout
     for n in answered:
         assert f"asked {n} (reactive " in live.stdout
+    assert refused.value.code == 400
+    assert "NAMESPACE/NAME" in json.load(refused.value)["error"]
     assert unknown.returncode == 2
     assert "no decisions of team-a/nope" in unknown.stderr and keys[0] in unknown.stderr
 

@@ -159,6 +159,8 @@ def test_a_period_report_gives_totals_then_each_change_in_time_order() -> None:
     assert "reactive 5h (71%), forecast 2h (29%)" in body
     changes = [line for line in text if "asked" in line]
     assert [c.split()[2] for c in changes] == ["00:00:00Z", "04:00:00Z", "06:00:00Z"]
+    later = explain.report(records, key=key, since=T0 + 4.5 * HOUR, until=T0 + 7 * HOUR)
+    assert "04:30:00Z (in force since 2026-11-28 Sat 04:00:00Z) asked 12" in "\n".join(later)
     at = explain.report(records, key=key, since=T0 + 4.5 * HOUR, until=T0 + 4.5 * HOUR)
     assert "asked 12 (reactive 8 + prewarm 4)" in at[-1]
     empty = explain.report(records, key=key, since=T0 + 30 * HOUR, until=T0 + 31 * HOUR)
