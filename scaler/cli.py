@@ -21,6 +21,7 @@ from scaler.clock import Clock, WallClock
 from scaler.decisionlog import DecisionLog
 from scaler.engine import Engine
 from scaler.errors import ConfigError, ScalerError
+from scaler.explain_http import explain_app
 from scaler.settings import (
     EngineSettings,
     PrometheusSettings,
@@ -76,6 +77,21 @@ def memory_arg(text: str) -> int:
     if size != 0 and not low <= size <= high:
         raise argparse.ArgumentTypeError(f"{text} is outside [256Mi, 1Ti]; 0 means unbounded")
     return size
+
+
+def size_within(low: int, high: int) -> Callable[[str], int]:
+    """argparse `type=` for a size such as 64Mi, 1Gi or bytes, within [low, high] bytes."""
+
+    def parse(text: str) -> int:
+        match = re.fullmatch(r"([0-9]+)([KMGT]i)?", text.strip())
+        if match is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a size; use e.g. 64Mi or 1Gi")
+        size = int(match[1]) * MEMORY_UNITS[match[2] or ""]
+        if not low <= size <= high:
+            raise argparse.ArgumentTypeError(f"{text} is outside [{low}, {high}] bytes")
+        return size
+
+    return parse
 
 
 def duration_within(low: float, high: float) -> Callable[[str], float]:
@@ -144,7 +160,21 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "--decision-log",
         type=Path,
         default=env("DECISION_LOG"),
-        help="append every decision as a JSON line here (env SCALER_DECISION_LOG)",
+        help="append a JSON line per target per decision change here, read by `scaler "
+        "explain --log` (env SCALER_DECISION_LOG; docs/decision-log.md)",
+    )
+    g.add_argument(
+        "--decision-log-max-size",
+        type=size_within(2**10, 2**40),
+        default=env("DECISION_LOG_MAX_SIZE", "64Mi"),
+        help="rotate the decision log to FILE.1, FILE.2, ... past this size "
+        "(env SCALER_DECISION_LOG_MAX_SIZE; 1Ki-1Ti; default 64Mi)",
+    )
+    g.add_argument(
+        "--decision-log-keep",
+        type=count_within(0, 1000),
+        default=env("DECISION_LOG_KEEP", "5"),
+        help="rotated decision logs kept (env SCALER_DECISION_LOG_KEEP; 0-1000; default 5)",
     )
     e = p.add_argument_group("engine")
     e.add_argument(
@@ -230,6 +260,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         ),
         source=args.source,
         decision_log=args.decision_log,
+        decision_log_max_bytes=args.decision_log_max_size,
+        decision_log_keep=args.decision_log_keep,
     )
 
 
@@ -273,12 +305,17 @@ async def run_server(
     spend_record = make_spend_record(settings)
     registry = CollectorRegistry()
     telemetry = Telemetry(registry)
+    decision_log = DecisionLog(
+        settings.decision_log,
+        max_bytes=settings.decision_log_max_bytes,
+        keep=settings.decision_log_keep,
+    )
     engine = Engine(
         settings=settings.engine,
         source_for=lambda _spec: source,
         clock=clock,
         telemetry=telemetry,
-        decision_log=DecisionLog(settings.decision_log),
+        decision_log=decision_log,
         spend_record=spend_record,
     )
     server, port, health = await grpc_server.create_server(settings.server, engine)
@@ -294,6 +331,7 @@ async def run_server(
             host=settings.server.host,
             port=settings.server.http_port,
             unready=lambda: unready(engine),
+            routes={"/explain": explain_app(decision_log, clock.now)},
         )
     engine_task = asyncio.create_task(engine.run(), name="engine")
     logger.info(
@@ -389,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scaler",
         description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
         "from a calibrated P95 forecast, under a strict budget.",
+        allow_abbrev=False,  # `explain --log` is not an abbreviation of --log-level
     )
     parser.add_argument(
         "--log-level",
@@ -417,10 +456,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
-    from scaler import backtest_cli, demo
+    from scaler import backtest_cli, demo, explain_cli
 
     demo.add_parser(sub)
     backtest_cli.add_parser(sub)
+    explain_cli.add_parser(sub)
     return parser
 
 

@@ -36,7 +36,7 @@ from functools import partial
 import numpy as np
 
 from models.base import Series
-from scaler import budget, drift, fitting, isolation, policy, unrecorded
+from scaler import budget, decisionrecord, drift, fitting, isolation, policy, unrecorded
 from scaler.clock import Clock
 from scaler.decisionlog import DecisionLog
 from scaler.errors import BadQuery, CircuitOpen, ScalerError
@@ -418,11 +418,11 @@ class Engine:
         )
         state.decision, state.predictive = served, predictive
         state.decided_at, state.active = now, active
-        self._publish(state, now=now, cost=cost)
+        self._publish(state, now=now, cost=cost, load=load)
         state.updated.set()  # wakes StreamIsActive; it decides what to send
         state.updated = asyncio.Event()
 
-    def _publish(self, state: TargetState, *, now: float, cost: float) -> None:
+    def _publish(self, state: TargetState, *, now: float, cost: float, load: float) -> None:
         spec, d, p = state.spec, state.decision, state.predictive
         assert d is not None and p is not None
         t, key = self.telemetry, spec.key
@@ -444,28 +444,9 @@ class Engine:
             t.drift_fallback.labels(key).set(1 if state.drift.monitor.in_fallback else 0)
             t.forecast_coverage.labels(key).set(accuracy.coverage)
             t.forecast_wape.labels(key).set(accuracy.wape)
-        record = {
-            "at": now,
-            "target": key,
-            "mode": spec.mode,
-            "load": d.load,
-            "forecast_peak": None if math.isnan(p.forecast_peak) else p.forecast_peak,
-            "reactive": d.reactive,
-            "predictive": p.predictive,
-            "prewarm": p.prewarm,
-            "desired": d.desired,
-            "predictive_desired": p.desired,
-            "reason": p.reason.value,
-            "active": state.active,
-            "model": state.model.kind if state.model else None,
-            "model_note": None if state.model else state.model_note,
-            "prewarm_replica_hours": cost,
-            "prewarm_cost": None
-            if spec.cost_per_replica_hour is None
-            else cost * spec.cost_per_replica_hour,
-            "currency": spec.currency if spec.cost_per_replica_hour is not None else None,
-        }
-        self.decision_log.write(record)
+        self.decision_log.write(
+            decisionrecord.build(state, now=now, load=load, step=self.settings.step, cost=cost)
+        )
 
     def _expire_idle(self) -> None:
         now = self.clock.now()

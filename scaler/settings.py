@@ -99,4 +99,8 @@ class Settings:
     exports, read from `prometheus.ledger_url`), or `none` (an in-memory ledger that a restart
     forgets; the file source, which has no place to store spend, always uses it)."""
     decision_log: Path | None = None
-    """Append every decision as a JSON line to this file."""
+    """Append a JSON line per target per decision change to this file (scaler/decisionlog.py)."""
+    decision_log_max_bytes: int = 64 * 2**20
+    """Past this size the decision log is rotated to FILE.1, FILE.2, ..."""
+    decision_log_keep: int = 5
+    """Rotated decision logs kept; the log uses at most (keep + 1) x max_bytes."""

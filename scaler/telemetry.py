@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -151,6 +151,7 @@ class Telemetry:
 
 
 StartResponse = Callable[..., Any]
+WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 SHUTDOWN_POLL = 0.05
 """Seconds between the HTTP server's checks for a shutdown request."""
 
@@ -161,14 +162,21 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def serve_http(
-    registry: CollectorRegistry, *, host: str, port: int, unready: Callable[[], str | None]
+    registry: CollectorRegistry,
+    *,
+    host: str,
+    port: int,
+    unready: Callable[[], str | None],
+    routes: Mapping[str, WSGIApp] | None = None,
 ) -> tuple[WSGIServer, int]:
     """Serve /metrics, /healthz (alive) and /readyz in a daemon thread; /readyz answers 503
-    with `unready()`'s reason while that is not None."""
+    with `unready()`'s reason while that is not None. `routes` adds apps by path (/explain)."""
     metrics = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
+        if routes and path in routes:
+            return routes[path](environ, start_response)
         if path == "/healthz":
             start_response("200 OK", [("Content-Type", "text/plain")])
             return [b"ok\n"]

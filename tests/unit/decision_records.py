@@ -1,0 +1,46 @@
+"""Decision records built the way the engine builds them (scaler/decisionrecord.build), for
+the tests of the decision log and of `scaler explain`."""
+
+from __future__ import annotations
+
+from scaler import budget, decisionrecord, policy
+from scaler import spec as specs
+from scaler.decisionrecord import Record
+from scaler.state import TargetState
+
+STEP = 30.0
+
+
+def target(name: str = "llm", **meta: str) -> TargetState:
+    spec = specs.parse("team-a", name, {"query": "q", "threshold": "50", **meta})
+    ledger = budget.Ledger(
+        budget=spec.prewarm_budget,
+        window=spec.prewarm_budget_window,
+        cost_per_replica_hour=spec.cost_per_replica_hour,
+    )
+    return TargetState(spec=spec, ledger=ledger, last_asked=0.0)
+
+
+def decide(
+    state: TargetState,
+    *,
+    at: float,
+    reactive: int,
+    prewarm: int,
+    reason: policy.Reason,
+    peak: float = 410.0,
+    load: float = 380.0,
+) -> Record:
+    """Make and charge one decision of `state` at `at`, and return its record."""
+    decision = policy.Decision(
+        load=load,
+        forecast_peak=peak,
+        reactive=reactive,
+        predictive=reactive + prewarm,
+        prewarm=prewarm,
+        desired=reactive + prewarm,
+        reason=reason,
+    )
+    state.decision = state.predictive = decision
+    cost = state.ledger.charge(at, prewarm, STEP)
+    return decisionrecord.build(state, now=at, load=load, step=STEP, cost=cost)

@@ -1,0 +1,187 @@
+"""The decision log (what is written, when, how it is bounded) and the pure reading and
+wording of `scaler explain`."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaler import decisionrecord, explain
+from scaler.decisionlog import DecisionLog
+from scaler.policy import Reason
+from tests.unit.decision_records import STEP, decide, target
+
+HOUR = 3600.0
+T0 = datetime(2026, 11, 28, 0, 0, tzinfo=UTC).timestamp()  # a Saturday
+
+
+def schedule(steps: int, seed: int) -> list[tuple[int, int]]:
+    """(reactive, prewarm) per step: runs of random length, as load and forecasts move."""
+    rng = random.Random(seed)
+    out: list[tuple[int, int]] = []
+    while len(out) < steps:
+        run = rng.randint(1, 120)
+        out += [(rng.randint(1, 12), rng.choice([0, 0, 1, 2, 4]))] * run
+    return out[:steps]
+
+
+def write(log: DecisionLog, plan: list[tuple[int, int]], *, start: float = T0) -> list[float]:
+    state = target(costPerReplicaHour="2.5", prewarmBudget="1000")
+    times = []
+    for i, (reactive, prewarm) in enumerate(plan):
+        at = start + i * STEP
+        reason = Reason.FORECAST if prewarm else Reason.REACTIVE
+        log.write(decide(state, at=at, reactive=reactive, prewarm=prewarm, reason=reason))
+        times.append(at)
+    return times
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_line_is_written_per_decision_change_plus_a_checkpoint_when_one_holds_long(
+    tmp_path: Path,
+) -> None:
+    plan = schedule(2000, seed=1)
+    log = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    write(log, plan)
+    log.close()
+    written = lines(tmp_path / "d.jsonl")
+    changes = 1 + sum(1 for a, b in itertools.pairwise(plan) if a != b)
+    assert sum(1 for r in written if r["event"] == "change") == changes
+    assert written[-1]["event"] == "stop"
+    assert len(written) < len(plan) / 5  # not a line per step
+    # every line is followed by the next of its target by its own `next_by`
+    for line, nxt in itertools.pairwise(written):
+        assert nxt["at"] <= line["next_by"]
+    assert all(r["v"] == 1 for r in written)
+
+
+def test_the_reader_counts_every_step_once_as_a_per_step_sum_would(tmp_path: Path) -> None:
+    plan = schedule(3000, seed=2)
+    log = DecisionLog(tmp_path / "d.jsonl")
+    times = write(log, plan)
+    log.close()
+    records = lines(tmp_path / "d.jsonl")
+    key = str(records[0]["target"])
+    since, until = T0 + 1000 * STEP + 7, T0 + 2500 * STEP
+    spans, gaps = explain.spans(records)
+    got = explain.totals(explain.clip(spans, since, until))
+    exact = sum(
+        (r + p) * (min(t + STEP, until) - max(t, since)) / HOUR
+        for t, (r, p) in zip(times, plan, strict=True)
+        if t + STEP > since and t < until
+    )
+    assert gaps == []
+    assert got.replica_hours == pytest.approx(exact)
+    assert got.money == pytest.approx(exact * 2.5)
+    assert got.known_hours == pytest.approx((until - since) / HOUR)
+    assert sum(got.reason_hours.values()) == pytest.approx(got.known_hours)
+    assert explain.matching([key], "team-a/llm") == [key]
+
+
+def test_a_killed_scaler_is_a_gap_not_a_bill_because_each_line_says_when_the_next_is_due(
+    tmp_path: Path,
+) -> None:
+    plan = [(10, 0)] * 200
+    log = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    write(log, plan)
+    assert log._file is not None
+    log._file.close()  # killed: no stop line
+    restarted = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    down = 6 * HOUR
+    write(restarted, plan, start=T0 + len(plan) * STEP + down)
+    restarted.close()
+    records = lines(tmp_path / "d.jsonl")
+    spans, gaps = explain.spans(records)
+    counted = explain.totals(spans).replica_hours
+    served = 10 * 2 * len(plan) * STEP / HOUR
+    assert len(gaps) == 1 and gaps[0].end - gaps[0].start >= down
+    # what the last checkpoint leaves unknown is under the checkpoint interval
+    assert served - 10 * 900.0 / HOUR <= counted <= served
+    # ablation: without next_by, "a line holds until the next one" bills the 6 hours down
+    naive = sum(
+        float(a["desired"]) * (float(b["at"]) - float(a["at"])) / HOUR
+        for a, b in itertools.pairwise(records)
+        if a["event"] != "stop"
+    )
+    assert naive > served + 10 * (down - 900.0) / HOUR
+
+
+def test_rotation_keeps_the_log_within_keep_plus_one_files_of_max_size(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    log = DecisionLog(path, max_bytes=4096, keep=3, checkpoint=60.0)
+    write(log, schedule(3000, seed=3))
+    log.close()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["d.jsonl", "d.jsonl.1", "d.jsonl.2", "d.jsonl.3"]
+    assert all((tmp_path / f).stat().st_size <= 4096 for f in files)
+    newest_rotated = lines(tmp_path / "d.jsonl.1")[-1]["at"]
+    assert newest_rotated <= lines(path)[0]["at"]  # FILE.1 holds the lines just before FILE
+
+
+def test_a_decision_is_described_in_words_and_figures() -> None:
+    state = target(prewarmBudget="24", leadTime="10m", horizon="15m")
+    state.ledger.charge(T0 + 6 * HOUR, 10, 20.9 * HOUR / 10)  # leaves 3.1 of 24 replica-h
+    record = decide(state, at=T0 + 9.5 * HOUR, reactive=8, prewarm=4, reason=Reason.FORECAST)
+    text = explain.describe(record)
+    assert text.startswith("asked 12 (reactive 8 + prewarm 4): ")
+    left = f"{record['budget_remaining']:.3g}"
+    assert f"forecast P{100 * record['quantile']:.3g} of 410 within 25m needs 12" in text
+    assert f"budget {left} of 24 replica-hours left per 1d" in text
+    capped = decide(state, at=T0 + 9.6 * HOUR, reactive=8, prewarm=1, reason=Reason.BUDGET_CAPPED)
+    assert "but the budget allowed only 1 prewarm" in explain.describe(capped)
+
+
+def test_a_period_report_gives_totals_then_each_change_in_time_order() -> None:
+    state = target(costPerReplicaHour="3")
+    plan = [(8, 0, Reason.REACTIVE)] * 4 + [(8, 4, Reason.FORECAST)] * 2 + [(6, 0, Reason.REACTIVE)]
+    records = [
+        decide(state, at=T0 + i * HOUR, reactive=r, prewarm=p, reason=why)
+        for i, (r, p, why) in enumerate(plan)
+    ]
+    for r in records:  # as the log stamps them: one line per hour is due
+        r["next_by"] = r["at"] + HOUR
+    records.append(decisionrecord.stop(records[-1], at=T0 + 7 * HOUR - STEP))
+    key = str(records[0]["target"])
+    text = explain.report(records, key=key, since=T0, until=T0 + 7 * HOUR)
+    body = "\n".join(text)
+    gpu = 8 * 4 + 12 * 2 + 6 * 1
+    assert f"GPU-hours (replica-hours served): {gpu:.2f} = {3 * gpu:.2f} USD" in body
+    assert f"prewarm replica-hours: {4 * 2:.2f} = {3 * 4 * 2:.2f} USD" in body
+    assert "reactive 5h (71%), forecast 2h (29%)" in body
+    changes = [line for line in text if "asked" in line]
+    assert [c.split()[2] for c in changes] == ["00:00:00Z", "04:00:00Z", "06:00:00Z"]
+    later = explain.report(records, key=key, since=T0 + 4.5 * HOUR, until=T0 + 7 * HOUR)
+    assert "04:30:00Z (in force since 2026-11-28 Sat 04:00:00Z) asked 12" in "\n".join(later)
+    at = explain.report(records, key=key, since=T0 + 4.5 * HOUR, until=T0 + 4.5 * HOUR)
+    assert "asked 12 (reactive 8 + prewarm 4)" in at[-1]
+    empty = explain.report(records, key=key, since=T0 + 30 * HOUR, until=T0 + 31 * HOUR)
+    assert "no decision of" in empty[-1] and "last record before" in empty[-1]
+
+
+def test_times_are_iso_durations_or_epochs_and_anything_else_names_the_fix() -> None:
+    now = T0 + 10 * HOUR
+    assert explain.parse_time("2026-11-28T09:30", now=now) == T0 + 9.5 * HOUR
+    assert explain.parse_time("2026-11-28T10:30+01:00", now=now) == T0 + 9.5 * HOUR
+    assert explain.parse_time("6h", now=now) == now - 6 * HOUR
+    assert explain.parse_time(f"@{T0}", now=now) == T0
+    assert explain.parse_time("now", now=now) == now
+    with pytest.raises(explain.ExplainError, match=r"ISO time .* duration"):
+        explain.parse_time("last saturday", now=now)
+
+
+def test_namespace_name_matches_every_trigger_and_a_fingerprint_only_its_own() -> None:
+    keys = ["team-a/llm#aaaa1111", "team-a/llm#bbbb2222", "team-a/llm-2#cccc3333"]
+    assert explain.matching(keys, "team-a/llm") == keys[:2]
+    assert explain.matching(keys, "team-a/llm#bbbb2222") == [keys[1]]
+    assert explain.matching(keys, "team-b/llm") == []
+    with pytest.raises(explain.ExplainError, match="NAMESPACE/NAME"):
+        explain.check_target("llm")
