@@ -65,7 +65,7 @@ def build(state: TargetState, *, now: float, load: float, step: float, cost: flo
         None
         if math.isnan(p.forecast_peak)
         else policy.affordable_quantile(
-            spec.quantile, remaining=remaining + charged, budget=spec.prewarm_budget
+            spec.quantile, remaining=remaining + charged, budget=ledger.limit(now)
         )
     )
     model = state.model
@@ -105,7 +105,8 @@ def build(state: TargetState, *, now: float, load: float, step: float, cost: flo
         "budget_known": known,
         "budget_spent": ledger.spent(now) if known else None,
         "budget_remaining": remaining if known else None,
-        "budget": ledger.budget,
+        "budget": ledger.limit(now),
+        "budget_share": ledger.share,
         "budget_window": ledger.window,
         "budget_unit": spec.currency if price is not None else "replica-hours",
         "prewarm_replica_hours": cost,

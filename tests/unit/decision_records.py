@@ -12,11 +12,15 @@ STEP = 30.0
 
 
 def target(name: str = "llm", **meta: str) -> TargetState:
-    spec = specs.parse("team-a", name, {"query": "q", "threshold": "50", **meta})
+    # an amount, so the first steps can prewarm (a share has nothing to spend before the
+    # window has seen reactive hours)
+    meta = {"query": "q", "threshold": "50", "prewarmBudget": "24", **meta}
+    spec = specs.parse("team-a", name, meta)
     ledger = budget.Ledger(
         budget=spec.prewarm_budget,
         window=spec.prewarm_budget_window,
         cost_per_replica_hour=spec.cost_per_replica_hour,
+        share=spec.prewarm_budget_share,
     )
     return TargetState(spec=spec, ledger=ledger, last_asked=0.0)
 
