@@ -260,6 +260,9 @@ class CalibratedModel:
     losses: FloatArray | None = field(default=None, repr=False, compare=False)
     """Per-origin cross-fitted pinball losses on the calibration window (not in the artefact:
     only model selection, right after fitting, compares them)."""
+    backtest: Backtest | None = field(default=None, repr=False, compare=False)
+    """The calibration backtest itself (not in the artefact: model selection combines the
+    candidates' backtests into the ensemble's, right after fitting)."""
     _recalibrated: dict[tuple[float, int], Calibration] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -375,9 +378,18 @@ def fit_calibrated(
     else:
         in_sample = False
     backtest = rolling(probe, history, since=split, steps=steps)
-    floor = _floor(history)
     final = make()
     final.fit(history)
+    return calibrated(final, history, backtest, quantile=quantile, in_sample=in_sample)
+
+
+def calibrated(
+    final: Forecaster, history: Series, backtest: Backtest, *, quantile: float, in_sample: bool
+) -> CalibratedModel:
+    """`final` (fitted on `history`) with the table and scores of its calibration `backtest`:
+    the last half of fit_calibrated, also what combines fitted models without refitting them."""
+    history = prepared(history)
+    floor = _floor(history)
     graded = scores(backtest, floor=floor, quantile=quantile)
     if graded:
         graded["in_sample"] = float(in_sample)
@@ -393,6 +405,7 @@ def fit_calibrated(
         scores=graded,
         quantile=quantile,
         losses=origin_losses(backtest, floor=floor, quantile=quantile),
+        backtest=backtest,
     )
 
 
