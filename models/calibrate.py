@@ -283,6 +283,7 @@ class CalibratedModel:
             upper=self.calibration_for(recent, steps).upper(p50, quantile),
             quantile=quantile,
             raw_upper=self.model.interval(p50, quantile),
+            measured_upper=self.measured_for(recent, steps).upper(p50, quantile),
         )
 
     def calibration_for(self, recent: Series, steps: int) -> Calibration:
