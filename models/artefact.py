@@ -41,6 +41,7 @@ def load(data: dict[str, Any]) -> CalibratedModel:
             step=float(data["step"]),
             fingerprint=str(data["fingerprint"]),
             scores={str(k): float(v) for k, v in dict(data.get("scores", {})).items()},
+            quantile=float(data["quantile"]),
         )
     except ArtefactError:
         raise
@@ -48,6 +49,8 @@ def load(data: dict[str, Any]) -> CalibratedModel:
         raise ArtefactError(f"artefact is malformed: {exc!r}") from exc
     if not all(math.isfinite(v) for v in (model.trained_from, model.trained_until, model.step)):
         raise ArtefactError("artefact has a non-finite training window or step; refit the model")
+    if not 0.5 < model.quantile < 1:
+        raise ArtefactError(f"artefact quantile {model.quantile} is not in (0.5, 1); refit it")
     if not np.isfinite(model.calibration.table).all():
         raise ArtefactError("artefact calibration table holds NaN or inf; refit the model")
     return model

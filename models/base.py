@@ -129,6 +129,9 @@ class Forecast:
     quantile: float
     raw_upper: FloatArray | None = field(default=None, repr=False)
     """The model's own, uncalibrated bound at `quantile` (reported, never used to decide)."""
+    measured_upper: FloatArray | None = field(default=None, repr=False)
+    """The calibrated bound before adaptive widening (models.adaptive): what drift detection
+    grades, since the widening would otherwise absorb the very misses drift looks for."""
 
     def times(self) -> FloatArray:
         return self.origin + self.step * np.arange(self.p50.size, dtype=np.float64)

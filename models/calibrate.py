@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from models import adaptive
 from models.base import (
     DAY,
     HOUR,
@@ -45,8 +46,11 @@ LEVELS: FloatArray = np.round(np.arange(0.50, 0.995, 0.01), 2)
 """Quantile levels kept in the calibration table (0.50 .. 0.99)."""
 FLOOR_FRACTION = 0.1
 """Residual scale floor, as a fraction of the mean load: keeps near-zero forecasts sane."""
-ARTEFACT_FORMAT = 2
+ARTEFACT_FORMAT = 3
 """Bumped whenever an artefact of the previous format would predict differently when loaded."""
+CONTEXT = WEEK + DAY
+"""History before the fit that the adaptive tracker's forecasts see (a weekly season and the
+level window of every model): anchored to the fit, so it does not move with the newest sample."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,9 @@ class Calibration:
     floor: float
     samples: int
     """How many backtest origins the table was measured on."""
+    widen: float = 0.0
+    """Adaptive widening of the spread above the median (models.adaptive); 0 = as measured.
+    Not in the artefact: it is recomputed from the load seen since the fit."""
 
     def scale(self, p50: FloatArray) -> FloatArray:
         return np.maximum(p50, self.floor)
@@ -68,7 +75,8 @@ class Calibration:
         j = int(np.clip(np.searchsorted(LEVELS, q), 1, LEVELS.size - 1))
         w = (q - LEVELS[j - 1]) / (LEVELS[j] - LEVELS[j - 1])  # linear between two levels
         column = self.table[:, j - 1] * (1 - w) + self.table[:, j] * w
-        out: FloatArray = column[rows]
+        median = self.table[:, 0]
+        out: FloatArray = (median + (column - median) * (1 + self.widen))[rows]
         return out
 
     def upper(self, p50: FloatArray, quantile: float) -> FloatArray:
@@ -244,10 +252,21 @@ class CalibratedModel:
     step: float
     fingerprint: str
     scores: dict[str, float] = field(default_factory=dict)
+    quantile: float = 0.95
+    """The quantile the adaptive widening tracks (the target's, at fit time)."""
+    aci: bool = field(default=True, compare=False)
+    """Track misses since the fit and widen or narrow the band (models.adaptive); False keeps
+    the measured tables as they are (the ablation)."""
     losses: FloatArray | None = field(default=None, repr=False, compare=False)
     """Per-origin cross-fitted pinball losses on the calibration window (not in the artefact:
     only model selection, right after fitting, compares them)."""
+    backtest: Backtest | None = field(default=None, repr=False, compare=False)
+    """The calibration backtest itself (not in the artefact: model selection combines the
+    candidates' backtests into the ensemble's, right after fitting)."""
     _recalibrated: dict[tuple[float, int], Calibration] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _trackers: dict[int, adaptive.Tracker] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -264,11 +283,43 @@ class CalibratedModel:
             upper=self.calibration_for(recent, steps).upper(p50, quantile),
             quantile=quantile,
             raw_upper=self.model.interval(p50, quantile),
+            measured_upper=self.measured_for(recent, steps).upper(p50, quantile),
         )
 
     def calibration_for(self, recent: Series, steps: int) -> Calibration:
-        """The table a forecast from `recent` uses: the fit-time table for the first day, then
-        one re-measured each RECALIBRATE_EVERY on this model's own out-of-sample forecasts
+        """The table a forecast from `recent` uses (`measured_for`), widened or narrowed by
+        adaptive conformal inference on every forecast graded since the fit (models.adaptive):
+        within hours of the load turning burstier, not at the next day's re-measure.
+
+        A pure function of the artefact and `recent` from CONTEXT before the fit on: every
+        replica computes the same widening; the tracker only saves the work."""
+        table = self.measured_for(recent, steps)
+        if not self.aci or recent.step != self.step or recent.end < self.trained_until:
+            return table
+        if steps not in self._trackers:
+            self._trackers.clear()  # one path length per target is ever asked for
+            self._trackers[steps] = adaptive.Tracker(
+                miss_target=1 - self.quantile,
+                rate=adaptive.learning_rate(
+                    miss_target=1 - self.quantile, window=round(RECALIBRATE_EVERY / self.step)
+                ),
+                steps=steps,
+            )
+        data = recent.since(self.trained_until - CONTEXT)
+        first = int(np.ceil((self.trained_until - data.start) / data.step - 1e-9))
+        widen = self._trackers[steps].advance(data, first=first, band=self._band(steps))
+        return replace(table, widen=widen)
+
+    def _band(self, steps: int) -> adaptive.Band:
+        def band(past: Series, widen: float) -> FloatArray:
+            table = replace(self.measured_for(past, steps), widen=widen)
+            return table.upper(self.model.predict(past, steps), self.quantile)
+
+        return band
+
+    def measured_for(self, recent: Series, steps: int) -> Calibration:
+        """The measured table a forecast from `recent` uses: the fit-time table for the first
+        day, then one re-measured each RECALIBRATE_EVERY on this model's own out-of-sample forecasts
         since its fit (the last RECALIBRATION_WINDOW of them), so a change in how noisy the
         load is shows up in the band within a day, not at the next weekly refit.
 
@@ -305,6 +356,7 @@ class CalibratedModel:
             "fingerprint": self.fingerprint,
             "params": self.model.to_dict(),
             "calibration": self.calibration.to_dict(),
+            "quantile": self.quantile,
             "scores": {k: v for k, v in self.scores.items() if np.isfinite(v)},
         }
 
@@ -327,9 +379,18 @@ def fit_calibrated(
     else:
         in_sample = False
     backtest = rolling(probe, history, since=split, steps=steps)
-    floor = _floor(history)
     final = make()
     final.fit(history)
+    return calibrated(final, history, backtest, quantile=quantile, in_sample=in_sample)
+
+
+def calibrated(
+    final: Forecaster, history: Series, backtest: Backtest, *, quantile: float, in_sample: bool
+) -> CalibratedModel:
+    """`final` (fitted on `history`) with the table and scores of its calibration `backtest`:
+    the last half of fit_calibrated, also what combines fitted models without refitting them."""
+    history = prepared(history)
+    floor = _floor(history)
     graded = scores(backtest, floor=floor, quantile=quantile)
     if graded:
         graded["in_sample"] = float(in_sample)
@@ -343,7 +404,9 @@ def fit_calibrated(
         step=history.step,
         fingerprint=data_fingerprint(history),
         scores=graded,
+        quantile=quantile,
         losses=origin_losses(backtest, floor=floor, quantile=quantile),
+        backtest=backtest,
     )
 
 

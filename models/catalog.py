@@ -12,9 +12,11 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "ets": ("models.ets", "ETSModel"),
     "prophet": ("models.prophet", "ProphetModel"),
     "naive": ("models.reference", "SeasonalNaive"),
+    "ensemble": ("models.ensemble", "Ensemble"),
 }
 CANDIDATES: tuple[str, ...] = ("seasonal", "ets", "prophet")
-"""What `model: auto` chooses from. `naive` is the backtest's reference, not a candidate."""
+"""What `model: auto` chooses from, with their median (`ensemble`, built from them by
+models.select). `naive` is the backtest's reference, not a candidate."""
 
 
 def names() -> tuple[str, ...]:

@@ -217,7 +217,8 @@ class DriftTracker:
         forecast = self.pending.get(_key(at - index * step))
         if forecast is None or forecast.step != step or index >= forecast.p50.size:
             return None
-        return float(forecast.p50[index]), float(forecast.upper[index])
+        upper = forecast.upper if forecast.measured_upper is None else forecast.measured_upper
+        return float(forecast.p50[index]), float(upper[index])
 
     def _forget(self, step: float) -> None:
         oldest = self.scored_until - self.ahead(step) * step

@@ -26,6 +26,9 @@ def test_under_a_day_of_history_gives_no_model_and_says_the_scaler_stays_reactiv
 def season_of(data: dict[str, object]) -> float:
     params = data["params"]
     assert isinstance(params, dict)
+    if "members" in params:  # an ensemble: every member follows the same rule
+        (season,) = {season_of({**data, **member}) for member in params["members"]}
+        return season
     return float(len(params.get("profile", [])) * float(data["step"])) or float(params["period"])
 
 
