@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from models import catalog
+from models import catalog, fitcache
 from scaler import replay
 from scaler.backtest import (
     BacktestConfig,
@@ -140,6 +140,11 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
+    with fitcache.sharing():  # each compared model is fitted once, not again beside auto
+        return _backtest(args)
+
+
+def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
     trace, series = load_trace(args.trace, config.step)
     threshold = replay.threshold_from(args.threshold, trace)
