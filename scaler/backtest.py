@@ -86,12 +86,10 @@ class Result:
     summary: dict[str, Any]
 
 
-def load_trace(path: Path, step: float) -> tuple[Series, Series]:
-    """The trace at `path` at its own step (what decisions are made and scored at) and on the
-    model step (what is forecast and graded: per-bucket peaks, scaler.resolution; a trace at
-    the model step or coarser is the same series twice, never upsampled)."""
-    trace = read_trace(path)
-    return trace, resolution.model_series(trace, step)
+def load_trace(path: Path, step: float) -> Series:
+    """The trace at `path` on the model step: what is forecast and graded (per-bucket peaks,
+    scaler.resolution; a trace at the model step or coarser as it is, never upsampled)."""
+    return resolution.model_series(read_trace(path), step)
 
 
 def factory(name: str, config: BacktestConfig) -> Callable[[], Forecaster] | str:

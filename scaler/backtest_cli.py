@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from models import catalog, fitcache
-from scaler import replay
+from scaler import replay, resolution
 from scaler.backtest import (
     BacktestConfig,
     factory,
-    load_trace,
     run,
     write,
 )
 from scaler.errors import ConfigError
 from scaler.spec import duration_arg
+from scaler.traces import read_trace
 
 
 def add_parser(sub: Any) -> None:
@@ -146,7 +146,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
-    trace, series = load_trace(args.trace, config.step)
+    trace = read_trace(args.trace)  # decided and scored at its own step
+    series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     threshold = replay.threshold_from(args.threshold, trace)
     result = run(series, config, trace=str(args.trace))
     print(table(result.summary))
