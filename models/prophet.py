@@ -16,8 +16,11 @@ a level shift (a holiday, a launch, a migration) is followed within the hour.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import tempfile
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -113,6 +116,7 @@ class ProphetModel:
             daily_seasonality=False,
             uncertainty_samples=0,
         )
+        _write_inputs_in_c(getattr(model.stan_backend, "model", None))
         model.add_seasonality(name="daily", period=1, fourier_order=DAILY_ORDER)
         if weekly:
             model.add_seasonality(name="weekly", period=7, fourier_order=WEEKLY_ORDER)
@@ -235,6 +239,39 @@ class ProphetModel:
         if model.holiday_days.shape != model.holiday_effects.shape or model.t_scale <= 0:
             raise ArtefactError("prophet artefact: holiday arrays differ in length, or bad scale")
         return model
+
+
+def _write_inputs_in_c(stan: Any) -> None:
+    """Hand CmdStan its data and inits as JSON files written by the C encoder of `json.dumps`.
+
+    cmdstanpy writes them with stanio, which walks every number of Prophet's feature matrix in
+    Python and then streams it through json's pure-Python encoder: 3-4 s per fit on four weeks
+    of 5-minute data, a third of a backtest. The text is the same (both write each float with
+    its shortest repr), so the fit is the same, bit for bit."""
+    optimize = getattr(stan, "optimize", None)
+    if optimize is None or getattr(optimize, "writes_inputs_in_c", False):
+        return
+
+    def from_files(*, data: Any = None, inits: Any = None, **kwargs: Any) -> Any:
+        with tempfile.TemporaryDirectory(prefix="prophet-") as folder:
+            paths = []
+            for name, value in (("data", data), ("inits", inits)):
+                if isinstance(value, dict):
+                    path = Path(folder) / f"{name}.json"
+                    path.write_text(json.dumps(value, default=_plain))
+                    value = str(path)
+                paths.append(value)
+            return optimize(data=paths[0], inits=paths[1], **kwargs)
+
+    from_files.writes_inputs_in_c = True  # type: ignore[attr-defined]
+    stan.optimize = from_files
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays as JSON numbers and lists (what stanio makes of them)."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(f"prophet: {type(value).__name__} is not JSON data for CmdStan")
 
 
 def _ds(times: FloatArray) -> pd.Series:

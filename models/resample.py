@@ -57,6 +57,19 @@ def regrid(series: Series, step: float) -> Series:
     return Series(float(first), step, _means(series.values, bucket, int(bucket[-1]) + 1))
 
 
+def peaks(series: Series, step: float) -> Series:
+    """A regular series at a coarser `step` holding each bucket's highest value (NaN where a
+    bucket has no value): the load a replica must serve at the series' own resolution, which a
+    bucket mean would hide. Same grid and buckets as `regrid`; a series already at `step` or
+    coarser is returned unchanged."""
+    if series.step >= step - 1e-9 or len(series) == 0:
+        return series
+    t = series.times()
+    first = np.ceil(t[0] / step) * step
+    bucket = np.ceil((t - first) / step - 1e-9).astype(np.int64)
+    return Series(float(first), step, _maxes(series.values, bucket, int(bucket[-1]) + 1))
+
+
 def _check(t: FloatArray, v: FloatArray, *, counter: bool, step: float) -> None:
     if not np.isfinite(step) or step <= 0:
         raise SeriesError(f"resample step must be a positive number of seconds, got {step}")
@@ -98,6 +111,14 @@ def _means(v: FloatArray, bucket: npt.NDArray[np.int64], size: int) -> FloatArra
     out = np.full(size, np.nan)
     has = counts > 0
     out[has] = sums[has] / counts[has]
+    return out
+
+
+def _maxes(v: FloatArray, bucket: npt.NDArray[np.int64], size: int) -> FloatArray:
+    ok = ~np.isnan(v)
+    out = np.full(size, -np.inf)
+    np.maximum.at(out, bucket[ok], v[ok])
+    out[np.isneginf(out)] = np.nan
     return out
 
 

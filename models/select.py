@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from models import catalog, ensemble
+from models import catalog, ensemble, fitcache
 from models.base import HOUR, FitError, ModelError, Series
 from models.calibrate import CalibratedModel, fit_calibrated
 
@@ -42,6 +42,7 @@ BLOCK = HOUR
 independent: one burst spoils several neighbouring forecasts)."""
 
 
+@fitcache.memoised
 def fit_kind(kind: str, history: Series, *, steps: int, quantile: float = 0.95) -> CalibratedModel:
     """A calibrated model of `kind`, or the best candidate for "auto"."""
     if kind == "auto":

@@ -40,12 +40,13 @@ def walk_forward(
     refit_every: float = WEEK,
     window: float = 4 * WEEK,
 ) -> Iterator[Origin]:
-    """Yield the forecast made at every origin index from `start` to the series' end - 1."""
+    """Yield the forecast made at every origin index from `start` to the series' end (lazily:
+    a consumer that stops early never pays for the origins after it)."""
     refit_points = max(1, round(refit_every / series.step))
     keep = max(1, round(window / series.step))
     model: CalibratedModel | None = None
     last_fit = -refit_points
-    for i in range(start, len(series) - 1):
+    for i in range(start, len(series)):
         known = Series(series.start, series.step, series.values[: i + 1])
         if i - last_fit >= refit_points or (model is None and (i - last_fit) * series.step >= 3600):
             history = known.since(known.end - (keep - 1) * series.step)

@@ -2,8 +2,10 @@
 the forecasts the policy would have acted on.
 
 Pipeline: load trace -> forecasts (this module) -> decisions (scaler.replay) -> files.
-- load: `read_trace` (line-numbered TraceError on anything unreadable), then bucket means at the
-  model step (a 1-minute trace is fitted at 5 minutes; a 30-minute one stays at 30 minutes);
+- load: `read_trace` (line-numbered TraceError on anything unreadable), then per-bucket peaks at
+  the model step (a 1-minute trace is fitted at 5 minutes on the highest minute of each 5, the
+  load a replica must serve; a 30-minute one stays at 30 minutes). Decisions are made and
+  scored at the trace's own step (scaler.replay);
 - forecasts: `models.walkforward` (fit on what was known, weekly refit on the last 4 weeks, no
   lookahead) with the model asked for, each candidate model, and the seasonal-naive reference;
   `forecast_frame` returns, per step, the forecast made lead-time earlier for it, which is the one
@@ -34,11 +36,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models import catalog, resample
+from models import catalog
 from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import pinball
 from models.walkforward import walk_forward
-from scaler import policy, replay, yardstick
+from scaler import policy, replay, resolution, yardstick
 from scaler.spec import format_duration
 from scaler.traces import read_trace
 
@@ -85,8 +87,9 @@ class Result:
 
 
 def load_trace(path: Path, step: float) -> Series:
-    """The trace at `path` on the model step (bucket means; never upsampled)."""
-    return resample.regrid(read_trace(path), step)
+    """The trace at `path` on the model step: what is forecast and graded (per-bucket peaks,
+    scaler.resolution; a trace at the model step or coarser as it is, never upsampled)."""
+    return resolution.model_series(read_trace(path), step)
 
 
 def factory(name: str, config: BacktestConfig) -> Callable[[], Forecaster] | str:

@@ -7,17 +7,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from models import catalog
-from scaler import budget, replay
+from models import catalog, fitcache
+from scaler import budget, replay, resolution
 from scaler.backtest import (
     BacktestConfig,
     factory,
-    load_trace,
     run,
     write,
 )
 from scaler.errors import ConfigError
 from scaler.spec import duration_arg
+from scaler.traces import read_trace
 
 
 def add_parser(sub: Any) -> None:
@@ -83,7 +83,8 @@ def add_parser(sub: Any) -> None:
         type=duration_arg,
         default=300.0,
         metavar="DURATION",
-        help="model step; a finer trace is averaged to it (default 5m)",
+        help="model step: forecasts are made at it, on the peak of each step of a finer trace; "
+        "decisions are made and scored at the trace's own step (default 5m)",
     )
     p.add_argument(
         "--warmup",
@@ -140,15 +141,21 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
+    with fitcache.sharing():  # each compared model is fitted once, not again beside auto
+        return _backtest(args)
+
+
+def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
-    series = load_trace(args.trace, config.step)
-    threshold = replay.threshold_from(args.threshold, series)
+    trace = read_trace(args.trace)  # decided and scored at its own step
+    series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
+    threshold = replay.threshold_from(args.threshold, trace)
     result = run(series, config, trace=str(args.trace))
     print(table(result.summary))
     decisions = None
     if not args.no_decisions:
         decisions = replay.replay(
-            series,
+            trace,
             replay_config(args, config, threshold),
             make=factory(config.model, config),
             warmup=config.warmup,
@@ -178,6 +185,7 @@ def replay_config(
         cost_per_replica_hour=args.cost_per_replica_hour,
         refit_every=config.refit_every,
         history_window=config.window,
+        model_step=config.step,
         drift=not args.no_drift,
     )
 

@@ -25,9 +25,10 @@ import numpy as np
 import pandas as pd
 
 from models.base import DAY, WEEK, Forecaster, Series
+from models.calibrate import Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler import baselines, budget, drift, policy, yardstick
+from scaler import baselines, budget, drift, policy, resolution, yardstick
 from scaler.errors import ConfigError
 
 COLUMNS = (
@@ -72,6 +73,9 @@ class ReplayConfig:
     refit_every: float = WEEK
     history_window: float = 4 * WEEK
     """History a fit sees, as the engine's `history` setting."""
+    model_step: float = 300.0
+    """Step the models are fitted and forecast at (the engine's `model_step`); decisions are
+    made at the trace's own step, and a trace this coarse or coarser is modelled as it is."""
     drift: bool = True
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
 
@@ -107,9 +111,12 @@ def replay(
 def simulate(
     series: Series, config: ReplayConfig, *, make: Callable[[], Forecaster] | str = SeasonalBaseline
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The decisions frame, step by step, and counts the summary reports (drift episodes...)."""
+    """The decisions frame, one row per step of `series` (its own resolution), and counts the
+    summary reports (drift episodes...). Forecasts, their calibration and drift tracking run at
+    the model step (scaler.resolution), refreshed each time a model-step bucket is complete."""
     step, load = series.step, series.values
-    points = policy.forecast_points(config.lead_time, config.horizon, step)
+    coarse = resolution.model_series(series, config.model_step)
+    points = policy.forecast_points(config.lead_time, config.horizon, coarse.step)
     floor = policy.floor_samples(config.lead_time, step)
     limits = config.limits()
     ledger = budget.Ledger(
@@ -125,7 +132,7 @@ def simulate(
     def forecasts(start: int) -> Iterator[Origin]:
         return walk_forward(
             make,
-            series,
+            coarse,
             start=start,
             steps=points,
             quantile=config.quantile,
@@ -134,6 +141,8 @@ def simulate(
         )
 
     origins = forecasts(0)
+    origin = Origin(index=-1, forecast=None, model=None)
+    band: Calibration | None = None
     desired = np.zeros(len(series), dtype=np.int64)
     reactive = np.zeros(len(series), dtype=np.int64)
     reasons: list[str] = []
@@ -146,16 +155,25 @@ def simulate(
             desired[t], reactive[t] = held, 0
             reasons.append(policy.Reason.NO_DATA.value)
             continue
-        seen = Series(now - step, step, load[t - 1 : t])
-        was_ok = not tracker.monitor.in_fallback
-        if config.drift:
-            tracker.score(seen)
-            if tracker.monitor.take_retrain():
-                origins, retrains = forecasts(t - 1), retrains + 1
-        episodes += int(was_ok and tracker.monitor.in_fallback)
-        origin = next(origins)
-        if origin.forecast is not None and config.drift:
-            tracker.record(origin.forecast)
+        # A model-step bucket completed: score it, then forecast from it (the model step's
+        # refresh; between two refreshes every decision reads the same forecast).
+        while origin.index < resolution.newest_complete(coarse, now):
+            i = origin.index + 1
+            was_ok = not tracker.monitor.in_fallback
+            if config.drift:
+                tracker.score(
+                    Series(coarse.start + i * coarse.step, coarse.step, coarse.values[i : i + 1])
+                )
+                if tracker.monitor.take_retrain():
+                    origins, retrains = forecasts(i), retrains + 1
+            episodes += int(was_ok and tracker.monitor.in_fallback)
+            origin = next(origins)
+            band = None
+            if origin.forecast is not None and config.drift:
+                tracker.record(origin.forecast)
+            if origin.forecast is not None and origin.model is not None:
+                known = Series(coarse.start, coarse.step, coarse.values[: i + 1])
+                band = origin.model.calibration_for(known, points)
         if not math.isfinite(load[t - 1]):
             desired[t], reactive[t] = held, 0
             reasons.append(policy.Reason.NO_DATA.value)
@@ -167,12 +185,17 @@ def simulate(
             fallback = policy.Reason.DRIFT_FALLBACK
             fallback_steps += 1
         peak = None
-        if origin.forecast is not None and origin.model is not None:
+        if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
                 config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
             )
-            table = origin.model.calibration_for(Series(series.start, step, load[:t]), points)
-            peak = policy.finite_peak(table.upper(origin.forecast.p50[:points], quantile))
+            ahead = resolution.lookahead_points(
+                coarse.start + origin.index * coarse.step,
+                coarse.step,
+                now=now,
+                lookahead=config.lead_time + config.horizon,
+            )
+            peak = policy.finite_peak(band.upper(origin.forecast.p50[:ahead], quantile))
         decision = policy.decide(
             load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
             forecast_peak=peak,

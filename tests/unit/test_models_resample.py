@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from models.base import Series, SeriesError
-from models.resample import regrid, resample
+from models.resample import peaks, regrid, resample
 
 
 def test_irregular_scrapes_land_on_a_grid_aligned_to_the_step() -> None:
@@ -62,3 +62,15 @@ def test_a_finer_series_is_averaged_to_the_model_step_and_a_coarser_one_left_alo
     np.testing.assert_allclose(coarse.values, [0.0, 3.0, 7.5])  # (-300,0], (0,300], (300,600]
     hourly = Series(0.0, 3600.0, np.ones(3))
     assert regrid(hourly, 300.0) is hourly
+
+
+def test_peaks_keep_the_highest_sample_of_each_bucket_on_the_same_grid_as_the_means() -> None:
+    minute = Series(0.0, 60.0, np.array([5.0, 1.0, 9.0, np.nan, 2.0, 3.0, 4.0, np.nan]))
+    highest = peaks(minute, 300.0)
+    means = regrid(minute, 300.0)
+    assert (highest.start, highest.step, len(highest)) == (means.start, means.step, len(means))
+    np.testing.assert_allclose(highest.values, [5.0, 9.0, 4.0])  # (-300,0], (0,300], (300,600]
+    empty = Series(0.0, 60.0, np.array([1.0, np.nan, np.nan, np.nan, np.nan, np.nan]))
+    assert np.isnan(peaks(empty, 300.0).values[1])
+    hourly = Series(0.0, 3600.0, np.ones(3))
+    assert peaks(hourly, 300.0) is hourly
