@@ -27,7 +27,7 @@ import pandas as pd
 from models.base import DAY, WEEK, Forecaster, Series
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler import baselines, budget, drift, policy, yardstick
+from scaler import baselines, budget, drift, margin, policy, yardstick
 from scaler.errors import ConfigError
 
 COLUMNS = (
@@ -70,6 +70,8 @@ class ReplayConfig:
     """History a fit sees, as the engine's `history` setting."""
     drift: bool = True
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
+    drift_margin: bool = True
+    """In drift fallback, add the recent-growth margin (scaler.margin); False: plain reactive."""
 
     def limits(self) -> policy.Limits:
         return policy.Limits(
@@ -114,7 +116,8 @@ def simulate(
         cost_per_replica_hour=config.cost_per_replica_hour,
     )
     tracker = drift.DriftTracker(
-        lead_time=config.lead_time, monitor=drift.DriftMonitor(quantile=config.quantile)
+        lead_time=config.lead_time,
+        monitor=drift.DriftMonitor(quantile=config.quantile, step=step),
     )
 
     def forecasts(start: int) -> Iterator[Origin]:
@@ -151,6 +154,8 @@ def simulate(
         origin = next(origins)
         if origin.forecast is not None and config.drift:
             tracker.record(origin.forecast)
+            if origin.model is not None:  # the null of each new model, measured once
+                tracker.adopt(origin.model, Series(series.start, step, load[:t]))
         if not math.isfinite(load[t - 1]):
             desired[t], reactive[t] = held, 0
             reasons.append(policy.Reason.NO_DATA.value)
@@ -175,6 +180,18 @@ def simulate(
             allowance=ledger.allowance(now, step),
             fallback=fallback,
         )
+        if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
+            decision = margin.decide(
+                load=decision.load,
+                recent=load[max(0, t - math.ceil(margin.LOOKBACK / step)) : t],
+                step=step,
+                lead_time=config.lead_time,
+                quantile=policy.affordable_quantile(
+                    config.quantile, remaining=ledger.remaining(now), budget=config.budget
+                ),
+                limits=limits,
+                allowance=ledger.allowance(now, step),
+            )
         spent[t] = ledger.charge(now, decision.prewarm, step)
         desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired
         reasons.append(decision.reason.value)

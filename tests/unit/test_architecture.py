@@ -23,6 +23,7 @@ PURE = [
     "scaler/policy.py",
     "scaler/budget.py",
     "scaler/drift.py",
+    "scaler/margin.py",
     "scaler/yardstick.py",
     "models/base.py",
 ]
