@@ -183,13 +183,22 @@ def null_from(errors: FloatArray, *, step: float) -> Null:
     there was no actual), over every window of the series that has no gap. Too few windows give
     the conservative null.
 
-    Robust statistics, because a calibration week may hold a regime change or an outage of its
-    own, which must not blind the monitor to the next one: the centre is the median windowed
-    mean, the spread the 68th percentile of |mean - centre| (one sigma of a Gaussian), and the
-    limit z_for(step) spreads. CONFIRM guards the edge of that Gaussian tail.
+    The point spread is the band's own: the calibration table was measured out of sample, so
+    a healthy point is one band-sigma wide by construction. The backtest gives what the band
+    cannot: how much averaging over a window shrinks that spread (the autocorrelation), as the
+    ratio of robust spreads (68th percentiles of |deviation from the median|) of the windowed
+    means and of single errors, never below 1/sqrt(window) (independent errors). Robust,
+    because a calibration week may hold a regime change or an outage of its own, which must not
+    blind the monitor to the next one; and a ratio, because `null_for` forecasts with the final
+    model, which has seen that week (its errors there are smaller, not less correlated). The
+    limit is z_for(step) spreads; CONFIRM guards the edge of that Gaussian tail.
     """
     conservative = Null.conservative(step)
     u = np.clip(np.asarray(errors, dtype=np.float64), -Z_CLIP, Z_CLIP)
+    finite = u[np.isfinite(u)]
+    if finite.size == 0:
+        return conservative
+    point = max(float(np.quantile(np.abs(finite - np.median(finite)), 0.6827)), SPREAD_FLOOR)
     means, spreads, limits = [], [], []
     for width in conservative.windows:
         if u.size < width * MIN_NULL_WINDOWS:
@@ -200,7 +209,8 @@ def null_from(errors: FloatArray, *, step: float) -> Null:
             return conservative
         centre = float(np.median(windowed))
         deviation = np.abs(windowed - centre)
-        spread = max(float(np.quantile(deviation, 0.6827)), SPREAD_FLOOR)
+        shrink = float(np.quantile(deviation, 0.6827)) / point
+        spread = min(max(shrink, 1 / math.sqrt(width)), 1.0)
         means.append(centre)
         spreads.append(spread)
         limits.append(conservative.z * spread)
