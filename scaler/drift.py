@@ -20,8 +20,10 @@ backtest) the `conservative` one assumes errors perfectly correlated across the 
 windowed mean as spread out as a single error, with the Gaussian limit for the design rate.
 
 State machine: OK -> FALLBACK when a window stays past its limit for CONFIRM observations;
-FALLBACK -> OK after RELEASE_AFTER short windows in a row back within half the limit (hysteresis),
-which also restarts the long window (its old errors were the alarm's, not fresh evidence).
+FALLBACK -> OK after RELEASE_AFTER short windows in a row back within half the limit while the long
+window, restarted when fallback began, is full again and within its limit (hysteresis: entering
+needs half an hour of error, leaving a long window of accuracy, so a forecast still biased after
+a drop, a refit on mostly old data, does not buy prewarm for load that has gone).
 Entering fallback raises `retrain_requested`, and so does every RETRAIN_AGAIN observations in it;
 the owner clears it with `take_retrain()` when it has scheduled the refit.
 
@@ -76,8 +78,7 @@ CONFIRM = 2
 that just touches the limit is noise at the edge of the null (it moves by one error per step);
 a regime change stays past it, at the cost of one step of delay."""
 RELEASE_AFTER = 6
-"""Consecutive short windows within half the threshold needed to leave fallback (half an hour
-at a 5-minute step): entering needs sustained error, leaving sustained accuracy."""
+"""Consecutive settled observations (`Null.settled`) needed to leave fallback."""
 RETRAIN_AGAIN = 288
 """Observations in fallback (a day at a 5-minute step) after which another refit is requested:
 a refit right after a regime change sees little of the new regime, the next one sees more."""
@@ -129,9 +130,15 @@ class Null:
             for m, mu, limit in zip((short, long), self.means, self.limits, strict=True)
         )
 
-    def settled(self, short: float) -> bool:
-        """The short window is back within half the threshold."""
-        return math.isfinite(short) and abs(short - self.means[0]) <= self.limits[0] / 2
+    def settled(self, short: float, long: float) -> bool:
+        """The short window is back within half its limit and the long one, full again since
+        fallback began, within its limit: a forecast earns trust back over hours, not minutes."""
+        return (
+            math.isfinite(short)
+            and math.isfinite(long)
+            and abs(short - self.means[0]) <= self.limits[0] / 2
+            and abs(long - self.means[1]) <= self.limits[1]
+        )
 
 
 def windows(step: float) -> tuple[int, int]:
@@ -314,15 +321,15 @@ class DriftMonitor:
                 self.state = DriftState.FALLBACK
                 self.retrain_requested = True
                 self.healthy_run = self.unhealthy_for = self.tripped_run = 0
+                self.long.clear()  # leaving needs a whole long window of fresh evidence
             return
-        self.healthy_run = self.healthy_run + 1 if null.settled(short) else 0
+        self.healthy_run = self.healthy_run + 1 if null.settled(short, long) else 0
         self.unhealthy_for += 1
         if self.unhealthy_for % RETRAIN_AGAIN == 0:
             self.retrain_requested = True
         if self.healthy_run >= RELEASE_AFTER:
             self.state = DriftState.OK
             self.healthy_run = 0
-            self.long.clear()  # the alarm's errors are not fresh evidence against the next one
 
     def take_retrain(self) -> bool:
         """True when a refit is due (on entering fallback, then every RETRAIN_AGAIN points in

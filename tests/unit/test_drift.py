@@ -156,12 +156,16 @@ def test_one_outlier_alone_never_trips_fallback() -> None:
     assert not monitor.in_fallback
 
 
-def test_fallback_is_left_only_after_a_run_of_settled_windows() -> None:
+def test_fallback_is_left_only_after_a_long_window_of_accuracy_and_a_run_of_settled_points() -> (
+    None
+):
     monitor = drift.DriftMonitor(step=STEP)
     feed(monitor, [100.0] * 10 + [300.0] * 6)
     assert monitor.in_fallback
-    short = drift.windows(STEP)[0]
-    feed(monitor, [100.0] * short + [300.0] * 3 + [100.0] * 3)
+    short, long = drift.windows(STEP)
+    feed(monitor, [100.0] * (long - 1))
+    assert monitor.in_fallback  # the long window, restarted on entering, is not full yet
+    feed(monitor, [300.0] * 3 + [100.0] * 3)
     assert monitor.in_fallback  # the misses pushed the short window out again
     feed(monitor, [100.0] * (short + drift.RELEASE_AFTER))
     assert not monitor.in_fallback
