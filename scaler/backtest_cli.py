@@ -134,6 +134,11 @@ def add_parser(sub: Any) -> None:
         "--no-drift", action="store_true", help="replay the forecast even when it has drifted"
     )
     policy_flags.add_argument(
+        "--no-drift-margin",
+        action="store_true",
+        help="in drift fallback, scale plain reactive (no recent-growth margin)",
+    )
+    policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
@@ -187,6 +192,7 @@ def replay_config(
         history_window=config.window,
         model_step=config.step,
         drift=not args.no_drift,
+        drift_margin=not args.no_drift_margin,
     )
 
 

@@ -1,24 +1,36 @@
 """Forecast drift: is the forecast made lead-time ago still worth acting on? Pure: no clock, no I/O.
 
 `DriftMonitor` is fed (time, actual, forecast_p50, forecast_upper) for forecasts made lead time
-earlier and keeps three views of their error:
-- coverage: share of the recent actuals at or under the calibrated upper quantile (~95% when the
-  forecast is healthy);
-- WAPE: sum |actual - p50| / sum actual over the same recent points;
-- a two-sided CUSUM on standardised residuals z = (actual - p50) / sigma, sigma read off the
-  calibrated band (upper - p50 is z_q sigmas), so it needs no per-trace scale.
+earlier. Each error is put in *band-sigmas* on a log scale (`band_units`): log(actual / p50) over
+log(upper / p50) / 1.645, so a healthy point has a spread of about 1 and load x3 or x0.3 are
+errors of the same size. Two windowed means are tested, a short one (SHORT_SPAN: a step change
+engages fallback within half an hour) and a long one (LONG_SPAN: a sustained moderate bias), each
+against the distribution it has on the model's own out-of-sample errors.
 
-State machine: OK -> FALLBACK when the error *stays* past a threshold (the CUSUM trips, or the
-recent coverage collapses); FALLBACK -> OK only after RELEASE_AFTER consecutive healthy points,
-each within Z_HEALTHY sigmas of the forecast (hysteresis: entering needs sustained error,
-leaving needs sustained accuracy). While in fallback another refit is requested every
-RETRAIN_AGAIN observations. Entering fallback raises `retrain_requested`; the owner clears it
-with `take_retrain()` when it has scheduled the refit.
+That distribution (`Null`) is measured by `null_for` on the model's calibration backtest: the
+same rolling-origin forecasts models.calibrate grades the model on, over the week before its fit.
+Forecast errors stay autocorrelated for hours, so the spread of a windowed mean is read off the
+windowed means of that backtest itself (autocorrelation included), never derived from sigma/sqrt(n)
+as for independent noise. Each window's limit is set so that the chance a healthy window passes
+it, summed over both windows and both sides, is ALARMS_PER_WEEK per week of observations
+(Gaussian, on a robust spread: `null_from`). An alarm episode starts with
+such an exceedance, so that is an upper bound on the episode rate; `tests/unit/test_drift.py`
+measures it on AR(1) errors with phi 0.9. Without a measured null (no model yet, too short a
+backtest) the `conservative` one assumes errors perfectly correlated across the window: a
+windowed mean as spread out as a single error, with the Gaussian limit for the design rate.
+
+State machine: OK -> FALLBACK when a window stays past its limit for CONFIRM observations;
+FALLBACK -> OK after RELEASE_AFTER short windows in a row back within half the limit while the long
+window, restarted when fallback began, is full again and within its limit (hysteresis: entering
+needs half an hour of error, leaving a long window of accuracy, so a forecast still biased after
+a drop, a refit on mostly old data, does not buy prewarm for load that has gone).
+Entering fallback raises `retrain_requested`, and so does every RETRAIN_AGAIN observations in it;
+the owner clears it with `take_retrain()` when it has scheduled the refit.
 
 `DriftTracker` keeps the forecasts made at each origin until their actuals arrive, and feeds the
 monitor the one made lead time before each actual: the live engine and the replay both use it.
-
-Windows are counted in observations (one per model step: 5 min in the engine), not in seconds.
+It also swaps in the null of each new model (`adopt`). Everything is a function of the model
+artefact and the series, so scaler replicas fed the same data agree.
 """
 
 from __future__ import annotations
@@ -30,40 +42,211 @@ from enum import StrEnum
 from statistics import NormalDist
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
-from models.base import Forecast, Series
+from models.base import DAY, HOUR, WEEK, FloatArray, Forecast, Series
+from models.calibrate import CalibratedModel, rolling
 
 WINDOW = 12
-"""Observations in the rolling coverage/WAPE window: an hour at the engine's 5-minute model step,
-long enough that one or two misses (5% of points miss by design) cannot look like collapse."""
-COVERAGE_ENTER = 0.5
-"""Enter fallback when fewer than half of the last WINDOW actuals were covered by the P95 band.
-With a calibrated band misses are ~5%: six misses in twelve is a broken forecast, not bad luck
-(binomial probability ~1e-5 even before allowing for correlated errors)."""
-Z_CLIP = 4.0
-"""Standardised residuals are clipped here: a single outlier (a launch-day spike, a lost scrape)
-adds at most Z_CLIP - CUSUM_K to the CUSUM and so can never trip it alone."""
-CUSUM_K = 0.5
-"""CUSUM allowance in sigmas: the textbook choice to detect a sustained shift of about 1 sigma."""
-CUSUM_H = 8.0
-"""CUSUM decision threshold in sigmas: three consecutive points far outside the band (3 x 3.5)
-trip it, as do ~16 points with a 1-sigma bias; a healthy forecast practically never does."""
+"""Observations in the rolling coverage/WAPE window (exported as metrics only)."""
+SHORT_SPAN = 0.5 * HOUR
+"""Seconds the short window spans: a step change (load x3, x0.3, an outage) must engage fallback
+within half an hour, so its evidence is weighed over that long."""
+LONG_SPAN = 6 * HOUR
+"""Seconds the long window spans: a bias too small to trip the short window but kept up for
+hours (a slow drift of the level) shows up here."""
+MIN_WINDOW = 2
+"""Fewest observations in a window: on a coarse step (30 min) one point alone is never an alarm."""
+ALARMS_PER_WEEK = 0.25
+"""Design false-alarm rate: the summed chance per week of observations that a healthy forecast's
+windowed mean leaves its band, one per four weeks. The goal is at most one per 7 days (one per
+14 in the unit test); the factor of 2-4 is margin for error tails heavier than the Gaussian one
+the threshold assumes and for a null measured on one week."""
+Z_CLIP = 6.0
+"""Errors are clipped at this many band-sigmas: one outlier (a launch-day spike, a lost scrape)
+moves a window's mean by at most Z_CLIP / window, so it never trips the short window alone,
+while a window of sustained misses can still pass the conservative null's threshold (about 4)."""
+BAND_FLOOR = 0.01
+"""The band is never narrower than 1% above the forecast, so a collapsed band is not a division
+by zero."""
+Z_P95 = NormalDist().inv_cdf(0.95)
+SPREAD_FLOOR = 0.05
+"""Smallest spread of a windowed mean, in band units: a backtest with (near) constant errors
+must not make the monitor trip on the first wobble."""
+CONFIRM = 2
+"""Consecutive observations a window must stay past its limit to engage fallback: one window
+that just touches the limit is noise at the edge of the null (it moves by one error per step);
+a regime change stays past it, at the cost of one step of delay."""
 RELEASE_AFTER = 6
-"""Consecutive healthy observations needed to leave fallback: half an hour at the engine's
-5-minute step. Healthy: the CUSUM, restarted when fallback began, stays under half its threshold
-and the point is not a clipped outlier. A forecast still off pushes the CUSUM past that within
-a few points, so it keeps failing the run; a recovered one passes it in about RELEASE_AFTER."""
+"""Consecutive settled observations (`Null.settled`) needed to leave fallback."""
 RETRAIN_AGAIN = 288
 """Observations in fallback (a day at a 5-minute step) after which another refit is requested:
 a refit right after a regime change sees little of the new regime, the next one sees more."""
-SCALE_FLOOR = 0.01
-"""Sigma is never below 1% of the forecast (or actual) level, so a collapsed band is not a
-division by zero."""
+NULL_SPAN = WEEK
+"""Newest stretch of a model's training history its null is measured on (models.calibrate's
+calibration window on a long history)."""
+MIN_NULL_WINDOWS = 8
+"""Fewest independent windows a measured null needs; with fewer the conservative one is used."""
 
 
 class DriftState(StrEnum):
     OK = "ok"
     FALLBACK = "fallback"
+
+
+@dataclass(frozen=True)
+class Null:
+    """What the windowed means of band-unit errors look like while the forecast is healthy."""
+
+    windows: tuple[int, int]
+    """Observations in the short and the long window."""
+    means: tuple[float, float]
+    spreads: tuple[float, float]
+    """Robust standard deviation of each window's mean (autocorrelation included)."""
+    z: float
+    """Threshold in spreads (`z_for`)."""
+    limits: tuple[float, float]
+    """|mean - means[i]| > limits[i] trips window i (see `null_from`)."""
+    samples: int
+    """Backtest errors it was measured on (0: the conservative null)."""
+
+    @classmethod
+    def conservative(cls, step: float) -> Null:
+        """No measurement: errors centred, as spread as a calibrated band implies for one point
+        (one band-sigma), and perfectly correlated across a window."""
+        z = z_for(step)
+        return cls(
+            windows=windows(step),
+            means=(0.0, 0.0),
+            spreads=(1.0, 1.0),
+            z=z,
+            limits=(z, z),
+            samples=0,
+        )
+
+    def tripped(self, short: float, long: float) -> bool:
+        return any(
+            math.isfinite(m) and abs(m - mu) > limit
+            for m, mu, limit in zip((short, long), self.means, self.limits, strict=True)
+        )
+
+    def settled(self, short: float, long: float) -> bool:
+        """The short window is back within half its limit and the long one, full again since
+        fallback began, within its limit: a forecast earns trust back over hours, not minutes."""
+        return (
+            math.isfinite(short)
+            and math.isfinite(long)
+            and abs(short - self.means[0]) <= self.limits[0] / 2
+            and abs(long - self.means[1]) <= self.limits[1]
+        )
+
+
+def windows(step: float) -> tuple[int, int]:
+    """Observations in the short and long window at one observation per `step` seconds."""
+    short = max(MIN_WINDOW, math.floor(SHORT_SPAN / step + 1e-9))
+    return short, max(short + 1, math.floor(LONG_SPAN / step + 1e-9))
+
+
+def z_for(step: float) -> float:
+    """The threshold (in spreads) whose two-sided, two-window exceedance chance per week of
+    observations is ALARMS_PER_WEEK."""
+    per_week = max(WEEK / step, 1.0)
+    alpha = ALARMS_PER_WEEK / (4 * per_week)  # 2 windows x 2 sides
+    return NormalDist().inv_cdf(1 - alpha)
+
+
+def band_units(actual: FloatArray, p50: FloatArray, upper: FloatArray, level: float) -> FloatArray:
+    """Errors in band units, on a log scale: log((actual + c) / (p50 + c)) over the same log
+    ratio of the calibrated upper band, divided by 1.645 (the P95 of a healthy point is ~1.645
+    band-sigmas up), clipped at +-Z_CLIP; a non-finite forecast is a full miss (+Z_CLIP).
+
+    On a log scale load x3 and x0.3 are errors of the same size: a drop to zero on a band as wide
+    as the forecast is still far outside it, where a linear ratio could never pass -1. `level`
+    (c) is the model's residual floor (a tenth of the mean load), so ratios near zero stay sane.
+    """
+    c = max(level, 1e-9)
+    base = np.maximum(p50, 0.0) + c
+    band = np.maximum(np.log((np.maximum(upper, 0.0) + c) / base), math.log1p(BAND_FLOOR))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = np.log((np.maximum(actual, 0.0) + c) / base) / (band / Z_P95)
+    u = np.where(np.isfinite(p50) & np.isfinite(upper), u, Z_CLIP)
+    out: FloatArray = np.clip(u, -Z_CLIP, Z_CLIP)
+    return out
+
+
+def _band_unit(actual: float, p50: float, upper: float, level: float) -> float:
+    """`band_units` of one point, without numpy's per-call overhead (the monitor's hot path)."""
+    if not (math.isfinite(p50) and math.isfinite(upper)):
+        return Z_CLIP
+    c = max(level, 1e-9)
+    base = max(p50, 0.0) + c
+    band = max(math.log((max(upper, 0.0) + c) / base), math.log1p(BAND_FLOOR))
+    u = math.log((max(actual, 0.0) + c) / base) / (band / Z_P95)
+    return min(max(u, -Z_CLIP), Z_CLIP)
+
+
+def null_from(errors: FloatArray, *, step: float) -> Null:
+    """The null of band-unit `errors` observed every `step` seconds, in time order (NaN where
+    there was no actual), over every window of the series that has no gap. Too few windows give
+    the conservative null.
+
+    The point spread is the band's own: the calibration table was measured out of sample, so
+    a healthy point is one band-sigma wide by construction. The backtest gives what the band
+    cannot: how much averaging over a window shrinks that spread (the autocorrelation), as the
+    ratio of robust spreads (68th percentiles of |deviation from the median|) of the windowed
+    means and of single errors, never below 1/sqrt(window) (independent errors). Robust,
+    because a calibration week may hold a regime change or an outage of its own, which must not
+    blind the monitor to the next one; and a ratio, because `null_for` forecasts with the final
+    model, which has seen that week (its errors there are smaller, not less correlated). The
+    limit is z_for(step) spreads; CONFIRM guards the edge of that Gaussian tail.
+    """
+    conservative = Null.conservative(step)
+    u = np.clip(np.asarray(errors, dtype=np.float64), -Z_CLIP, Z_CLIP)
+    finite = u[np.isfinite(u)]
+    if finite.size == 0:
+        return conservative
+    point = max(float(np.quantile(np.abs(finite - np.median(finite)), 0.6827)), SPREAD_FLOOR)
+    means, spreads, limits = [], [], []
+    for width in conservative.windows:
+        if u.size < width * MIN_NULL_WINDOWS:
+            return conservative
+        view = sliding_window_view(u, width)
+        windowed = view[np.isfinite(view).all(axis=1)].mean(axis=1)
+        if windowed.size < width * MIN_NULL_WINDOWS:
+            return conservative
+        centre = float(np.median(windowed))
+        deviation = np.abs(windowed - centre)
+        shrink = float(np.quantile(deviation, 0.6827)) / point
+        spread = min(max(shrink, 1 / math.sqrt(width)), 1.0)
+        means.append(centre)
+        spreads.append(spread)
+        limits.append(conservative.z * spread)
+    return Null(
+        windows=conservative.windows,
+        means=(means[0], means[1]),
+        spreads=(spreads[0], spreads[1]),
+        z=conservative.z,
+        limits=(limits[0], limits[1]),
+        samples=int(np.isfinite(u).sum()),
+    )
+
+
+def null_for(model: CalibratedModel, history: Series, *, lead_time: float, quantile: float) -> Null:
+    """The null of `model`, measured on its own rolling-origin forecasts over the NULL_SPAN of
+    `history` before its fit (the calibration backtest), at the point lead time ahead, in band
+    units of the model's calibrated `quantile` band."""
+    ahead = max(1, round(lead_time / history.step))
+    known = history.until(model.trained_until)
+    since = max(known.start + DAY, model.trained_until - NULL_SPAN)
+    if known.end - since < DAY or known.step != model.step:
+        return Null.conservative(history.step)
+    context = known.since(since - NULL_SPAN / 2)  # level/state the forecasts start from
+    backtest = rolling(model.model, context, since=since, steps=ahead)
+    p50, actual = backtest.p50[:, ahead - 1], backtest.actual[:, ahead - 1]
+    offset = model.calibration.offsets(ahead, quantile)[ahead - 1]
+    upper = np.maximum(p50 + offset * model.calibration.scale(p50), p50)
+    units = band_units(actual, p50, upper, model.calibration.floor)
+    return null_from(units, step=history.step)
 
 
 @dataclass(frozen=True)
@@ -75,10 +258,12 @@ class Accuracy:
     """Share of the last WINDOW actuals at or under the upper forecast (NaN before any)."""
     wape: float
     """Weighted absolute percentage error of the p50 over the last WINDOW actuals (NaN before)."""
-    cusum_high: float
-    """Evidence (in sigmas) that actuals run above the forecast."""
-    cusum_low: float
-    """Evidence (in sigmas) that actuals run below the forecast."""
+    short_shift: float
+    """Mean band-unit error over the short window, less its healthy mean (NaN until full)."""
+    long_shift: float
+    """The same over the long window."""
+    threshold: float
+    """Shift (band units) past which the short window trips."""
     observations: int
     """Actuals scored so far."""
 
@@ -88,20 +273,33 @@ class DriftMonitor:
     """Accuracy of the forecasts made lead time earlier, and the fallback state they imply."""
 
     quantile: float = 0.95
+    step: float = 300.0
+    """Seconds between observations (the model step): sizes the windows of the default null."""
+    null: Null | None = None
+    """The healthy distribution in use; None until `DriftTracker.adopt` measures one."""
+    level: float = 0.0
+    """Load added to actual and forecast before their log ratio (`band_units`): the model's
+    residual floor once a model is adopted."""
     state: DriftState = DriftState.OK
     retrain_requested: bool = False
     observations: int = 0
-    cusum_high: float = 0.0
-    cusum_low: float = 0.0
     healthy_run: int = 0
+    tripped_run: int = 0
+    """Consecutive observations with a window past its limit (CONFIRM engages fallback)."""
     unhealthy_for: int = 0
     """Observations since fallback was entered."""
     recent: deque[tuple[bool, float, float]] = field(default_factory=lambda: deque(maxlen=WINDOW))
     """(covered, |actual - p50|, actual) of the last WINDOW observations."""
+    short: deque[float] = field(default_factory=deque)
+    long: deque[float] = field(default_factory=deque)
+    """Band-unit errors of the newest observations, as many as each window holds."""
 
     @property
     def in_fallback(self) -> bool:
         return self.state is DriftState.FALLBACK
+
+    def current_null(self) -> Null:
+        return self.null if self.null is not None else Null.conservative(self.step)
 
     def observe(self, at: float, actual: float, p50: float, upper: float) -> None:
         """Score one actual against the forecast made for it; a missing actual is not scored,
@@ -109,22 +307,23 @@ class DriftMonitor:
         del at  # kept in the signature so callers pass pairs in time order, and for logs
         if not math.isfinite(actual):
             return
-        z, covered = self._standardised(actual, p50, upper)
+        u = _band_unit(actual, p50, upper, self.level)
         self.observations += 1
+        covered = math.isfinite(upper) and actual <= upper + 1e-9
         self.recent.append((covered, abs(actual - p50) if math.isfinite(p50) else actual, actual))
-        self.cusum_high = max(0.0, self.cusum_high + z - CUSUM_K)
-        self.cusum_low = max(0.0, self.cusum_low - z - CUSUM_K)
+        null = self.current_null()
+        _push(self.short, u, null.windows[0])
+        _push(self.long, u, null.windows[1])
+        short, long = self._means(null)
         if self.state is DriftState.OK:
-            if self._tripped():
+            self.tripped_run = self.tripped_run + 1 if null.tripped(short, long) else 0
+            if self.tripped_run >= CONFIRM:
                 self.state = DriftState.FALLBACK
                 self.retrain_requested = True
-                self.healthy_run = self.unhealthy_for = 0
-                self.cusum_high = self.cusum_low = 0.0  # restart: evidence after the alarm
+                self.healthy_run = self.unhealthy_for = self.tripped_run = 0
+                self.long.clear()  # leaving needs a whole long window of fresh evidence
             return
-        if max(self.cusum_high, self.cusum_low) >= CUSUM_H:
-            self.cusum_high = self.cusum_low = 0.0  # still drifting: weigh fresh evidence only
-        healthy = max(self.cusum_high, self.cusum_low) < CUSUM_H / 2 and abs(z) < Z_CLIP
-        self.healthy_run = self.healthy_run + 1 if healthy else 0
+        self.healthy_run = self.healthy_run + 1 if null.settled(short, long) else 0
         self.unhealthy_for += 1
         if self.unhealthy_for % RETRAIN_AGAIN == 0:
             self.retrain_requested = True
@@ -150,27 +349,30 @@ class DriftMonitor:
         return sum(err for _, err, _ in self.recent) / total
 
     def accuracy(self) -> Accuracy:
+        null = self.current_null()
+        short, long = self._means(null)
         return Accuracy(
             state=self.state,
             coverage=self.coverage(),
             wape=self.wape(),
-            cusum_high=self.cusum_high,
-            cusum_low=self.cusum_low,
+            short_shift=short - null.means[0],
+            long_shift=long - null.means[1],
+            threshold=null.limits[0],
             observations=self.observations,
         )
 
-    def _tripped(self) -> bool:
-        collapsed = len(self.recent) == WINDOW and self.coverage() < COVERAGE_ENTER
-        return collapsed or max(self.cusum_high, self.cusum_low) >= CUSUM_H
+    def _means(self, null: Null) -> tuple[float, float]:
+        """Mean of each window, NaN while it is not full."""
+        return tuple(  # type: ignore[return-value]
+            sum(w) / len(w) if len(w) >= width else math.nan
+            for w, width in zip((self.short, self.long), null.windows, strict=True)
+        )
 
-    def _standardised(self, actual: float, p50: float, upper: float) -> tuple[float, bool]:
-        if not (math.isfinite(p50) and math.isfinite(upper)):
-            return Z_CLIP, False
-        z_q = NormalDist().inv_cdf(min(max(self.quantile, 0.51), 0.999))
-        floor = SCALE_FLOOR * max(abs(p50), abs(actual), 1e-9)
-        sigma = max((upper - p50) / z_q, floor)
-        z = (actual - p50) / sigma
-        return float(np.clip(z, -Z_CLIP, Z_CLIP)), actual <= upper + 1e-9
+
+def _push(window: deque[float], value: float, width: int) -> None:
+    window.append(value)
+    while len(window) > width:
+        window.popleft()
 
 
 @dataclass
@@ -184,6 +386,18 @@ class DriftTracker:
     """Forecasts by origin (the time of their first point)."""
     scored_until: float = -math.inf
     """Time of the newest actual already scored."""
+    adopted: tuple[str, float, float] | None = None
+    """(fingerprint, trained_until, step) of the model whose null the monitor uses."""
+
+    def adopt(self, model: CalibratedModel, history: Series) -> None:
+        """Use `model`'s null from now on (measured once per model: a no-op for the same one)."""
+        key = (model.fingerprint, model.trained_until, model.step)
+        if key != self.adopted:
+            self.adopted = key
+            self.monitor.level = model.calibration.floor
+            self.monitor.null = null_for(
+                model, history, lead_time=self.lead_time, quantile=self.monitor.quantile
+            )
 
     def record(self, forecast: Forecast) -> None:
         """Keep a forecast (the first one made for an origin wins: it is the one made earliest)."""

@@ -36,7 +36,7 @@ from functools import partial
 import numpy as np
 
 from models.base import Series
-from scaler import budget, decisionrecord, drift, fitting, isolation, policy, unrecorded
+from scaler import budget, decisionrecord, drift, fitting, isolation, margin, policy, unrecorded
 from scaler.clock import Clock
 from scaler.decisionlog import DecisionLog
 from scaler.errors import BadQuery, CircuitOpen, ScalerError
@@ -350,8 +350,10 @@ class Engine:
         spec = state.spec
         if state.drift is None:
             state.drift = drift.DriftTracker(
-                lead_time=spec.lead_time, monitor=drift.DriftMonitor(quantile=spec.quantile)
+                lead_time=spec.lead_time,
+                monitor=drift.DriftMonitor(quantile=spec.quantile, step=self.settings.model_step),
             )
+        state.drift.adopt(state.model, state.history)  # the model's own null, once per model
         forecast = state.model.forecast(
             state.history,
             steps=forecast_steps(spec, self.settings.model_step),
@@ -393,13 +395,29 @@ class Engine:
         if state.history is not None:
             recent += state.history.since(now - spec.lead_time).values.tolist()
         floor = policy.floor_load(recent)
-        predictive = policy.decide(
-            load=floor,
-            forecast_peak=peak,
-            limits=limits,
-            allowance=state.ledger.allowance(now, step) if state.ledger_known else 0,
-            fallback=fallback,
-        )
+        allowance = state.ledger.allowance(now, step) if state.ledger_known else 0
+        if fallback is policy.Reason.DRIFT_FALLBACK and state.history is not None:
+            predictive = margin.decide(  # reactive plus the recent-growth margin
+                load=floor,
+                recent=state.history.since(now - margin.LOOKBACK).values,
+                step=state.history.step,
+                lead_time=spec.lead_time,
+                quantile=policy.affordable_quantile(
+                    spec.quantile,
+                    remaining=state.ledger.remaining(now),
+                    budget=state.ledger.limit(now),
+                ),
+                limits=limits,
+                allowance=allowance,
+            )
+        else:
+            predictive = policy.decide(
+                load=floor,
+                forecast_peak=peak,
+                limits=limits,
+                allowance=allowance,
+                fallback=fallback,
+            )
         cost = state.ledger.charge(now, predictive.prewarm, step)
         used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), step)
         self.telemetry.reactive_spent.labels(spec.key).inc(used)

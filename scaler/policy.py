@@ -42,6 +42,9 @@ class Reason(StrEnum):
     """minReplicas raised the request."""
     DRIFT_FALLBACK = "drift_fallback"
     """Forecasts have drifted: pure reactive until they earn trust back."""
+    DRIFT_MARGIN = "drift_margin"
+    """Forecasts have drifted: reactive plus a margin learned from how load recently grew over
+    one cold start (scaler.margin), within every cap, until they earn trust back."""
     NO_MODEL = "no_model"
     """No usable model yet (short history, failed fit): pure reactive."""
     BUDGET_UNKNOWN = "budget_unknown"

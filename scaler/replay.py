@@ -28,7 +28,7 @@ from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler import baselines, budget, drift, policy, resolution, yardstick
+from scaler import baselines, budget, drift, margin, policy, resolution, yardstick
 from scaler.errors import ConfigError
 
 COLUMNS = (
@@ -78,6 +78,8 @@ class ReplayConfig:
     made at the trace's own step, and a trace this coarse or coarser is modelled as it is."""
     drift: bool = True
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
+    drift_margin: bool = True
+    """In drift fallback, add the recent-growth margin (scaler.margin); False: plain reactive."""
 
     def limits(self) -> policy.Limits:
         return policy.Limits(
@@ -126,7 +128,8 @@ def simulate(
         share=config.budget_share,
     )
     tracker = drift.DriftTracker(
-        lead_time=config.lead_time, monitor=drift.DriftMonitor(quantile=config.quantile)
+        lead_time=config.lead_time,
+        monitor=drift.DriftMonitor(quantile=config.quantile, step=coarse.step),
     )
 
     def forecasts(start: int) -> Iterator[Origin]:
@@ -174,6 +177,8 @@ def simulate(
             if origin.forecast is not None and origin.model is not None:
                 known = Series(coarse.start, coarse.step, coarse.values[: i + 1])
                 band = origin.model.calibration_for(known, points)
+                if config.drift:  # the null of each new model, measured once
+                    tracker.adopt(origin.model, known)
         if not math.isfinite(load[t - 1]):
             desired[t], reactive[t] = held, 0
             reasons.append(policy.Reason.NO_DATA.value)
@@ -203,6 +208,18 @@ def simulate(
             allowance=ledger.allowance(now, step),
             fallback=fallback,
         )
+        if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
+            decision = margin.decide(
+                load=decision.load,
+                recent=load[max(0, t - math.ceil(margin.LOOKBACK / step)) : t],
+                step=step,
+                lead_time=config.lead_time,
+                quantile=policy.affordable_quantile(
+                    config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
+                ),
+                limits=limits,
+                allowance=ledger.allowance(now, step),
+            )
         spent[t] = ledger.charge(now, decision.prewarm, step)
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)
         desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired

@@ -24,6 +24,7 @@ PURE = [
     "scaler/budget.py",
     "scaler/drift.py",
     "scaler/unrecorded.py",
+    "scaler/margin.py",
     "scaler/yardstick.py",
     "models/base.py",
 ]

@@ -1,0 +1,104 @@
+"""Phantom prewarm after an injected drop: how much prewarm the policy buys for load that is no
+longer there, with drift fallback and with `--no-drift`.
+
+The trace is scaled to `factor` (default 30%) from `day` on, so the forecast, fitted on the old
+level, keeps predicting load that has gone. Phantom prewarm is the prewarm no load needed: the
+replicas a decision asked for above both its reactive floor and what the load actually required
+over the next cold start (the oracle's request), counted in the day after the drop's first hour.
+Issue 7's goal: at most a quarter of what `--no-drift` buys, or 2 replica-hours.
+
+    .venv/bin/python bench/drift_drop.py ../shared/traces/nasa_http_5min.csv --day 17
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from models.base import DAY, HOUR, Forecaster, Series
+from models.seasonal import SeasonalBaseline
+from scaler import baselines, replay, yardstick
+from scaler.traces import read_trace
+
+GRACE = HOUR
+"""The drop's first hour: the time the monitor is allowed to notice it."""
+SPAN = DAY
+"""How long after the grace hour phantom prewarm is counted."""
+
+
+def dropped(series: Series, *, at: float, factor: float) -> Series:
+    """`series` with every value from time `at` on multiplied by `factor`."""
+    values = series.values.copy()
+    values[series.times() >= at] *= factor
+    return Series(series.start, series.step, values)
+
+
+def phantom(
+    series: Series, config: replay.ReplayConfig, *, at: float, make: Callable[[], Forecaster] | str
+) -> tuple[float, float]:
+    """(phantom, all) prewarm replica-hours bought in [at + GRACE, at + GRACE + SPAN)."""
+    frame, _ = replay.simulate(series, config, make=make)
+    k = yardstick.cold_start_steps(config.lead_time, series.step)
+    need = baselines.oracle(series.values, threshold=config.threshold, k=k)
+    desired, reactive = np.asarray(frame["desired"]), np.asarray(frame["reactive"])
+    spent = np.asarray(frame["prewarm_replica_hours"])
+    prewarm = spent * HOUR / series.step  # replicas above reactive at each step
+    unneeded = np.clip(desired - np.maximum(reactive, need), 0, prewarm)
+    times = series.times()
+    window = (times >= at + GRACE) & (times < at + GRACE + SPAN)
+    hours = series.step / HOUR
+    return float(unneeded[window].sum() * hours), float(spent[window].sum())
+
+
+def measure(
+    series: Series,
+    config: replay.ReplayConfig,
+    *,
+    day: float,
+    factor: float = 0.3,
+    make: Callable[[], Forecaster] | str = SeasonalBaseline,
+) -> dict[str, float]:
+    """Phantom prewarm with drift on and off, on `series` dropped to `factor` from `day` on;
+    the series is cut right after the counted day (nothing later can change it)."""
+    at = series.start + day * DAY
+    cut = dropped(series, at=at, factor=factor).until(at + GRACE + SPAN)
+    on, on_all = phantom(cut, config, at=at, make=make)
+    off, off_all = phantom(cut, dataclasses.replace(config, drift=False), at=at, make=make)
+    return {
+        "drift": on,
+        "no_drift": off,
+        "share": on / off if off > 0 else math.nan,
+        "drift_all_prewarm": on_all,
+        "no_drift_all_prewarm": off_all,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace", type=Path)
+    parser.add_argument("--day", type=float, default=17.0, help="days from the start (default 17)")
+    parser.add_argument("--factor", type=float, default=0.3)
+    parser.add_argument("--threshold", default="p99/20")
+    parser.add_argument("--model", default="seasonal", help="a catalog model or auto")
+    args = parser.parse_args()
+    series = read_trace(args.trace)
+    config = replay.ReplayConfig(threshold=replay.threshold_from(args.threshold, series))
+    make: Callable[[], Forecaster] | str = (
+        SeasonalBaseline if args.model == "seasonal" else args.model
+    )
+    result = measure(series, config, day=args.day, factor=args.factor, make=make)
+    print(
+        f"phantom prewarm in the day after the drop's first hour: drift {result['drift']:.2f} "
+        f"replica-h, --no-drift {result['no_drift']:.2f} replica-h (share {result['share']:.2f}; "
+        "goal <= 0.25 or <= 2 replica-h); all prewarm in that day: drift "
+        f"{result['drift_all_prewarm']:.2f}, --no-drift {result['no_drift_all_prewarm']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
