@@ -391,13 +391,22 @@ class DriftTracker:
 
     def adopt(self, model: CalibratedModel, history: Series) -> None:
         """Use `model`'s null from now on (measured once per model: a no-op for the same one)."""
-        key = (model.fingerprint, model.trained_until, model.step)
-        if key != self.adopted:
-            self.adopted = key
-            self.monitor.level = model.calibration.floor
-            self.monitor.null = null_for(
-                model, history, lead_time=self.lead_time, quantile=self.monitor.quantile
-            )
+        if self.needs(model):
+            self.use(model, self.null_of(model, history))
+
+    def needs(self, model: CalibratedModel) -> bool:
+        """True when `model` is not the one whose null the monitor uses."""
+        return _model_key(model) != self.adopted
+
+    def null_of(self, model: CalibratedModel, history: Series) -> Null:
+        """`model`'s null, measured (a backtest: the live engine runs it off its event loop)."""
+        return null_for(model, history, lead_time=self.lead_time, quantile=self.monitor.quantile)
+
+    def use(self, model: CalibratedModel, null: Null) -> None:
+        """Score from now on against `null`, measured for `model` by `null_of`."""
+        self.adopted = _model_key(model)
+        self.monitor.level = model.calibration.floor
+        self.monitor.null = null
 
     def record(self, forecast: Forecast) -> None:
         """Keep a forecast (the first one made for an origin wins: it is the one made earliest)."""
@@ -438,6 +447,10 @@ class DriftTracker:
         oldest = self.scored_until - self.ahead(step) * step
         for origin in [o for o in self.pending if o <= oldest]:
             del self.pending[origin]
+
+
+def _model_key(model: CalibratedModel) -> tuple[str, float, float]:
+    return (model.fingerprint, model.trained_until, model.step)
 
 
 def _key(t: float) -> float:

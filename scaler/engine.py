@@ -269,6 +269,7 @@ class Engine:
         if now - sample.at > self.settings.staleness:
             raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
         self.fitter.maybe_fit(state, now)
+        await self._adopt_null(state)
         peak, fallback = self._forecast_peak(state, now)
         if not state.ledger_known:
             fallback = policy.Reason.BUDGET_UNKNOWN
@@ -342,18 +343,32 @@ class Engine:
         merged = Series(old.start, step, values)
         return merged.since(merged.end - (keep - 1) * step) if len(merged) > keep else merged
 
+    def _tracker(self, state: TargetState) -> drift.DriftTracker:
+        if state.drift is None:
+            spec = state.spec
+            state.drift = drift.DriftTracker(
+                lead_time=spec.lead_time,
+                monitor=drift.DriftMonitor(quantile=spec.quantile, step=self.settings.model_step),
+            )
+        return state.drift
+
+    async def _adopt_null(self, state: TargetState) -> None:
+        """Measure a new model's drift null (a backtest of ~1 s) in a thread, once per model:
+        on the event loop it would stall every RPC and every other target's refresh."""
+        model, history = state.model, state.history
+        if model is None or history is None or not self._tracker(state).needs(model):
+            return
+        tracker = self._tracker(state)
+        null = await asyncio.to_thread(tracker.null_of, model, history)
+        tracker.use(model, null)
+
     def _forecast_peak(
         self, state: TargetState, now: float
     ) -> tuple[float | None, policy.Reason | None]:
         if state.model is None or state.history is None:
             return None, policy.Reason.NO_MODEL
         spec = state.spec
-        if state.drift is None:
-            state.drift = drift.DriftTracker(
-                lead_time=spec.lead_time,
-                monitor=drift.DriftMonitor(quantile=spec.quantile, step=self.settings.model_step),
-            )
-        state.drift.adopt(state.model, state.history)  # the model's own null, once per model
+        tracker = self._tracker(state)
         forecast = state.model.forecast(
             state.history,
             steps=forecast_steps(spec, self.settings.model_step),
@@ -361,9 +376,9 @@ class Engine:
         )
         # Score the actuals now known against the forecasts made lead time before them, then
         # keep this forecast for its turn; a drift alarm asks for a refit on the next refresh.
-        state.drift.score(state.history)
-        state.drift.record(forecast)
-        if state.drift.monitor.take_retrain():
+        tracker.score(state.history)
+        tracker.record(forecast)
+        if tracker.monitor.take_retrain():
             state.fitted_at = -math.inf
         quantile = policy.affordable_quantile(
             spec.quantile, remaining=state.ledger.remaining(now), budget=state.ledger.limit(now)
@@ -371,7 +386,7 @@ class Engine:
         steps = forecast.p50.size
         upper = state.model.calibration_for(state.history, steps).upper(forecast.p50, quantile)
         peak = policy.finite_peak(upper[forecast.times() <= now + spec.lookahead + 1e-9])
-        fallback = policy.Reason.DRIFT_FALLBACK if state.drift.monitor.in_fallback else None
+        fallback = policy.Reason.DRIFT_FALLBACK if tracker.monitor.in_fallback else None
         return peak, fallback
 
     def _decide(
