@@ -45,7 +45,11 @@ class Row:
     drift_episodes_per_week: float
     fallback_steps_pct: float
     max_window_spend: float
+    """The costliest rolling window's prewarm: replica-hours, or its share of the window's
+    reactive replica-hours when the budget is a share."""
     budget: float
+    """The budget: replica-hours per window, or the share (0.1 for '10%')."""
+    budget_is_share: bool
     coverage_pct: float
     pinball_x_reference: float
     wall_seconds: float
@@ -61,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no *.csv traces in {args.traces}", file=sys.stderr)
         return 1
     runs = [(t, drift) for t in traces for drift in (True, False)]
+    if args.no_run:  # the table of an earlier run, from its summary.json files
+        done = [_read(t, drift, args.out) for t, drift in runs]
+        print(markdown(done))
+        return 0
     cores = _cores(args.jobs)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [
@@ -115,6 +123,12 @@ def _run(trace: Path, drift: bool, *, args: argparse.Namespace, core: int | None
     return _row(trace.stem, drift, summary, wall=wall, cpu=cpu)
 
 
+def _read(trace: Path, drift: bool, out: Path) -> Row:
+    folder = out / (trace.stem + ("" if drift else "-nodrift"))
+    summary = json.loads((folder / "summary.json").read_text())
+    return _row(trace.stem, drift, summary, wall=float("nan"), cpu=float("nan"))
+
+
 def _row(name: str, drift: bool, s: dict[str, Any], *, wall: float, cpu: float) -> Row:
     d = s["decisions"]
     policy = d["policy"]
@@ -122,6 +136,8 @@ def _row(name: str, drift: bool, s: dict[str, Any], *, wall: float, cpu: float) 
     scored = float(d["trace"]["scored_steps"])
     weeks = max(scored * step / WEEK, 1e-9)
     model = s["models"][s["config"]["model"]]
+    prewarm = policy["prewarm"]
+    share = prewarm.get("budget_share")
     reference = s["models"][s["reference"]]
     return Row(
         trace=name,
@@ -131,8 +147,11 @@ def _row(name: str, drift: bool, s: dict[str, Any], *, wall: float, cpu: float) 
         gpu_hours_x_reactive=float(policy["gpu_hours_x_reactive"]),
         drift_episodes_per_week=float(d["drift"]["episodes"]) / weeks,
         fallback_steps_pct=100.0 * float(d["drift"]["fallback_steps"]) / max(scored, 1.0),
-        max_window_spend=float(policy["prewarm"]["max_window_spend"]),
-        budget=float(policy["prewarm"]["budget"]),
+        max_window_spend=float(
+            prewarm["max_window_share"] if share else prewarm["max_window_spend"]
+        ),
+        budget=float(share if share else prewarm["budget"]),
+        budget_is_share=bool(share),
         coverage_pct=100.0 * float(model["coverage"]),
         pinball_x_reference=float(model["pinball"]) / max(float(reference["pinball"]), 1e-12),
         wall_seconds=wall,
@@ -151,10 +170,16 @@ def markdown(rows: list[Row]) -> str:
             f"| {r.trace} | {'on' if r.drift else 'off'} | {r.frontier_ratio:.2f} "
             f"| {r.under_provisioned_pct:.1f}% | {r.gpu_hours_x_reactive:.2f}x "
             f"| {r.drift_episodes_per_week:.2f} | {r.fallback_steps_pct:.1f}% "
-            f"| {r.max_window_spend:.2f} / {r.budget:g} | {r.coverage_pct:.1f}% "
+            f"| {_budget(r)} | {r.coverage_pct:.1f}% "
             f"| {r.pinball_x_reference:.2f} | {r.wall_seconds:.0f} | {r.cpu_seconds:.0f} |"
         )
     return "\n".join(lines)
+
+
+def _budget(r: Row) -> str:
+    if r.budget_is_share:
+        return f"{r.max_window_spend * 100:.1f}% / {r.budget * 100:g}%"
+    return f"{r.max_window_spend:.2f} / {r.budget:g}"
 
 
 def _cores(jobs: int) -> list[int | None]:
@@ -171,6 +196,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=ROOT / "out" / "figures", help="output folder")
     p.add_argument("--jobs", type=int, default=1, help="backtests at once, one core each")
     p.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    p.add_argument(
+        "--no-run", action="store_true", help="print the table of an earlier run in --out"
+    )
     p.add_argument(
         "extra", nargs="*", help="more `scaler backtest` flags, after --, e.g. -- --budget 10%%"
     )
