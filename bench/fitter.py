@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import grpc
-from procs import MIB, free_port
+from procs import MIB, alive, descendants, free_port
 from prometheus_client import CollectorRegistry
 
 from scaler import budget, fitting, spec
@@ -121,26 +121,6 @@ def _fits(text: str, model: str) -> float:
     return float(found[1]) if found else 0.0
 
 
-def _descendants(pid: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier}
-        found |= frontier
-    return found
-
-
-def _alive(pid: int) -> bool:
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return False
-
-
 def _serve(repo: Path) -> tuple[subprocess.Popen[bytes], int, int]:
     """`scaler serve` of `repo` replaying the bundled trace with one fit worker."""
     grpc_port, http_port = free_port(), free_port()
@@ -173,11 +153,11 @@ def cmd_sigkill(args: argparse.Namespace) -> None:
             while _fits(_metrics(http_port), "seasonal") < 1:
                 assert time.monotonic() < deadline, "the first fit never finished"
                 time.sleep(0.2)
-        children = _descendants(proc.pid)
+        children = descendants(proc.pid)
         proc.kill()  # SIGKILL, during the `auto` selection that follows the quick fit
         proc.wait()
         time.sleep(args.wait)
-        left = [pid for pid in children if _alive(pid)]
+        left = [pid for pid in children if alive(pid)]
         rss = sum(_status(pid, "VmRSS") for pid in left) / MIB
         print(
             f"{repo}: {len(children)} child processes before the SIGKILL, {len(left)} still "

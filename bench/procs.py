@@ -45,15 +45,38 @@ def _pss(pid: int) -> int:
     return 0
 
 
-def _children(pid: int) -> list[int]:
-    kids = []
+def _parents() -> dict[int, int]:
+    """Every process's parent pid, from /proc."""
+    parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, IndexError, ValueError):
                 stat = (entry / "stat").read_text()
-                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                    kids.append(int(entry.name))
-    return kids
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return parents
+
+
+def _children(pid: int) -> list[int]:
+    return [child for child, parent in _parents().items() if parent == pid]
+
+
+def descendants(pid: int) -> set[int]:
+    """Children of `pid`, their children, and so on."""
+    parents = _parents()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie (an orphan's zombie is PID 1's to reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def cpu_seconds(pids: list[int]) -> float:
