@@ -13,7 +13,6 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from scaler import policy
 from scaler.state import TargetState
 
 VERSION = 1
@@ -59,15 +58,8 @@ def build(state: TargetState, *, now: float, load: float, step: float, cost: flo
     ledger, price = state.ledger, spec.cost_per_replica_hour
     known = state.ledger_known
     remaining = ledger.remaining(now) if known else 0.0
-    charged = cost * price if price is not None else cost
-    # The quantile the forecast was read at: the affordable one before this step's charge.
-    quantile = (
-        None
-        if math.isnan(p.forecast_peak)
-        else policy.affordable_quantile(
-            spec.quantile, remaining=remaining + charged, budget=ledger.limit(now)
-        )
-    )
+    # The quantile the forecast was read at, as the engine read it (before this step's charge).
+    quantile = None if math.isnan(p.forecast_peak) else state.read_quantile
     model = state.model
     monitor = state.drift.monitor if state.drift is not None else None
     accuracy = monitor.accuracy() if monitor is not None else None

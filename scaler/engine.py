@@ -365,6 +365,7 @@ class Engine:
     def _forecast_peak(
         self, state: TargetState, now: float
     ) -> tuple[float | None, policy.Reason | None]:
+        state.read_quantile = None
         if state.model is None or state.history is None:
             return None, policy.Reason.NO_MODEL
         spec = state.spec
@@ -380,7 +381,7 @@ class Engine:
         tracker.record(forecast)
         if tracker.monitor.take_retrain():
             state.fitted_at = -math.inf
-        quantile = policy.affordable_quantile(
+        quantile = state.read_quantile = policy.affordable_quantile(
             spec.quantile, remaining=state.ledger.remaining(now), budget=state.ledger.limit(now)
         )
         steps = forecast.p50.size
@@ -411,17 +412,15 @@ class Engine:
             recent += state.history.since(now - spec.lead_time).values.tolist()
         floor = policy.floor_load(recent)
         allowance = state.ledger.allowance(now, step) if state.ledger_known else 0
+        quantile = state.read_quantile
         if fallback is policy.Reason.DRIFT_FALLBACK and state.history is not None:
+            assert quantile is not None  # drift is only judged on a forecast
             predictive = margin.decide(  # reactive plus the recent-growth margin
                 load=floor,
                 recent=state.history.since(now - margin.LOOKBACK).values,
                 step=state.history.step,
                 lead_time=spec.lead_time,
-                quantile=policy.affordable_quantile(
-                    spec.quantile,
-                    remaining=state.ledger.remaining(now),
-                    budget=state.ledger.limit(now),
-                ),
+                quantile=quantile,
                 limits=limits,
                 allowance=allowance,
             )

@@ -42,6 +42,9 @@ class TargetState:
     error: str | None = None
     bad_query: BadQuery | None = None
     """Set while the source says the target's query is wrong (a configuration error)."""
+    read_quantile: float | None = None
+    """The quantile this step's forecast (and a drift margin) was read at: the affordable one
+    before the step's charge; None when there was no forecast."""
     drift: drift.DriftTracker | None = None
     """Forecasts awaiting their actuals, and the drift state they add up to."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)

@@ -46,5 +46,8 @@ def decide(
         reason=reason,
     )
     state.decision = state.predictive = decision
+    state.read_quantile = policy.affordable_quantile(  # as the engine reads it, before the charge
+        state.spec.quantile, remaining=state.ledger.remaining(at), budget=state.ledger.limit(at)
+    )
     cost = state.ledger.charge(at, prewarm, STEP)
     return decisionrecord.build(state, now=at, load=load, step=STEP, cost=cost)
