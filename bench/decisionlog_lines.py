@@ -16,7 +16,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scaler.decisionlog import DecisionLog
+from scaler.record.decisionlog import DecisionLog
 
 LINE_BYTES = 950
 """Bytes of one line (measured: a record of the bundled trace with a price set is 916-960)."""

@@ -22,8 +22,8 @@ import numpy as np
 
 from models.base import DAY, HOUR, Forecaster, Series
 from models.seasonal import SeasonalBaseline
-from scaler import baselines, replay, yardstick
-from scaler.traces import read_trace
+from scaler.offline import baselines, replay, yardstick
+from scaler.offline.traces import read_trace
 
 GRACE = HOUR
 """The drop's first hour: the time the monitor is allowed to notice it."""

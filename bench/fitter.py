@@ -31,14 +31,15 @@ import grpc
 from procs import MIB, alive, descendants, free_port
 from prometheus_client import CollectorRegistry
 
-from scaler import budget, fitting, spec
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.decision import budget, spec
+from scaler.offline.traces import read_trace
+from scaler.serving import fitting
+from scaler.serving.state import TargetState
+from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.file import bundled_trace
-from scaler.state import TargetState
-from scaler.telemetry import Telemetry
-from scaler.traces import read_trace
 
 ABSURD_LEAD_TIME = 999_999 * 86400.0
 

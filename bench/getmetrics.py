@@ -47,8 +47,8 @@ import procs
 import scaler_startup
 import workload
 
-from scaler import spec as specs
 from scaler._pb import externalscaler_pb2 as pb
+from scaler.decision import spec as specs
 
 TRIVIAL_SERVER = Path(__file__).resolve().parent / "trivial_server.py"
 

@@ -140,7 +140,7 @@ async def start_scaler(
     names = await register(server, refs)
     s["register_s"] = time.monotonic() - t
     if names != [r.metricName for r in requests]:
-        raise RuntimeError("GetMetricSpec's metric names differ from scaler.spec.parse's")
+        raise RuntimeError("GetMetricSpec's metric names differ from scaler.decision.spec.parse's")
     failing = await wait_answering(server, requests, args.startup_timeout)
     s["all_answering_s"] = time.monotonic() - t
     if failing:

@@ -1,6 +1,6 @@
 """The yardstick for bench/getmetrics.py: an ExternalScaler that answers a constant.
 
-Same service, same generated stubs, same grpc.aio server setup as scaler/server.py, but
+Same service, same generated stubs, same grpc.aio server setup as scaler/serving/server.py, but
 GetMetrics does no work beyond building its reply: no metadata parsing, no engine, no
 interceptor, no health service. What it sustains is the ceiling of Python gRPC on this
 machine, the number the real server is compared against.

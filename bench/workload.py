@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from scaler import literals
-from scaler import spec as specs
 from scaler._pb import externalscaler_pb2 as pb
+from scaler.decision import literals
+from scaler.decision import spec as specs
+from scaler.offline.traces import read_trace
 from scaler.sources.file import bundled_trace
-from scaler.traces import read_trace
 
 SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 

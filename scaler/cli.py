@@ -16,12 +16,14 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from scaler import server as grpc_server
 from scaler.clock import Clock, WallClock
-from scaler.decisionlog import DecisionLog
-from scaler.engine import Engine
+from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError, ScalerError
-from scaler.explain_http import explain_app
+from scaler.record.decisionlog import DecisionLog
+from scaler.serving import server as grpc_server
+from scaler.serving.engine import Engine
+from scaler.serving.explain_http import explain_app
+from scaler.serving.telemetry import Telemetry, serve_http
 from scaler.settings import (
     EngineSettings,
     PrometheusSettings,
@@ -30,8 +32,6 @@ from scaler.settings import (
     TLSSettings,
 )
 from scaler.sources.base import Source, SpendRecord
-from scaler.spec import duration_arg
-from scaler.telemetry import Telemetry, serve_http
 
 logger = logging.getLogger("scaler")
 
@@ -456,7 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
-    from scaler import backtest_cli, demo, explain_cli
+    from scaler.offline import backtest_cli, demo
+    from scaler.record import explain_cli
 
     demo.add_parser(sub)
     backtest_cli.add_parser(sub)

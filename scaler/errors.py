@@ -41,7 +41,7 @@ class MalformedAnswer(SourceUnavailable):
 
 class CircuitOpen(SourceUnavailable):
     """The endpoint failed too often in a row; its targets are refused without a request until
-    a probe succeeds (scaler.isolation). `problem` is the endpoint's last failure."""
+    a probe succeeds (scaler.serving.isolation). `problem` is the endpoint's last failure."""
 
     def __init__(self, message: str, problem: str) -> None:
         super().__init__(message)

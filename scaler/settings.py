@@ -72,11 +72,11 @@ class EngineSettings:
     """Source requests in flight at once per endpoint (Prometheus URL); each runs in a thread."""
     refresh_deadline: float = 30.0
     """Seconds one target's refresh (its source requests and decision) may take before it
-    counts as failed; its endpoint's breaker counts the failure (scaler.isolation)."""
+    counts as failed; its endpoint's breaker counts the failure (scaler.serving.isolation)."""
     ledger_scrape_interval: float = 30.0
     """Seconds between the scrapes of the scaler's spend counter by the ledger's Prometheus;
     a rebuilt ledger reserves the prewarm a pod can charge in that time without it being
-    recorded (scaler/unrecorded.py)."""
+    recorded (scaler/decision/unrecorded.py)."""
     fit_workers: int = 1
     """Processes that fit models off the serving process; 0 fits in a thread (tests, demo)."""
     fit_timeout: float = 900.0
@@ -99,7 +99,7 @@ class Settings:
     exports, read from `prometheus.ledger_url`), or `none` (an in-memory ledger that a restart
     forgets; the file source, which has no place to store spend, always uses it)."""
     decision_log: Path | None = None
-    """Append a JSON line per target per decision change to this file (scaler/decisionlog.py)."""
+    """Append a JSON line per target per decision change to this file (record/decisionlog.py)."""
     decision_log_max_bytes: int = 64 * 2**20
     """Past this size the decision log is rotated to FILE.1, FILE.2, ..."""
     decision_log_keep: int = 5

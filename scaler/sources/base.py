@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from models.base import Series
-from scaler.spec import TargetSpec
+from scaler.decision.spec import TargetSpec
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Replay CSV traces (any export scaler/traces.py reads) as if they were live Prometheus data.
+"""Replay CSV traces (any export offline/traces.py reads) as if they were live Prometheus data.
 
 The trace is shifted so that `warmup` of it lies in the past when the source is created, then
 plays forward on the injected clock (looping over whole weeks, so a server left running keeps
@@ -20,10 +20,10 @@ import numpy as np
 
 from models.base import DAY, WEEK, Series
 from scaler.clock import Clock
+from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, ConfigError, NoData
+from scaler.offline.traces import read_trace
 from scaler.sources.base import Sample
-from scaler.spec import TargetSpec
-from scaler.traces import read_trace
 
 LOOKBACK = 300.0
 """Like Prometheus: a value older than this is not "latest"."""

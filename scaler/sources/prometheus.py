@@ -31,9 +31,9 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
+from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, MalformedAnswer, NoData, SourceUnavailable
 from scaler.sources.base import Sample
-from scaler.spec import TargetSpec
 
 logger = logging.getLogger(__name__)
 

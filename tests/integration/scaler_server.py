@@ -15,7 +15,7 @@ import grpc
 from scaler._pb import externalscaler_pb2 as pb
 from scaler.cli import run_server
 from scaler.clock import Clock, WallClock
-from scaler.engine import Engine
+from scaler.serving.engine import Engine
 from scaler.settings import EngineSettings, ServerSettings, Settings
 
 

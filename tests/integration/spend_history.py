@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scaler import spec
+from scaler.decision import spec
 from tests.integration.prometheus_server import CounterSeries
 
 NAMESPACE = "gpu"

@@ -38,7 +38,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scaler import cli, spec
+from scaler import cli
+from scaler.decision import spec
 from scaler.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[2]

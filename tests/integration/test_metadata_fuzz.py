@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scaler import spec as specs
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.decision import spec as specs
 from scaler.sources.file import bundled_trace
 from tests.integration.scaler_server import RunningScaler, eventually, fast_settings, ref, refused
 

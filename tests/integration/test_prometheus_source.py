@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from models.base import DAY, WEEK, FloatArray
-from scaler import spec
+from scaler.decision import spec
 from scaler.errors import BadQuery, NoData, SourceUnavailable
 from scaler.sources import prometheus
 from scaler.sources.prometheus import PrometheusSource

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from scaler.telemetry import Telemetry
+from scaler.serving.telemetry import Telemetry
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 

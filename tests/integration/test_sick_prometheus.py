@@ -19,10 +19,10 @@ from dataclasses import replace
 import grpc
 import pytest
 
-from scaler import spec
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.clock import ReplayClock
+from scaler.decision import spec
 from scaler.errors import SourceUnavailable
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration import sick_endpoints
@@ -207,8 +207,8 @@ def test_a_sick_endpoint_is_refused_with_its_reason_while_healthy_targets_keep_a
     # breaker opening; never with a traceback.
     about = [r for r in caplog.records if endpoint.url in r.getMessage()]
     by_module = Counter(r.name for r in about)
-    assert by_module["scaler.engine"] == 1, [r.getMessage() for r in about]
-    assert by_module["scaler.isolation"] <= 1, [r.getMessage() for r in about]
+    assert by_module["scaler.serving.engine"] == 1, [r.getMessage() for r in about]
+    assert by_module["scaler.serving.isolation"] <= 1, [r.getMessage() for r in about]
     assert all(r.exc_info is None for r in about)
 
 

@@ -21,7 +21,7 @@ from grpc_health.v1._async import HealthServicer
 
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.errors import ConfigError
-from scaler.server import create_health_server, server_credentials
+from scaler.serving.server import create_health_server, server_credentials
 from scaler.settings import ServerSettings, TLSSettings
 from scaler.sources.file import bundled_trace
 from tests.integration.scaler_server import RunningScaler, fast_settings, ref

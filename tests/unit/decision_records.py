@@ -3,10 +3,11 @@ the tests of the decision log and of `scaler explain`."""
 
 from __future__ import annotations
 
-from scaler import budget, decisionrecord, policy
-from scaler import spec as specs
-from scaler.decisionrecord import Record
-from scaler.state import TargetState
+from scaler.decision import budget, policy
+from scaler.decision import spec as specs
+from scaler.record import decisionrecord
+from scaler.record.decisionrecord import Record
+from scaler.serving.state import TargetState
 
 STEP = 30.0
 

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from models.base import DAY, Series
-from scaler import backtest, cli, replay
+from scaler import cli
 from scaler.errors import ConfigError
+from scaler.offline import backtest, replay
 from tests.contract.synthetic import load
 
 CONFIG = backtest.BacktestConfig(model="seasonal", compare=(), warmup=3 * DAY, limit=DAY / 2)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from scaler import budget
+from scaler.decision import budget
 
 DAY = 86400.0
 STEP = 300.0

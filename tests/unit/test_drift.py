@@ -11,8 +11,9 @@ import pytest
 
 from models.base import DAY, WEEK, Forecast, Series
 from models.seasonal import SeasonalBaseline
-from scaler import drift, replay
-from scaler.traces import read_trace
+from scaler.decision import drift
+from scaler.offline import replay
+from scaler.offline.traces import read_trace
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 STEP = 300.0

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bench import drift_drop
-from scaler import replay
-from scaler.traces import read_trace
+from scaler.offline import replay
+from scaler.offline.traces import read_trace
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from scaler import decisionrecord, explain
-from scaler.decisionlog import DecisionLog
-from scaler.policy import Reason
+from scaler.decision.policy import Reason
+from scaler.record import decisionrecord, explain
+from scaler.record.decisionlog import DecisionLog
 from tests.unit.decision_records import STEP, decide, target
 
 HOUR = 3600.0

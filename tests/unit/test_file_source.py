@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaler import spec as specs
 from scaler.clock import ManualClock
+from scaler.decision import spec as specs
 from scaler.errors import BadQuery, NoData
+from scaler.offline.traces import read_trace
 from scaler.sources.file import FileSource, bundled_trace
-from scaler.traces import read_trace
 
 SPEC = specs.parse("demo", "llm", {"query": "llm_serving_10min", "threshold": "60"})
 NOW = 1_800_000_000.0  # a multiple of 600 s

@@ -9,7 +9,7 @@ import numpy as np
 
 from models import fitcache, select
 from models.base import DAY, Series
-from scaler import backtest
+from scaler.offline import backtest
 from tests.contract.synthetic import load
 
 

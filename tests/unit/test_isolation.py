@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from scaler import isolation
 from scaler.errors import CircuitOpen, NoData, SourceUnavailable
+from scaler.serving import isolation
 
 STEP = 30.0
 

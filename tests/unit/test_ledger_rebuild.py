@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 
-from scaler import budget
+from scaler.decision import budget
+from scaler.serving.telemetry import Telemetry
 from scaler.sources.prometheus import REACTIVE_COUNTER, SPENT_COUNTER
-from scaler.telemetry import Telemetry
 
 DAY = 86400.0
 STEP = 60.0

@@ -7,7 +7,8 @@ import numpy as np
 
 from models.base import DAY, Series
 from models.seasonal import SeasonalBaseline
-from scaler import margin, policy, replay, yardstick
+from scaler.decision import margin, policy
+from scaler.offline import replay, yardstick
 
 STEP = 300.0
 LIMITS = policy.Limits(threshold=10.0, max_prewarm_replicas=10)

@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaler import budget, policy
+from scaler.decision import budget, policy
 
 HOUR = 3600.0
 loads = st.one_of(

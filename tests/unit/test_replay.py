@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from models.base import DAY, Series
-from scaler import replay
 from scaler.errors import ConfigError
+from scaler.offline import replay
 
 STEP = 600.0
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from models.base import DAY, Series
-from scaler import replay
+from scaler.offline import replay
 from tests.unit.test_replay import STEP, trace
 
 

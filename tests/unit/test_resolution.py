@@ -10,7 +10,8 @@ import pytest
 
 from models.base import DAY, Series
 from models.resample import regrid
-from scaler import backtest, replay, resolution
+from scaler.decision import resolution
+from scaler.offline import backtest, replay
 
 MINUTE = 60.0
 MODEL_STEP = 300.0

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from scaler import spec as specs
+from scaler.decision import spec as specs
 from scaler.errors import SpecError
+from scaler.serving.state import forecast_steps
 from scaler.settings import EngineSettings
-from scaler.state import forecast_steps
 
 BASE = {"query": "sum(rate(http_requests_total[2m]))", "threshold": "50"}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scaler import budget
-from scaler import spec as specs
+from scaler.decision import budget
+from scaler.decision import spec as specs
 from scaler.errors import SpecError
 
 BASE = {"query": "sum(rate(http_requests_total[2m]))", "threshold": "50"}

@@ -15,8 +15,8 @@ import pytest
 
 from models.base import Series
 from scaler.errors import TraceError
+from scaler.offline.traces import read_trace
 from scaler.sources.file import bundled_trace
-from scaler.traces import read_trace
 
 START = pd.Timestamp("2024-03-29 18:00", tz="UTC")  # spans Europe's March clock change
 ROWS = 400

@@ -9,8 +9,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaler import budget, unrecorded
-from scaler.engine import LEDGER_STEP
+from scaler.decision import budget, unrecorded
+from scaler.serving.engine import LEDGER_STEP
 
 WINDOW = 86400.0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scaler import baselines, yardstick
+from scaler.offline import baselines, yardstick
 
 STEP = 300.0
 

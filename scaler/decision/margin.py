@@ -19,7 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from models.base import DAY, FloatArray
-from scaler import policy
+from scaler.decision import policy
 
 LOOKBACK = DAY
 """Seconds of recent load the growth ratios are measured on: a full daily cycle, so the margin

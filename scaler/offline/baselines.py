@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from scaler import yardstick
-from scaler.yardstick import FloatArray, IntArray
+from scaler.offline import yardstick
+from scaler.offline.yardstick import FloatArray, IntArray
 
 STABILISATION = 300.0
 """Seconds of the HPA's default scale-down stabilisation window (behavior.scaleDown)."""

@@ -10,7 +10,7 @@ decision for it is made at T from L[..t-1] only, with the forecast made after ob
 Nothing here reads the future: the rows up to any step are the same whether the trace ends there
 or goes on. Scoring (warm-up, baselines, frontier) happens afterwards, on the whole frame.
 
-`scaler backtest TRACE --threshold p99/20 --budget 24 --out DIR` runs it (scaler.backtest).
+`scaler backtest TRACE --threshold p99/20 --budget 24 --out DIR` runs it (scaler.offline.backtest).
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler import baselines, budget, drift, margin, policy, resolution, yardstick
+from scaler.decision import budget, drift, margin, policy, resolution
 from scaler.errors import ConfigError
+from scaler.offline import baselines, yardstick
 
 COLUMNS = (
     "timestamp",
@@ -79,7 +80,7 @@ class ReplayConfig:
     drift: bool = True
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
     drift_margin: bool = True
-    """In drift fallback, add the recent-growth margin (scaler.margin); False: plain reactive."""
+    """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
 
     def limits(self) -> policy.Limits:
         return policy.Limits(
@@ -115,7 +116,7 @@ def simulate(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The decisions frame, one row per step of `series` (its own resolution), and counts the
     summary reports (drift episodes...). Forecasts, their calibration and drift tracking run at
-    the model step (scaler.resolution), refreshed each time a model-step bucket is complete."""
+    the model step (decision.resolution), refreshed each time a model-step bucket is complete."""
     step, load = series.step, series.values
     coarse = resolution.model_series(series, config.model_step)
     points = policy.forecast_points(config.lead_time, config.horizon, coarse.step)

@@ -18,10 +18,10 @@ from typing import Any
 
 from models import artefact
 from models.base import ModelError, Series
-from scaler import workers
+from scaler.serving import workers
+from scaler.serving.state import TargetState, forecast_steps
+from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
-from scaler.state import TargetState, forecast_steps
-from scaler.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Reading the load traces people export (Grafana, Prometheus, spreadsheets) into a regular Series.
 
-What is read (each is what a real export looks like; scaler/trace_times.py has the times):
+What is read (each is what a real export looks like; scaler/offline/trace_times.py has the times):
 - text: UTF-8 (a BOM is skipped) or UTF-16 with a BOM; separator `,`, `;` or tab, taken from an
   Excel `sep=` first line or else the one that splits every line alike; quotes as in RFC 4180;
   blank lines and lines starting with `#` are skipped.
@@ -10,7 +10,7 @@ What is read (each is what a real export looks like; scaler/trace_times.py has t
   more columns (InfluxDB's annotated CSV, whose `#` lines are skipped); columns of series names
   (Grafana's legacy `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one
   series. A saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
-  (scaler/trace_json.py).
+  (scaler/offline/trace_json.py).
 - values: plain numbers; empty, `NaN`, `null` and `None` are missing data. A comma is read as a
   thousands separator only in 3-digit groups (`1,721,992.5`); any other comma (`1,5`) is refused,
   since a decimal comma cannot be told from grouping. A decimal-comma file whose every value has
@@ -37,8 +37,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from models.base import FloatArray, Series
-from scaler import trace_json, trace_times
 from scaler.errors import TraceError
+from scaler.offline import trace_json, trace_times
 
 MAX_POINTS = 20_000_000
 """Longest grid read (160 MB of float64): 38 years at one minute, 231 days at one second."""

@@ -13,7 +13,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from scaler.state import TargetState
+from scaler.serving.state import TargetState
 
 VERSION = 1
 """Bumped on any change of a field's meaning; added fields keep the version."""

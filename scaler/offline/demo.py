@@ -19,14 +19,14 @@ from typing import Any
 import grpc
 import numpy as np
 
-from scaler import yardstick
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.clock import ReplayClock
-from scaler.engine import Engine
+from scaler.offline import yardstick
+from scaler.offline.traces import read_trace
+from scaler.serving.engine import Engine
 from scaler.settings import EngineSettings, ServerSettings, Settings
 from scaler.sources.file import FileSource, bundled_trace
-from scaler.traces import read_trace
 
 
 @dataclass
@@ -196,7 +196,7 @@ def _format(row: Row, _engine: Engine) -> str:
 
 
 def _report(rows: list[Row], *, threshold: float, step: float, lead: str, out: Path) -> None:
-    from scaler.spec import parse_duration
+    from scaler.decision.spec import parse_duration
 
     if not rows:
         print("no decisions were made")

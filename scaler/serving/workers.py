@@ -15,7 +15,7 @@ pool (the event loop's). Each worker leads its own process group, so a kill also
 job started (Prophet's Stan binary).
 
 This module knows processes and pipes only; what a job is and how failures are charged is the
-caller's business (scaler/fitting.py).
+caller's business (scaler/serving/fitting.py).
 """
 
 from __future__ import annotations

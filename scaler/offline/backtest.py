@@ -1,11 +1,11 @@
 """`scaler backtest TRACE.csv`: walk forward through a trace exactly as production would and grade
 the forecasts the policy would have acted on.
 
-Pipeline: load trace -> forecasts (this module) -> decisions (scaler.replay) -> files.
+Pipeline: load trace -> forecasts (this module) -> decisions (scaler.offline.replay) -> files.
 - load: `read_trace` (line-numbered TraceError on anything unreadable), then per-bucket peaks at
   the model step (a 1-minute trace is fitted at 5 minutes on the highest minute of each 5, the
   load a replica must serve; a 30-minute one stays at 30 minutes). Decisions are made and
-  scored at the trace's own step (scaler.replay);
+  scored at the trace's own step (scaler.offline.replay);
 - forecasts: `models.walkforward` (fit on what was known, weekly refit on the last 4 weeks, no
   lookahead) with the model asked for, each candidate model, and the seasonal-naive reference;
   `forecast_frame` returns, per step, the forecast made lead-time earlier for it, which is the one
@@ -40,9 +40,10 @@ from models import catalog
 from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import pinball
 from models.walkforward import walk_forward
-from scaler import policy, replay, resolution, yardstick
-from scaler.spec import format_duration
-from scaler.traces import read_trace
+from scaler.decision import policy, resolution
+from scaler.decision.spec import format_duration
+from scaler.offline import replay, yardstick
+from scaler.offline.traces import read_trace
 
 WARMUP = 14 * DAY
 """Unscored history at the start of a trace (DESIGN.md): 14 days, or half of a shorter trace."""
@@ -88,7 +89,7 @@ class Result:
 
 def load_trace(path: Path, step: float) -> Series:
     """The trace at `path` on the model step: what is forecast and graded (per-bucket peaks,
-    scaler.resolution; a trace at the model step or coarser as it is, never upsampled)."""
+    scaler.decision.resolution; a trace at the model step or coarser as it is, never upsampled)."""
     return resolution.model_series(read_trace(path), step)
 
 
@@ -258,7 +259,7 @@ def write(
         summary["decisions"] = decisions.summary
     text = json.dumps(_finite(summary), indent=2, sort_keys=True, default=str)
     (out / "summary.json").write_text(text + "\n")
-    from scaler import backtest_plot  # matplotlib only when a picture is written
+    from scaler.offline import backtest_plot  # matplotlib only when a picture is written
 
     backtest_plot.plot(result, out / "backtest.png", model=model)
 

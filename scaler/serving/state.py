@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from models.base import Series
 from models.calibrate import CalibratedModel
-from scaler import budget, drift, policy
+from scaler.decision import budget, drift, policy
+from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery
-from scaler.spec import TargetSpec
 
 
 @dataclass

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from scaler import decisionrecord
-from scaler.decisionrecord import Record
+from scaler.decision.spec import format_duration, parse_duration
 from scaler.errors import ScalerError
-from scaler.spec import format_duration, parse_duration
+from scaler.record import decisionrecord
+from scaler.record.decisionrecord import Record
 
 HOUR = 3600.0
 SLACK_STEPS = 2

@@ -44,7 +44,7 @@ class Reason(StrEnum):
     """Forecasts have drifted: pure reactive until they earn trust back."""
     DRIFT_MARGIN = "drift_margin"
     """Forecasts have drifted: reactive plus a margin learned from how load recently grew over
-    one cold start (scaler.margin), within every cap, until they earn trust back."""
+    one cold start (scaler.decision.margin), within every cap, until they earn trust back."""
     NO_MODEL = "no_model"
     """No usable model yet (short history, failed fit): pure reactive."""
     BUDGET_UNKNOWN = "budget_unknown"

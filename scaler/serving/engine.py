@@ -9,7 +9,7 @@ every `refit_every`. RPCs only ever read `TargetState`; nothing here runs on the
 A failing target never stops the others: its error is kept on its state, and its answers turn
 UNAVAILABLE once its data is older than `staleness` (INVALID_ARGUMENT at once when the source
 says its query is wrong, BadQuery). Each target's refresh is a task of its own with a deadline,
-and its source calls go through its endpoint's bulkhead and breaker (scaler.isolation): a
+and its source calls go through its endpoint's bulkhead and breaker (scaler.serving.isolation): a
 silent Prometheus holds neither the step nor other endpoints' targets, and a new target is
 refreshed as soon as it registers. A refresh still running at the next step is not started twice.
 
@@ -18,7 +18,7 @@ seen for the first time has its ledger rebuilt from it (`spend_record`), and unt
 succeeded its prewarm allowance is 0 (reason budget_unknown), retried each step. From then on
 each replica charges the same decisions itself, so ledgers that started from the same record stay
 alike. Spend made in the last scrape interval before a rebuild is not in Prometheus yet: the
-rebuild books its bound (scaler/unrecorded.py: maxPrewarmReplicas for a scrape interval, a
+rebuild books its bound (scaler/decision/unrecorded.py: maxPrewarmReplicas for a scrape interval, a
 ledger sample step and a step) as spent. A share budget (`prewarmBudget: "10%"`) rebuilds
 the reactive replica-hours it is a share of from their own counter the same way. Without a
 spend record (file source) or with a zero budget the ledger starts empty and known.
@@ -36,15 +36,17 @@ from functools import partial
 import numpy as np
 
 from models.base import Series
-from scaler import budget, decisionrecord, drift, fitting, isolation, margin, policy, unrecorded
 from scaler.clock import Clock
-from scaler.decisionlog import DecisionLog
+from scaler.decision import budget, drift, margin, policy, unrecorded
+from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, CircuitOpen, ScalerError
+from scaler.record import decisionrecord
+from scaler.record.decisionlog import DecisionLog
+from scaler.serving import fitting, isolation
+from scaler.serving.state import TargetState, forecast_steps
+from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
-from scaler.spec import TargetSpec
-from scaler.state import TargetState, forecast_steps
-from scaler.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
-from scaler import decisionrecord, explain
-from scaler.decisionlog import DecisionLog
+from scaler.record import decisionrecord, explain
+from scaler.record.decisionlog import DecisionLog
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]

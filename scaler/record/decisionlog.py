@@ -2,9 +2,9 @@
 
 What was forecast, what was asked for, why, and what it cost, so a team can audit any replica
 count after the fact (`scaler explain`, or `jq 'select(.reason=="budget_capped")' FILE`). The
-record is built by scaler/decisionrecord.py and documented in docs/decision-log.md.
+record is built by scaler/record/decisionrecord.py and documented in docs/decision-log.md.
 
-- A line is written when a target's decision changes (scaler/decisionrecord.py:
+- A line is written when a target's decision changes (scaler/record/decisionrecord.py:
   DECISION_FIELDS), and a `checkpoint` line when one has held for `checkpoint` seconds; every
   line says by when the next one of its target is due (`next_by`), so a decision holds from
   its `at` until the next line, and a missing line means the scaler stopped deciding.
@@ -25,8 +25,8 @@ from collections import OrderedDict, deque
 from pathlib import Path
 from typing import IO
 
-from scaler import decisionrecord
-from scaler.decisionrecord import Record
+from scaler.record import decisionrecord
+from scaler.record.decisionrecord import Record
 
 logger = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ what reactive costs; maxPrewarmReplicas bounds each step anyway)."""
 MAX_BUDGET = 1e9
 """Largest absolute budget per window (replica-hours or money): beyond it a typo, not a plan."""
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?", re.ASCII)
-"""The metadata's one number syntax (scaler.literals): ASCII digits, an optional fraction."""
+"""The metadata's one number syntax (decision.literals): ASCII digits, an optional fraction."""
 BUDGET_FORMS = (
     "replica-hours per window (money with costPerReplicaHour) such as '24', from 0 to "
     f"{MAX_BUDGET:.0f}, or a share of the window's reactive replica-hours such as '10%' (above "

@@ -1,6 +1,6 @@
 """`scaler explain NAMESPACE/NAME`: the recent decisions of a target and why, in words and
 figures, from a running scaler (`--server URL`, its GET /explain) or from a decision log
-(`--log FILE`, with its rotated FILE.1, FILE.2, ...). The words are scaler/explain.py's.
+(`--log FILE`, with its rotated FILE.1, FILE.2, ...). The words are scaler/record/explain.py's.
 
 A corrupt or unreadable line is reported as FILE:LINE with the fix, and the rest is read.
 Exit status: 0 explained, 1 nothing in the period, 2 an unknown target, bad arguments or no
@@ -20,9 +20,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from scaler import decisionrecord, explain
-from scaler.decisionrecord import Record
 from scaler.errors import ConfigError
+from scaler.record import decisionrecord, explain
+from scaler.record.decisionrecord import Record
 
 REQUIRED = ("target", "at", "step", "desired", "reactive", "prewarm", "reason")
 HTTP_TIMEOUT = 10.0

@@ -20,13 +20,13 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from scaler import spec as specs
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
-from scaler.engine import Answer, Engine, Unavailable
+from scaler.decision import spec as specs
 from scaler.errors import ConfigError, SpecError
+from scaler.serving.engine import Answer, Engine, Unavailable
+from scaler.serving.state import TargetState
 from scaler.settings import ServerSettings, TLSSettings
-from scaler.state import TargetState
 
 logger = logging.getLogger(__name__)
 

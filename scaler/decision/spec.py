@@ -8,7 +8,7 @@ ignored would let the scaler spend past a cap the user believes is set. Keys KED
 (`scalerAddress`) or that other KEDA tooling commonly sets are accepted and ignored.
 
 Any team that can write a ScaledObject can send any metadata, so every value is bounded: numbers
-are plain ASCII decimals (scaler/literals.py) within the ranges below, and the count of keys and
+are plain ASCII decimals (literals.py) within the ranges below, and the count of keys and
 the length of each value are capped before anything is read. An error quotes a long key or
 value as its first characters and its length, so it stays short whatever was sent.
 
@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from scaler import budget, literals
+from scaler.decision import budget, literals
+from scaler.decision.literals import duration_arg as duration_arg
+from scaler.decision.literals import format_duration as format_duration
+from scaler.decision.literals import parse_duration as parse_duration
 from scaler.errors import SpecError
-from scaler.literals import duration_arg as duration_arg
-from scaler.literals import format_duration as format_duration
-from scaler.literals import parse_duration as parse_duration
 
 MODEL_NAMES = ("auto", "seasonal", "ets", "prophet")
 MODES = ("active", "shadow")

@@ -1,6 +1,6 @@
 """The picture of a backtest: forecast vs actual, coverage over time, raw vs calibrated models.
 
-Drawing only; `scaler.backtest` computes everything it shows. The notebooks call the `draw_*`
+Drawing only; `offline.backtest` computes everything it shows. The notebooks call the `draw_*`
 functions on their own axes.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from models.base import DAY
-from scaler.backtest import REFERENCE, Result
+from scaler.offline.backtest import REFERENCE, Result
 
 
 def plot(result: Result, path: Path, *, model: str, days: float = 7.0) -> None:

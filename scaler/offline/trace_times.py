@@ -1,5 +1,5 @@
 """The time column of a trace file -> sorted, distinct epoch seconds, with daylight-saving repeats
-of local-time exports folded in. Used by scaler/traces.py only.
+of local-time exports folded in. Used by scaler/offline/traces.py only.
 
 Times are read as:
 - epoch numbers, the unit decided by the file's median magnitude: below 1e11 seconds (1e11 s is

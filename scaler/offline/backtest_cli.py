@@ -1,4 +1,4 @@
-"""`scaler backtest`: the command line of scaler.backtest (forecasts) and scaler.replay
+"""`scaler backtest`: the command line of offline.backtest (forecasts) and offline.replay
 (decisions). Parses flags into their configs, runs both, prints the tables, writes the files."""
 
 from __future__ import annotations
@@ -8,16 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from models import catalog, fitcache
-from scaler import budget, replay, resolution
-from scaler.backtest import (
+from scaler.decision import budget, resolution
+from scaler.decision.spec import duration_arg
+from scaler.errors import ConfigError
+from scaler.offline import replay
+from scaler.offline.backtest import (
     BacktestConfig,
     factory,
     run,
     write,
 )
-from scaler.errors import ConfigError
-from scaler.spec import duration_arg
-from scaler.traces import read_trace
+from scaler.offline.traces import read_trace
 
 
 def add_parser(sub: Any) -> None:
@@ -41,7 +42,7 @@ def add_parser(sub: Any) -> None:
         type=Path,
         metavar="TRACE.csv",
         help="time,value CSV: timestamp,value, a Grafana or Prometheus export, epoch s/ms or "
-        "ISO 8601 times (see scaler/traces.py); empty values are missing data",
+        "ISO 8601 times (see scaler/offline/traces.py); empty values are missing data",
     )
     p.add_argument(
         "--threshold",

@@ -1,5 +1,5 @@
 """A saved Prometheus HTTP API answer (`curl .../api/v1/query_range?... > trace.json`) -> the
-time and value cells of its one series, each with the line it is on. Used by scaler/traces.py.
+time and value cells of its one series, each with the line it is on. Used by offline/traces.py.
 
 The answer must be a successful range query (`resultType` matrix) holding exactly one series;
 anything else is refused naming the file and the fix. Samples keep Prometheus's text (`"NaN"`,
