@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,22 +51,39 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"
         "  scaler retrain ... --shard 2/4 --json summary.json   # the second of four shards\n\n"
         "In an Indexed Job, --shard defaults to JOB_COMPLETION_INDEX+1 of --shards.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Paragraphs,
     )
     g = p.add_argument_group("targets")
-    g.add_argument("--targets", type=Path, help="ScaledObject manifests (YAML); else the cluster")
+    g.add_argument(
+        "--targets",
+        type=Path,
+        metavar="FILE",
+        help="ScaledObject manifests (YAML); else the cluster",
+    )
     g.add_argument(
         "--scaler-address",
+        metavar="HOST:PORT",
         default=env("SCALER_ADDRESS", None),
         help="the scalerAddress this scaler is known by, e.g. scaler.keda.svc:9000 (required "
         "without --targets; filters --targets when given)",
     )
-    g.add_argument("--namespace", help="read ScaledObjects of this namespace only (cluster)")
-    g.add_argument("--kubeconfig", type=Path, default=_path(env("KUBECONFIG", None)))
-    g.add_argument("--shard", default=env("SHARD", None), help="I/N: train the I-th of N shards")
+    g.add_argument(
+        "--namespace", metavar="NS", help="read ScaledObjects of this namespace only (cluster)"
+    )
+    g.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        default=_path(env("KUBECONFIG", None)),
+        help="kubeconfig for the cluster (default: the pod's service account, ~/.kube/config)",
+    )
+    g.add_argument(
+        "--shard", metavar="I/N", default=env("SHARD", None), help="I/N: train the I-th of N shards"
+    )
     g.add_argument(
         "--shards",
         type=int,
+        metavar="N",
         default=int(env("SHARDS", "0") or 0),
         help="shard count for an Indexed Job (its completions), used with JOB_COMPLETION_INDEX",
     )
@@ -73,35 +91,77 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     g = p.add_argument_group("store and source")
     g.add_argument(
         "--store",
+        metavar="DIR|configmap:NS",
         default=env("STORE", None),
         required=env("STORE", None) is None,
         help="DIR, or configmap:NAMESPACE (env SCALER_STORE)",
     )
-    g.add_argument("--keep", type=int, default=store_base.DEFAULT_KEEP, help="versions kept")
+    g.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        default=store_base.DEFAULT_KEEP,
+        help="versions kept per target, the champion always (5)",
+    )
     g.add_argument(
         "--prometheus-url",
+        metavar="URL",
         default=env("PROMETHEUS_URL", "http://prometheus-operated.monitoring.svc:9090"),
         help="Prometheus for targets without serverAddress (env SCALER_PROMETHEUS_URL)",
     )
-    g.add_argument("--prometheus-timeout", type=duration_arg, default=30.0)
+    g.add_argument(
+        "--prometheus-timeout",
+        type=duration_arg,
+        metavar="DURATION",
+        default=30.0,
+        help="per request (30s)",
+    )
     g = p.add_argument_group("fitting")
     defaults = RetrainSettings()
-    g.add_argument("--history", type=duration_arg, default=defaults.history, help="(28d)")
+    g.add_argument(
+        "--history",
+        type=duration_arg,
+        metavar="DURATION",
+        default=defaults.history,
+        help="history per fit (28d; two weeks is the floor for weekly seasonality)",
+    )
     g.add_argument(
         "--model-step",
         type=duration_arg,
+        metavar="DURATION",
         default=defaults.model_step,
         help="resolution models fit at; match `scaler serve --model-step` (5m)",
     )
     g.add_argument(
         "--workers",
         type=int,
+        metavar="N",
         default=int(env("WORKERS", str(defaults.workers)) or defaults.workers),
         help="fit processes side by side (2); 0 fits in this process",
     )
-    g.add_argument("--fit-timeout", type=duration_arg, default=defaults.fit_timeout)
-    g.add_argument("--json", type=Path, help="also write the summary as JSON here (- = stdout)")
+    g.add_argument(
+        "--fit-timeout",
+        type=duration_arg,
+        metavar="DURATION",
+        default=defaults.fit_timeout,
+        help="per target, fit and backtest (15m); past it the worker is killed",
+    )
+    g.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write the summary as JSON here (- = stdout)"
+    )
     p.set_defaults(func=cmd_retrain)
+
+
+class _Paragraphs(argparse.RawDescriptionHelpFormatter):
+    """Wraps the description's paragraphs to the terminal, keeps the epilog's lines as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "examples:" in text:
+            return super()._fill_text(text, width, indent)
+        return "\n\n".join(
+            textwrap.fill(part, width, initial_indent=indent, subsequent_indent=indent)
+            for part in text.split("\n\n")
+        )
 
 
 def _path(text: str | None) -> Path | None:

@@ -65,7 +65,8 @@ def test_the_checks_interface_promotes_first_models_and_reports_a_broken_trigger
 ) -> None:
     good = scaled_object("api", nasa(prometheus_server))
     typo = scaled_object("typo", nasa(prometheus_server), extra={"maxReplica": "5"})
-    listing = {"apiVersion": "v1", "kind": "List", "items": [good, typo]}
+    empty = scaled_object("gone", 'absent_metric{job="nowhere"}')
+    listing = {"apiVersion": "v1", "kind": "List", "items": [good, typo, empty]}
     (tmp_path / "so.yaml").write_text(yaml.safe_dump(listing))
     done = subprocess.run(
         [
@@ -95,6 +96,7 @@ def test_the_checks_interface_promotes_first_models_and_reports_a_broken_trigger
     assert rows["web/api"]["promoted"] and rows["web/api"]["reason"] == "no champion yet"
     assert rows["web/api"]["model"] == "seasonal" and rows["web/api"]["challenger_loss"] > 0
     assert rows["web/typo"]["failed"] and "'maxReplica'" in rows["web/typo"]["reason"]
+    assert rows["web/gone"]["failed"] and "returned no series" in rows["web/gone"]["reason"]
     assert "web/api/" in done.stdout and "yes v1" in done.stdout and "FAILED" in done.stdout
     champion = DirectoryStore(tmp_path / "store").champion(key_of(good))
     assert champion is not None and champion.version == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from scaler import cli
 from scaler.errors import ConfigError
 from scaler.kube import targets
 from scaler.offline.retrain import Shard, verdict
@@ -102,3 +103,14 @@ def test_a_targets_file_that_is_not_yaml_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "so.yaml").write_text("a: [unclosed")
     with pytest.raises(ConfigError, match=r"so\.yaml: not YAML"):
         targets.read_file(tmp_path / "so.yaml")
+
+
+def test_retrain_help_names_every_flag_and_the_checks_interface(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["retrain", "--help"])
+    shown = capsys.readouterr().out
+    assert exit_.value.code == 0
+    for flag in ("--targets FILE", "--store DIR|configmap:NS", "--prometheus-url URL", "--shard"):
+        assert flag in shown
