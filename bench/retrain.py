@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -124,7 +126,10 @@ def targets_file(path: Path, count: int, model: str) -> None:
 
 
 def run(commands: list[list[str]]) -> dict[str, float | int]:
-    """Start every command at once; wall time until the last ends, peak summed PSS."""
+    """Start every command at once; wall time until the last ends, peak summed PSS, and the CPU
+    seconds they and their fit workers used (what the run costs whatever else the machine runs:
+    on two idle cores, wall time is about CPU / 2)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     procs = [subprocess.Popen(c, cwd=REPO, stdout=subprocess.DEVNULL) for c in commands]
     peak = 0
@@ -136,8 +141,12 @@ def run(commands: list[list[str]]) -> dict[str, float | int]:
                 total += _pss(pid)
         peak = max(peak, total)
         time.sleep(0.5)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return {
         "wall_seconds": round(time.monotonic() - started, 1),
+        "cpu_seconds": round(cpu, 1),
+        "load_average": round(os.getloadavg()[0], 1),
         "peak_pss_mib": round(peak / 2**20),
         "exit_codes": [p.returncode for p in procs],  # type: ignore[dict-item]
     }

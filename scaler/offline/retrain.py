@@ -191,7 +191,9 @@ class Retrainer:
                 self.source.history, spec, start=end - window + step, end=end, step=step
             )
             pointer = await asyncio.to_thread(self.store.champion_version, key)
-            champion = await asyncio.to_thread(self.store.champion, key) if pointer else None
+            champion = None
+            if pointer is not None:
+                champion = await asyncio.to_thread(self.store.champion, key)
             steps = forecast_steps(spec, step)
             job = functools.partial(
                 challenge,
