@@ -31,6 +31,7 @@ from scaler.settings import (
     Settings,
     TLSSettings,
 )
+from scaler.sources import prometheus_flags
 from scaler.sources.base import Source, SpendRecord
 
 logger = logging.getLogger("scaler")
@@ -176,6 +177,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=env("DECISION_LOG_KEEP", "5"),
         help="rotated decision logs kept (env SCALER_DECISION_LOG_KEEP; 0-1000; default 5)",
     )
+    prometheus_flags.add_flags(p, env)
     e = p.add_argument_group("engine")
     e.add_argument(
         "--step",
@@ -248,7 +250,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
             tls=tls,
         ),
         prometheus=PrometheusSettings(
-            url=args.prometheus_url, ledger_url=args.ledger_prometheus_url or None
+            url=args.prometheus_url,
+            ledger_url=args.ledger_prometheus_url or None,
+            timeout=args.prometheus_timeout,
+            retries=args.prometheus_retries,
+            auth=prometheus_flags.auth_from(args),
         ),
         engine=EngineSettings(
             step=args.step,
@@ -265,12 +271,13 @@ def settings_from(args: argparse.Namespace) -> Settings:
     )
 
 
-def make_source(settings: Settings, clock: Clock) -> Source:
+def make_source(settings: Settings, clock: Clock, telemetry: Telemetry | None = None) -> Source:
     kind = settings.source
     if kind == "prometheus":
-        from scaler.sources.prometheus import PrometheusSource
-
-        return PrometheusSource(settings.prometheus.url, timeout=settings.prometheus.timeout)
+        count = None if telemetry is None else _request_counter(telemetry)
+        return prometheus_flags.source(
+            settings.prometheus, settings.prometheus.url, on_request=count
+        )
     if kind.startswith("file:"):
         from scaler.sources.file import FileSource, bundled_trace
 
@@ -281,16 +288,22 @@ def make_source(settings: Settings, clock: Clock) -> Source:
     raise ConfigError(f"--source {kind!r} is not prometheus or file:PATH")
 
 
-def make_spend_record(settings: Settings) -> SpendRecord | None:
+def _request_counter(telemetry: Telemetry) -> Callable[[str, str], None]:
+    def count(kind: str, outcome: str) -> None:
+        telemetry.prometheus_requests.labels(kind, outcome).inc()
+
+    return count
+
+
+def make_spend_record(settings: Settings, telemetry: Telemetry | None = None) -> SpendRecord | None:
     """Where ledgers are rebuilt from; None for `ledger_source` none and for a file: source."""
     if settings.ledger_source == "none" or settings.source.startswith("file:"):
         return None
     if settings.ledger_source != "prometheus":
         raise ConfigError(f"ledger source {settings.ledger_source!r} is not prometheus or none")
-    from scaler.sources.prometheus import PrometheusSource
-
     url = settings.prometheus.ledger_url or settings.prometheus.url
-    return PrometheusSource(url, timeout=settings.prometheus.timeout)
+    count = None if telemetry is None else _request_counter(telemetry)
+    return prometheus_flags.source(settings.prometheus, url, on_request=count)
 
 
 async def run_server(
@@ -301,10 +314,10 @@ async def run_server(
     on_ready: Callable[[int, int, Engine], None] | None = None,
 ) -> None:
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
-    source = make_source(settings, clock)
-    spend_record = make_spend_record(settings)
     registry = CollectorRegistry()
     telemetry = Telemetry(registry)
+    source = make_source(settings, clock, telemetry)
+    spend_record = make_spend_record(settings, telemetry)
     decision_log = DecisionLog(
         settings.decision_log,
         max_bytes=settings.decision_log_max_bytes,
