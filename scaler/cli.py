@@ -473,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     from scaler.record import explain_cli
 
     demo.add_parser(sub)
-    backtest_cli.add_parser(sub)
+    backtest_cli.add_parser(sub, env)
     explain_cli.add_parser(sub)
     return parser
 
