@@ -42,7 +42,7 @@ from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, CircuitOpen, ScalerError
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import fitting, isolation
+from scaler.serving import fitting, isolation, leadtime
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -270,6 +270,13 @@ class Engine:
         sample = await self.isolation.run(endpoint, partial(source.latest, spec, at=now))
         if now - sample.at > self.settings.staleness:
             raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
+        await leadtime.keep_learned(
+            state,
+            now,
+            source=source,
+            run=partial(self.isolation.run, endpoint),
+            telemetry=self.telemetry,
+        )
         self.fitter.maybe_fit(state, now)
         await self._adopt_null(state)
         peak, fallback = self._forecast_peak(state, now)

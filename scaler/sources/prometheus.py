@@ -153,6 +153,16 @@ class PrometheusSource:
             )
         return Sample(at, value)
 
+    def values(self, spec: TargetSpec, query: str, *, at: float) -> list[float]:
+        """The value of every series `query` returns at `at` (NaN and Inf left out), from
+        spec's Prometheus: e.g. one cold start per pod for leadTime: auto."""
+        url = self._url(spec)
+        call = partial(_query_instant, query=query, at=at)
+        result = self._ask(spec, call, kind="leadtime", began=time.monotonic(), query=query)
+        with _expecting(spec, url, INSTANT_SHAPE):
+            found = [_to_float(item["value"][1]) for item in result if isinstance(item, dict)]
+        return [v for v in found if not math.isnan(v)]
+
     def spent_samples(
         self, spec: TargetSpec, *, start: float, end: float, step: float, reactive: bool = False
     ) -> list[list[tuple[float, float]]]:
@@ -255,7 +265,7 @@ class PrometheusSource:
                     continue
                 self._count(kind, "failed")
                 tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise self._translate(spec, url, e, query=query, tries=tries) from e
+                raise self._translate(spec, url, e, query=query, tries=tries, kind=kind) from e
             except (KeyError, TypeError, AttributeError) as e:
                 self._count(kind, "failed")
                 # The library reads response.json()["data"]["result"]: a 200 JSON answer that
@@ -277,8 +287,9 @@ class PrometheusSource:
         *,
         query: str | None,
         tries: str,
+        kind: str,
     ) -> Exception:
-        fix = URL_FIX if query is None else LEDGER_URL_FIX
+        fix = LEDGER_URL_FIX if kind == "ledger" else URL_FIX
         if isinstance(e, requests.HTTPError):
             return _http_error(spec, url, e, query=query or spec.query, fix=fix, tries=tries)
         if isinstance(e, requests.Timeout):
