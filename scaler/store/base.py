@@ -1,0 +1,175 @@
+"""The model store's interface: what the retrain job writes and every `scaler serve` replica
+reads, whatever holds the bytes (a directory on a PVC, Kubernetes ConfigMaps).
+
+Per target (`StoreKey`: namespace/name/metric) a store keeps the last N versions of a model
+artefact (models/artefact.py JSON, never pickle) and a pointer to the champion. The rules every
+backend keeps:
+- `put` validates before it stores: an artefact `models.artefact.load` refuses is never written
+  (`ArtefactRejected`), and a write is atomic, so a reader sees a whole version or none.
+- `promote` is a compare-and-set on the pointer: it moves only if the champion is still
+  `expected`, so when several replicas race to store the first model of a target, the first
+  writer wins and the others adopt its artefact.
+- `champion` returns the newest version at or below the pointer that still loads: a version
+  damaged after it was written is skipped with a warning, and the last good one stays in use.
+
+Must not: fit, score or decide which model is better (the retrain job does); talk to Kubernetes
+(scaler/kube/ does, for the ConfigMap backend).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from models import artefact
+from models.base import ArtefactError
+from scaler.decision.spec import TargetSpec
+from scaler.errors import ConfigError, ScalerError
+
+DEFAULT_KEEP = 5
+"""Versions kept per target (the champion is kept as well, however old)."""
+MAX_KEEP = 100
+MAX_PART_CHARS = 253
+"""Longest namespace, name or metric: Kubernetes' own limit for object names."""
+SLUG_CHARS = 180
+"""Longest slug: leaves room for a prefix and a version suffix within a 253-character name."""
+
+_UNSAFE = re.compile(r"[^a-z0-9.-]+")
+
+
+class StoreError(ScalerError):
+    """The store could not read or write: names the key, the version when there is one, and the
+    fix. The caller keeps whatever model it already has."""
+
+
+class ArtefactRejected(StoreError):
+    """An artefact that does not load (corrupt, truncated, another format): never stored, never
+    served."""
+
+    def __init__(self, key: StoreKey, version: int | None, problem: str) -> None:
+        self.key = key
+        self.version = version
+        self.problem = problem
+        where = f"{key} v{version}" if version is not None else f"{key} (new version)"
+        super().__init__(f"{where}: artefact rejected: {problem}; refit it with `scaler retrain`")
+
+
+@dataclass(frozen=True, order=True)
+class StoreKey:
+    """One target's model: the ScaledObject's namespace and name and the trigger's metric."""
+
+    namespace: str
+    name: str
+    metric: str
+
+    def __post_init__(self) -> None:
+        for part, value in (("namespace", self.namespace), ("name", self.name)):
+            _check_part(part, value)
+        _check_part("metric", self.metric)
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}/{self.metric}"
+
+    @classmethod
+    def of(cls, spec: TargetSpec) -> StoreKey:
+        """The key of a trigger: the same for `scaler serve` and `scaler retrain`."""
+        return cls(spec.namespace, spec.name, spec.metric_name)
+
+    @property
+    def slug(self) -> str:
+        """A safe file and Kubernetes object name (lower-case DNS subdomain characters), unique
+        per key: the readable part may collide after folding, the hash of the exact key cannot."""
+        digest = hashlib.sha256(str(self).encode()).hexdigest()[:10]
+        readable = _UNSAFE.sub("-", f"{self.namespace}.{self.name}.{self.metric}".lower())
+        readable = readable.strip(".-")[: SLUG_CHARS - len(digest) - 1].strip(".-")
+        return f"{readable}-{digest}" if readable else digest
+
+    @property
+    def digest(self) -> str:
+        """16 hex digits of the exact key: a label value that finds the key's objects."""
+        return hashlib.sha256(str(self).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"namespace": self.namespace, "name": self.name, "metric": self.metric}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> StoreKey:
+        try:
+            return cls(str(data["namespace"]), str(data["name"]), str(data["metric"]))
+        except (KeyError, TypeError) as exc:
+            raise StoreError(f"stored key {data!r} lacks namespace/name/metric") from exc
+
+
+def _check_part(part: str, value: str) -> None:
+    if not value or len(value) > MAX_PART_CHARS or not value.isprintable() or "/" in value:
+        raise ConfigError(
+            f"model store key {part} {value[:40]!r} must be 1-{MAX_PART_CHARS} printable "
+            "characters without '/'"
+        )
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One stored version: the artefact as models.artefact.dump wrote it, and what the writer
+    said about it (scores, reason, writer, time)."""
+
+    key: StoreKey
+    version: int
+    artefact: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class ModelStore(Protocol):
+    """What every backend offers (module docstring for the rules)."""
+
+    def put(self, key: StoreKey, data: dict[str, Any], meta: dict[str, Any] | None = None) -> int:
+        """Store `data` as the key's next version and return it (not yet champion). Raises
+        ArtefactRejected when it does not load, StoreError when it cannot be written."""
+        ...
+
+    def get(self, key: StoreKey, version: int) -> Stored:
+        """One version; ArtefactRejected when damaged, StoreError when missing."""
+        ...
+
+    def versions(self, key: StoreKey) -> list[int]:
+        """The versions kept, oldest first."""
+        ...
+
+    def champion_version(self, key: StoreKey) -> int | None:
+        """The champion pointer alone: cheap, for hot-reload polling."""
+        ...
+
+    def champion(self, key: StoreKey) -> Stored | None:
+        """The champion, or the newest version below it that still loads (last good)."""
+        ...
+
+    def promote(self, key: StoreKey, version: int, *, expected: int | None) -> bool:
+        """Point the champion at `version` if it is still `expected` (None: no champion yet).
+        False when another writer moved it first. ArtefactRejected when `version` does not load."""
+        ...
+
+    def keys(self) -> list[StoreKey]:
+        """Every key with a stored version."""
+        ...
+
+
+def validated(key: StoreKey, version: int | None, data: Any) -> dict[str, Any]:
+    """`data` if models.artefact.load accepts it; ArtefactRejected naming what is wrong."""
+    try:
+        artefact.load(data)
+    except ArtefactError as exc:
+        raise ArtefactRejected(key, version, str(exc)) from exc
+    return dict(data)
+
+
+def check_keep(keep: int) -> int:
+    if not 1 <= keep <= MAX_KEEP:
+        raise ConfigError(f"model store keep={keep}: keep between 1 and {MAX_KEEP} versions")
+    return keep
+
+
+def to_prune(versions: list[int], *, keep: int, champion: int | None) -> list[int]:
+    """Versions past the newest `keep`, never the champion."""
+    return [v for v in versions[:-keep] if v != champion]

@@ -1,0 +1,194 @@
+"""The directory backend: the default model store, a PVC in a cluster.
+
+Layout: ROOT/<key slug>/key.json (the key, for `keys()`), v000001.json, v000002.json, ... (one
+version each: {"version", "key", "meta", "artefact"}) and champion.json ({"version": n}).
+Every file is written to a temporary file in the same directory, fsynced, moved into place with
+os.replace, and the directory is fsynced: after a crash (SIGKILL, power loss) a reader finds the
+old file or the new one, never half of one. Writers of one key (replicas, the retrain job)
+serialise on an flock of ROOT/<slug>/.lock, so version numbers never collide and `promote` is a
+true compare-and-set; readers take no lock. flock needs a filesystem that honours it across the
+writers (a local disk or a ReadWriteOnce PVC; NFS only with working lock support).
+
+Must not: judge models (the retrain job does), or read anything outside ROOT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from scaler.store import base
+from scaler.store.base import ArtefactRejected, Stored, StoreError, StoreKey
+
+logger = logging.getLogger(__name__)
+
+_VERSION = re.compile(r"v(\d{6,})\.json")
+STALE_TEMP_SECONDS = 3600.0
+"""A temporary file this old was left by a killed writer (a write takes well under a second)."""
+
+
+class DirectoryStore:
+    """base.ModelStore over one directory."""
+
+    def __init__(self, root: Path, *, keep: int = base.DEFAULT_KEEP) -> None:
+        self.root = root
+        self.keep = base.check_keep(keep)
+
+    def __repr__(self) -> str:
+        return f"DirectoryStore({str(self.root)!r})"
+
+    def put(self, key: StoreKey, data: dict[str, Any], meta: dict[str, Any] | None = None) -> int:
+        data = base.validated(key, None, data)
+        folder = self._folder(key)
+        with self._locked(key):
+            if not (folder / "key.json").exists():
+                _write_json(folder / "key.json", key.to_dict(), key)
+            version = max(self.versions(key), default=0) + 1
+            record = {
+                "version": version,
+                "key": key.to_dict(),
+                "meta": meta or {},
+                "artefact": data,
+            }
+            _write_json(folder / f"v{version:06d}.json", record, key)
+            self._prune(key)
+        logger.info("%s: stored v%d in %s", key, version, self.root)
+        return version
+
+    def get(self, key: StoreKey, version: int) -> Stored:
+        path = self._folder(key) / f"v{version:06d}.json"
+        try:
+            record = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise StoreError(f"{key} v{version}: no such version in {self.root}") from None
+        except (OSError, ValueError) as exc:
+            raise ArtefactRejected(key, version, f"{path} is not readable JSON ({exc})") from exc
+        if not isinstance(record, dict) or record.get("version") != version:
+            raise ArtefactRejected(key, version, f"{path} is not a stored version record")
+        meta = record.get("meta")
+        return Stored(
+            key=key,
+            version=version,
+            artefact=base.validated(key, version, record.get("artefact")),
+            meta=dict(meta) if isinstance(meta, dict) else {},
+        )
+
+    def versions(self, key: StoreKey) -> list[int]:
+        try:
+            names = os.listdir(self._folder(key))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"{key}: cannot list {self._folder(key)} ({exc})") from exc
+        return sorted(int(m.group(1)) for m in map(_VERSION.fullmatch, names) if m)
+
+    def champion_version(self, key: StoreKey) -> int | None:
+        path = self._folder(key) / "champion.json"
+        try:
+            return int(json.loads(path.read_text())["version"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            # Written atomically, so only an outside hand damages it: say so, serve nothing new.
+            logger.warning("%s: champion pointer %s unreadable (%s)", key, path, exc)
+            return None
+
+    def champion(self, key: StoreKey) -> Stored | None:
+        top = self.champion_version(key)
+        if top is None:
+            return None
+        for version in reversed([v for v in self.versions(key) if v <= top]):
+            try:
+                return self.get(key, version)
+            except StoreError as exc:
+                logger.warning("%s: skipping v%d for an older version: %s", key, version, exc)
+        return None
+
+    def promote(self, key: StoreKey, version: int, *, expected: int | None) -> bool:
+        self.get(key, version)  # ArtefactRejected before the pointer moves
+        with self._locked(key):
+            current = self.champion_version(key)
+            if current != expected:
+                logger.info("%s: v%d not promoted, champion is v%s now", key, version, current)
+                return False
+            pointer = {"version": version, "previous": current, "promoted_at": time.time()}
+            _write_json(self._folder(key) / "champion.json", pointer, key)
+            self._prune(key)
+        logger.info("%s: v%d is champion (was v%s)", key, version, current)
+        return True
+
+    def keys(self) -> list[StoreKey]:
+        found = []
+        for path in sorted(self.root.glob("*/key.json")):
+            try:
+                found.append(StoreKey.from_dict(json.loads(path.read_text())))
+            except (OSError, ValueError, StoreError) as exc:
+                logger.warning("%s: unreadable store key (%s)", path, exc)
+        return found
+
+    def _folder(self, key: StoreKey) -> Path:
+        return self.root / key.slug
+
+    def _prune(self, key: StoreKey) -> None:
+        """Called under the lock: drop versions past the newest `keep`, never the champion."""
+        champion = self.champion_version(key)
+        for version in base.to_prune(self.versions(key), keep=self.keep, champion=champion):
+            (self._folder(key) / f"v{version:06d}.json").unlink(missing_ok=True)
+        for temp in self._folder(key).glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                if time.time() - temp.stat().st_mtime > STALE_TEMP_SECONDS:
+                    temp.unlink()
+
+    @contextlib.contextmanager
+    def _locked(self, key: StoreKey) -> Iterator[None]:
+        folder = self._folder(key)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            handle = open(folder / ".lock", "a+")  # noqa: SIM115 - held for the block
+        except OSError as exc:
+            raise StoreError(
+                f"{key}: cannot write under {folder} ({exc}); check the volume"
+            ) from exc
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _write_json(path: Path, data: dict[str, Any], key: StoreKey) -> None:
+    """Atomically: temporary file in the same directory, fsync, os.replace, fsync the directory."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                json.dump(data, handle, allow_nan=False, separators=(",", ":"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
+    except (OSError, ValueError) as exc:
+        raise StoreError(
+            f"{key}: could not write {path} ({exc}); the last good model stays"
+        ) from exc
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

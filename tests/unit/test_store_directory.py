@@ -1,0 +1,133 @@
+"""The directory model store: versions, the champion pointer as a compare-and-set, pruning, and
+damaged artefacts rejected while the last good one stays in use."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from scaler.errors import ConfigError
+from scaler.store.base import ArtefactRejected, StoreKey
+from scaler.store.directory import DirectoryStore
+from tests.store_artefacts import fitted
+
+KEY = StoreKey("gpu", "llm-serve", "s0-llm")
+
+
+def test_a_stored_version_reads_back_as_written_with_its_meta(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    version = store.put(KEY, fitted(), {"reason": "first fit"})
+    got = store.get(KEY, version)
+    assert (got.version, got.artefact, got.meta) == (version, fitted(), {"reason": "first fit"})
+    assert store.keys() == [KEY]
+
+
+def test_a_new_version_is_not_champion_until_promoted(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    version = store.put(KEY, fitted())
+    assert store.champion(KEY) is None
+    assert store.promote(KEY, version, expected=None)
+    champion = store.champion(KEY)
+    assert champion is not None and champion.version == version
+    assert store.champion_version(KEY) == version
+
+
+def test_promote_is_compare_and_set_so_the_first_writer_wins(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    first, second = store.put(KEY, fitted(0)), store.put(KEY, fitted(1))
+    assert store.promote(KEY, first, expected=None)
+    assert not store.promote(KEY, second, expected=None)
+    assert store.champion_version(KEY) == first
+    assert store.promote(KEY, second, expected=first)
+
+
+def test_racing_writers_get_distinct_versions_and_one_champion(tmp_path: Path) -> None:
+    stores = [DirectoryStore(tmp_path) for _ in range(4)]
+    won: list[bool] = []
+
+    def race(store: DirectoryStore, seed: int) -> None:
+        won.append(store.promote(KEY, store.put(KEY, fitted(seed % 2)), expected=None))
+
+    threads = [threading.Thread(target=race, args=(s, i)) for i, s in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(won) == [False, False, False, True]
+    assert stores[0].versions(KEY) == [1, 2, 3, 4]
+
+
+def test_only_the_last_versions_are_kept_and_never_the_champion_is_dropped(
+    tmp_path: Path,
+) -> None:
+    store = DirectoryStore(tmp_path, keep=2)
+    store.promote(KEY, store.put(KEY, fitted()), expected=None)
+    for _ in range(4):
+        store.put(KEY, fitted())
+    assert store.versions(KEY) == [1, 4, 5]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text[: len(text) // 2],
+        lambda text: text.replace('"format":', '"formot":'),
+        lambda text: "",
+    ],
+    ids=["truncated", "incompatible", "empty"],
+)
+def test_a_damaged_champion_is_skipped_and_the_last_good_version_serves(
+    tmp_path: Path, damage: object
+) -> None:
+    store = DirectoryStore(tmp_path)
+    good = store.put(KEY, fitted(0))
+    store.promote(KEY, good, expected=None)
+    bad = store.put(KEY, fitted(1))
+    store.promote(KEY, bad, expected=good)
+    path = tmp_path / KEY.slug / f"v{bad:06d}.json"
+    path.write_text(damage(path.read_text()))  # type: ignore[operator]
+    with pytest.raises(ArtefactRejected, match=f"{KEY} v{bad}: artefact rejected"):
+        store.get(KEY, bad)
+    champion = store.champion(KEY)
+    assert champion is not None and champion.version == good
+
+
+def test_an_artefact_that_does_not_load_is_never_stored(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    broken = fitted() | {"format": "something-else"}
+    with pytest.raises(ArtefactRejected, match="refit"):
+        store.put(KEY, broken)
+    assert store.versions(KEY) == []
+
+
+def test_promoting_a_damaged_version_leaves_the_champion_alone(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    good, bad = store.put(KEY, fitted(0)), store.put(KEY, fitted(1))
+    store.promote(KEY, good, expected=None)
+    (tmp_path / KEY.slug / f"v{bad:06d}.json").write_text("{")
+    with pytest.raises(ArtefactRejected):
+        store.promote(KEY, bad, expected=good)
+    assert store.champion_version(KEY) == good
+
+
+def test_keys_with_unsafe_characters_get_distinct_safe_names() -> None:
+    a, b = StoreKey("gpu", "LLM serve", "m"), StoreKey("gpu", "llm-serve", "m")
+    assert a.slug != b.slug
+    assert re.fullmatch(r"[a-z0-9.-]+", a.slug)
+    assert len(StoreKey("n" * 253, "x" * 253, "m" * 253).slug) <= 180
+
+
+@pytest.mark.parametrize("part", ["", "a/b", "x" * 254, "tab\there"])
+def test_a_key_part_that_cannot_name_a_model_is_refused(part: str) -> None:
+    with pytest.raises(ConfigError, match="model store key namespace"):
+        StoreKey(part, "name", "metric")
+
+
+def test_the_champion_pointer_file_holds_the_version(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    store.promote(KEY, store.put(KEY, fitted()), expected=None)
+    assert json.loads((tmp_path / KEY.slug / "champion.json").read_text())["version"] == 1
