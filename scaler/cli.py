@@ -177,6 +177,20 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=env("DECISION_LOG_KEEP", "5"),
         help="rotated decision logs kept (env SCALER_DECISION_LOG_KEEP; 0-1000; default 5)",
     )
+    g.add_argument(
+        "--kube-events",
+        action="store_true",
+        default=_bool(env("KUBE_EVENTS")),
+        help="post Kubernetes Events on ScaledObjects when a target enters or leaves drift "
+        "fallback, exhausts its budget or gets a new model; rate-limited (env SCALER_KUBE_EVENTS)",
+    )
+    g.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=env("KUBECONFIG_FILE"),
+        help="Kubernetes client config (default: the service account, else ~/.kube/config; "
+        "env SCALER_KUBECONFIG_FILE)",
+    )
     prometheus_flags.add_flags(p, env)
     e = p.add_argument_group("engine")
     e.add_argument(
@@ -268,6 +282,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         decision_log=args.decision_log,
         decision_log_max_bytes=args.decision_log_max_size,
         decision_log_keep=args.decision_log_keep,
+        kube_events=args.kube_events,
+        kubeconfig=args.kubeconfig,
     )
 
 
@@ -318,10 +334,12 @@ async def run_server(
     telemetry = Telemetry(registry)
     source = make_source(settings, clock, telemetry)
     spend_record = make_spend_record(settings, telemetry)
+    recorder, on_record = make_event_recorder(settings)
     decision_log = DecisionLog(
         settings.decision_log,
         max_bytes=settings.decision_log_max_bytes,
         keep=settings.decision_log_keep,
+        on_record=on_record,
     )
     engine = Engine(
         settings=settings.engine,
@@ -376,11 +394,33 @@ async def run_server(
         if http is not None:
             http.shutdown()
             http.server_close()
-        for used in (source, spend_record):
+        for used in (source, spend_record, recorder):
             close = getattr(used, "close", None)
             if close is not None:
                 close()
         logger.info("stopped")
+
+
+def make_event_recorder(
+    settings: Settings,
+) -> tuple[object | None, Callable[[dict[str, object]], None] | None]:
+    """The Kubernetes Event recorder and the decision-record hook that feeds it, when
+    --kube-events is set."""
+    if not settings.kube_events:
+        return None, None
+    import socket
+
+    from scaler.kube import api, events
+    from scaler.record.notable import Notable
+
+    recorder = events.EventRecorder(api.connect(settings.kubeconfig), instance=socket.gethostname())
+    notable = Notable()
+
+    def on_record(record: dict[str, object]) -> None:
+        for notice in notable.changes(record):
+            recorder.emit(notice)
+
+    return recorder, on_record
 
 
 def unready(engine: Engine) -> str | None:

@@ -155,5 +155,10 @@ class Settings:
     """Append a JSON line per target per decision change to this file (record/decisionlog.py)."""
     decision_log_max_bytes: int = 64 * 2**20
     """Past this size the decision log is rotated to FILE.1, FILE.2, ..."""
+    kube_events: bool = False
+    """Post Kubernetes Events on ScaledObjects (drift fallback, budget exhausted, model
+    promoted; scaler/kube/events.py); needs RBAC to create events."""
+    kubeconfig: Path | None = None
+    """Kubernetes client configuration; None: the pod's service account, else ~/.kube/config."""
     decision_log_keep: int = 5
     """Rotated decision logs kept; the log uses at most (keep + 1) x max_bytes."""

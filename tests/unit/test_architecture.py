@@ -19,6 +19,7 @@ CONFINED = {
         "scaler/kube/api.py",
         "scaler/kube/configmaps.py",
         "scaler/kube/scaledobjects.py",
+        "scaler/kube/events.py",
     },
     "yaml": {"scaler/kube/targets.py"},
     "grpc": {
