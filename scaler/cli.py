@@ -185,6 +185,13 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "fallback, exhausts its budget or gets a new model; rate-limited (env SCALER_KUBE_EVENTS)",
     )
     g.add_argument(
+        "--kube-pod-selectors",
+        action="store_true",
+        default=_bool(env("KUBE_POD_SELECTORS")),
+        help="for leadTime: auto without podSelector, read the scaleTargetRef's pod selector "
+        "from the Kubernetes API (env SCALER_KUBE_POD_SELECTORS)",
+    )
+    g.add_argument(
         "--kubeconfig",
         type=Path,
         default=env("KUBECONFIG_FILE"),
@@ -283,6 +290,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         decision_log_max_bytes=args.decision_log_max_size,
         decision_log_keep=args.decision_log_keep,
         kube_events=args.kube_events,
+        kube_pod_selectors=args.kube_pod_selectors,
         kubeconfig=args.kubeconfig,
     )
 
@@ -349,6 +357,10 @@ async def run_server(
         decision_log=decision_log,
         spend_record=spend_record,
     )
+    if settings.kube_pod_selectors:
+        from scaler.kube import api, selectors
+
+        engine.pod_selectors = selectors.PodSelectors(api.connect(settings.kubeconfig)).pod_selector
     server, port, health = await grpc_server.create_server(settings.server, engine)
     probe = None
     if settings.server.health_port >= 0:

@@ -158,6 +158,9 @@ class Settings:
     kube_events: bool = False
     """Post Kubernetes Events on ScaledObjects (drift fallback, budget exhausted, model
     promoted; scaler/kube/events.py); needs RBAC to create events."""
+    kube_pod_selectors: bool = False
+    """leadTime: auto without podSelector reads the scaleTargetRef's selector from the
+    Kubernetes API (needs get on scaledobjects and deployments/statefulsets/replicasets)."""
     kubeconfig: Path | None = None
     """Kubernetes client configuration; None: the pod's service account, else ~/.kube/config."""
     decision_log_keep: int = 5

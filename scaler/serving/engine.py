@@ -111,6 +111,8 @@ class Engine:
         self._problems: dict[str, str] = {}
         """The problem last logged for each failing target key."""
         self.fitter = fitting.Fitter(settings, telemetry)
+        self.pod_selectors: leadtime.PodSelectors | None = None
+        """Where leadTime: auto finds a target's pods without podSelector (kube/selectors.py)."""
 
     # ---- what the server calls -------------------------------------------------------------
     def ensure(self, spec: TargetSpec) -> TargetState:
@@ -276,6 +278,7 @@ class Engine:
             source=source,
             run=partial(self.isolation.run, endpoint),
             telemetry=self.telemetry,
+            selectors=self.pod_selectors,
         )
         self.fitter.maybe_fit(state, now)
         await self._adopt_null(state)

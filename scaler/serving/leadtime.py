@@ -107,15 +107,37 @@ def estimate(starts: list[float], metric: str) -> LeadTime:
     )
 
 
-def learn(source: PodStarts, spec: TargetSpec, *, at: float) -> LeadTime:
-    """`spec`'s cold start from its Prometheus at `at`; the default with the reason when it
-    has no podSelector or too few pod starts. Raises what the source raises (the caller
-    keeps the lead time it has and tries again after RETRY)."""
+PodSelectors = Callable[[str, str], "str | None"]
+"""(namespace, ScaledObject name) -> the label selector of its scaleTargetRef's pods, or None
+(scaler/kube/selectors.py)."""
+
+
+def learn(
+    source: PodStarts,
+    spec: TargetSpec,
+    *,
+    at: float,
+    selectors: PodSelectors | None = None,
+) -> LeadTime:
+    """`spec`'s cold start from its Prometheus at `at`; the default with the reason when its
+    pods cannot be found (no podSelector, and no selector from the Kubernetes API) or started
+    too few times. Raises what the source raises (the caller keeps the lead time it has and
+    tries again after RETRY)."""
+    if spec.pod_selector is None and selectors is not None:
+        found_selector = selectors(spec.namespace, spec.name)
+        if found_selector is not None:
+            try:
+                selector.parse(found_selector)
+            except ValueError:
+                found_selector = None
+        if found_selector is not None:
+            spec = replace(spec, pod_selector=found_selector)
     if spec.pod_selector is None:
+        where = "" if selectors is None else ", and the scaleTargetRef's could not be read"
         return LeadTime(
             DEFAULT,
-            "default: no podSelector to find the target's pods (set podSelector, e.g. "
-            "'app=llm-serve')",
+            f"default: no podSelector to find the target's pods{where} (set podSelector, "
+            f"e.g. 'app=llm-serve')",
         )
     best: LeadTime | None = None
     for query, metric in ready_queries(spec):
@@ -135,6 +157,7 @@ async def keep_learned(
     source: object,
     run: Callable[[Callable[[], LeadTime]], Awaitable[LeadTime]],
     telemetry: Telemetry,
+    selectors: PodSelectors | None = None,
 ) -> None:
     """Learn `state`'s lead time when it is `leadTime: auto` and due (every RELEARN), through
     `run` (the endpoint's bulkhead). A failure keeps the lead time it has, with the reason,
@@ -146,7 +169,7 @@ async def keep_learned(
         found = LeadTime(DEFAULT, "default: the source holds no kube-state-metrics (a replay)")
     else:
         try:
-            found = await run(partial(learn, source, spec, at=now))
+            found = await run(partial(learn, source, spec, at=now, selectors=selectors))
         except ScalerError as exc:
             state.lead_time_next = now + RETRY
             if not state.lead_time_source.startswith("learned"):

@@ -19,9 +19,11 @@ import pytest
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec
+from scaler.kube import api, selectors
 from scaler.serving import leadtime
 from scaler.settings import PrometheusSettings
 from scaler.sources.prometheus import PrometheusSource
+from tests.integration.kube_api import KubeAPI
 from tests.integration.prometheus_server import CounterSeries, PrometheusServer
 from tests.integration.scaler_server import RunningScaler, eventually, fast_settings
 
@@ -167,3 +169,53 @@ def test_a_running_scaler_decides_with_the_learned_lead_time_and_records_it(
     text = metrics.decode()
     assert f'scaler_lead_time_seconds{{target="{records[0]["target"]}"}} {p90(LLM_STARTS)}' in text
     assert f'scaler_lead_time_learned{{target="{records[0]["target"]}"}} 1.0' in text
+
+
+def scaled_object(name: str, target: dict[str, str]) -> dict[str, object]:
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": name, "namespace": "gpu"},
+        "spec": {"scaleTargetRef": target, "triggers": []},
+    }
+
+
+def test_without_pod_selector_the_scale_targets_selector_comes_from_the_kubernetes_api(
+    ksm: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    kube_api.add(scaled_object("llm-serve", {"name": "llm-serve"}))
+    kube_api.add(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "llm-serve", "namespace": "gpu"},
+            "spec": {
+                "selector": {
+                    "matchLabels": {"app": "llm-serve"},
+                    "matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}],
+                },
+                "template": {
+                    "metadata": {"labels": {"app": "llm-serve"}},
+                    "spec": {"containers": [{"name": "server", "image": "vllm"}]},
+                },
+            },
+        }
+    )
+    found_selectors = selectors.PodSelectors(api.connect(tmp_path / "kubeconfig"))
+    assert found_selectors.pod_selector("gpu", "llm-serve") == "app=llm-serve,!tier"
+    found = leadtime.learn(
+        PrometheusSource(ksm.url), target(), at=NOW, selectors=found_selectors.pod_selector
+    )
+    assert found.learned and found.seconds == p90(LLM_STARTS)
+
+
+def test_a_scale_target_the_api_cannot_resolve_keeps_the_default_and_says_why(
+    ksm: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    kube_api.add(scaled_object("llm-serve", {"name": "gone"}))  # no such Deployment
+    found_selectors = selectors.PodSelectors(api.connect(tmp_path / "kubeconfig"))
+    found = leadtime.learn(
+        PrometheusSource(ksm.url), target(), at=NOW, selectors=found_selectors.pod_selector
+    )
+    assert (found.seconds, found.learned) == (leadtime.DEFAULT, False)
+    assert "scaleTargetRef" in found.source

@@ -20,6 +20,7 @@ CONFINED = {
         "scaler/kube/configmaps.py",
         "scaler/kube/scaledobjects.py",
         "scaler/kube/events.py",
+        "scaler/kube/selectors.py",
     },
     "yaml": {"scaler/kube/targets.py"},
     "grpc": {
