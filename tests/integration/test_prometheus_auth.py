@@ -4,6 +4,7 @@ headers and the tenant namespace, retries and their bounds."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
 import time
@@ -17,6 +18,7 @@ from urllib3.exceptions import InsecureRequestWarning
 
 from scaler.decision import spec
 from scaler.errors import ConfigError, SourceUnavailable
+from scaler.serving import isolation
 from scaler.settings import PrometheusAuth
 from scaler.sources.credentials import Credentials
 from scaler.sources.prometheus import PrometheusSource
@@ -292,3 +294,24 @@ def test_no_retry_starts_that_could_end_past_the_call_budget(
         with pytest.raises(SourceUnavailable, match="HTTP 503"):
             an_hour(src, llm)
     assert len(state.seen) == 1
+
+
+def test_retries_do_not_hide_an_outage_from_the_endpoints_breaker(
+    prometheus_server: PrometheusServer, llm: BackfilledTrace
+) -> None:
+    state = ProxyState(prometheus_server.url, fail_first=1000)
+    limits = isolation.Limits(
+        concurrency=2, min_failures=3, window=0.0, cooldown=60.0, max_cooldown=60.0
+    )
+    breakers = isolation.Isolation(limits, now=time.monotonic)
+    with auth_proxy(state) as url:
+        src = source(url, PrometheusAuth(), retries=2, backoff=0.01)
+
+        async def three_calls() -> None:
+            for _ in range(3):
+                with pytest.raises(SourceUnavailable, match="after 3 attempts"):
+                    await breakers.run(url, lambda: an_hour(src, llm))
+
+        asyncio.run(three_calls())
+    assert breakers.open_endpoints() == [url]  # three failed calls, not nine hidden attempts
+    assert len(state.seen) == 9
