@@ -454,6 +454,12 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             echo(meta["maxReplicas"]),
             f"must be >= minReplicas ({spec.min_replicas})",
         )
+    if spec.holidays is not None and spec.model != "prophet":
+        raise SpecError(
+            "holidays",
+            echo(meta["holidays"]),
+            f"holidays are Prophet's; set model: prophet too (model is {spec.model})",
+        )
     if not spec.metric_name:
         spec = replace(spec, metric_name=default_metric_name(spec.name, fp))
     return spec

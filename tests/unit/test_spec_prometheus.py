@@ -74,11 +74,16 @@ def test_the_country_codes_match_the_holidays_package_prophet_uses() -> None:
 
 
 def test_holidays_takes_a_country_code_and_refuses_others() -> None:
-    assert parse(holidays="US").holidays == "US"
+    assert parse(holidays="US", model="prophet").holidays == "US"
     with pytest.raises(SpecError, match=r"holidays.*ISO 3166"):
-        parse(holidays="XX")
+        parse(holidays="XX", model="prophet")
     with pytest.raises(SpecError, match="holidays"):
-        parse(holidays="us")
+        parse(holidays="us", model="prophet")
+
+
+def test_holidays_without_model_prophet_is_refused_naming_the_fix() -> None:
+    with pytest.raises(SpecError, match="set model: prophet"):
+        parse(holidays="US")
 
 
 def test_lead_time_auto_keeps_the_default_until_learned() -> None:
