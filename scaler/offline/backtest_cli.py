@@ -10,7 +10,7 @@ from typing import Any
 
 from models import catalog, fitcache
 from models.base import Series
-from scaler.decision import budget, resolution
+from scaler.decision import budget, countries, resolution
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
 from scaler.offline import prometheus_history, replay
@@ -110,6 +110,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--holidays",
+        type=_country,
         default=None,
         metavar="CC",
         help="country code for Prophet's holidays, e.g. US (prophet only)",
@@ -300,6 +301,16 @@ def _quantile(text: str) -> float:
     if not 0.5 < value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a quantile between 0.5 and 1, e.g. 0.95")
     return value
+
+
+def _country(text: str) -> str:
+    """A country code Prophet has holidays for (the trigger key `holidays` takes the same)."""
+    if text not in countries.CODES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a country Prophet has holidays for; use an ISO 3166 code in "
+            f"capitals such as US or DE"
+        )
+    return text
 
 
 def _budget(text: str) -> tuple[float, float | None]:

@@ -90,3 +90,10 @@ def test_a_backtest_with_a_bad_history_source_names_the_flag(
     done = backtest(*args, "--out", str(tmp_path))
     assert done.returncode != 0
     assert message in done.stderr + done.stdout
+
+
+def test_backtest_refuses_a_holidays_country_prophet_does_not_know(tmp_path: Path) -> None:
+    done = backtest("--prometheus-url", "http://127.0.0.1:1", "--query", "up", "--holidays", "XX",
+                    "--out", str(tmp_path))  # fmt: skip
+    assert done.returncode == 2
+    assert "--holidays: 'XX' is not a country" in done.stderr
