@@ -6,6 +6,7 @@ plain data, so nothing but numbers crosses the process boundary.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from models import catalog, select
 from models.base import ArtefactError, ModelError, Series
-from models.calibrate import ARTEFACT_FORMAT, CalibratedModel, Calibration
+from models.calibrate import ARTEFACT_FORMAT, CalibratedModel, Calibration, fit_calibrated
 
 DEFAULT_KIND = "auto"
 """What a target gets without a `model` key: the backtests pick (models.select)."""
@@ -56,7 +57,19 @@ def load(data: dict[str, Any]) -> CalibratedModel:
     return model
 
 
-def fit(kind: str, history: Series, steps: int, *, quantile: float = 0.95) -> dict[str, Any]:
+def fit(
+    kind: str,
+    history: Series,
+    steps: int,
+    *,
+    quantile: float = 0.95,
+    holidays: str | None = None,
+) -> dict[str, Any]:
     """Fit `kind` ("auto" selects, see models.select) on history, calibrated for `steps` ahead;
-    the artefact's scores grade it at `quantile` on the latest week. ModelError when it cannot."""
+    the artefact's scores grade it at `quantile` on the latest week. ModelError when it cannot.
+    `holidays` (a country code) is Prophet's, used with kind prophet, as `scaler backtest`."""
+    if holidays and kind == "prophet":
+        prophet: Any = catalog.adapter("prophet")  # the one adapter that takes holidays
+        make = functools.partial(prophet, holidays=holidays)
+        return dump(fit_calibrated(make, history, steps=steps, quantile=quantile))
     return dump(select.fit_kind(kind, history, steps=steps, quantile=quantile))

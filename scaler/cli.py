@@ -31,6 +31,7 @@ from scaler.settings import (
     Settings,
     TLSSettings,
 )
+from scaler.sources import prometheus_flags
 from scaler.sources.base import Source, SpendRecord
 
 logger = logging.getLogger("scaler")
@@ -176,6 +177,28 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=env("DECISION_LOG_KEEP", "5"),
         help="rotated decision logs kept (env SCALER_DECISION_LOG_KEEP; 0-1000; default 5)",
     )
+    g.add_argument(
+        "--kube-events",
+        action="store_true",
+        default=_bool(env("KUBE_EVENTS")),
+        help="post Kubernetes Events on ScaledObjects when a target enters or leaves drift "
+        "fallback, exhausts its budget or gets a new model; rate-limited (env SCALER_KUBE_EVENTS)",
+    )
+    g.add_argument(
+        "--kube-pod-selectors",
+        action="store_true",
+        default=_bool(env("KUBE_POD_SELECTORS")),
+        help="for leadTime: auto without podSelector, read the scaleTargetRef's pod selector "
+        "from the Kubernetes API (env SCALER_KUBE_POD_SELECTORS)",
+    )
+    g.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=env("KUBECONFIG_FILE"),
+        help="Kubernetes client config (default: the service account, else ~/.kube/config; "
+        "env SCALER_KUBECONFIG_FILE)",
+    )
+    prometheus_flags.add_flags(p, env)
     e = p.add_argument_group("engine")
     e.add_argument(
         "--step",
@@ -248,7 +271,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
             tls=tls,
         ),
         prometheus=PrometheusSettings(
-            url=args.prometheus_url, ledger_url=args.ledger_prometheus_url or None
+            url=args.prometheus_url,
+            ledger_url=args.ledger_prometheus_url or None,
+            timeout=args.prometheus_timeout,
+            retries=args.prometheus_retries,
+            auth=prometheus_flags.auth_from(args),
         ),
         engine=EngineSettings(
             step=args.step,
@@ -262,15 +289,19 @@ def settings_from(args: argparse.Namespace) -> Settings:
         decision_log=args.decision_log,
         decision_log_max_bytes=args.decision_log_max_size,
         decision_log_keep=args.decision_log_keep,
+        kube_events=args.kube_events,
+        kube_pod_selectors=args.kube_pod_selectors,
+        kubeconfig=args.kubeconfig,
     )
 
 
-def make_source(settings: Settings, clock: Clock) -> Source:
+def make_source(settings: Settings, clock: Clock, telemetry: Telemetry | None = None) -> Source:
     kind = settings.source
     if kind == "prometheus":
-        from scaler.sources.prometheus import PrometheusSource
-
-        return PrometheusSource(settings.prometheus.url, timeout=settings.prometheus.timeout)
+        count = None if telemetry is None else _request_counter(telemetry)
+        return prometheus_flags.source(
+            settings.prometheus, settings.prometheus.url, on_request=count
+        )
     if kind.startswith("file:"):
         from scaler.sources.file import FileSource, bundled_trace
 
@@ -281,16 +312,22 @@ def make_source(settings: Settings, clock: Clock) -> Source:
     raise ConfigError(f"--source {kind!r} is not prometheus or file:PATH")
 
 
-def make_spend_record(settings: Settings) -> SpendRecord | None:
+def _request_counter(telemetry: Telemetry) -> Callable[[str, str], None]:
+    def count(kind: str, outcome: str) -> None:
+        telemetry.prometheus_requests.labels(kind, outcome).inc()
+
+    return count
+
+
+def make_spend_record(settings: Settings, telemetry: Telemetry | None = None) -> SpendRecord | None:
     """Where ledgers are rebuilt from; None for `ledger_source` none and for a file: source."""
     if settings.ledger_source == "none" or settings.source.startswith("file:"):
         return None
     if settings.ledger_source != "prometheus":
         raise ConfigError(f"ledger source {settings.ledger_source!r} is not prometheus or none")
-    from scaler.sources.prometheus import PrometheusSource
-
     url = settings.prometheus.ledger_url or settings.prometheus.url
-    return PrometheusSource(url, timeout=settings.prometheus.timeout)
+    count = None if telemetry is None else _request_counter(telemetry)
+    return prometheus_flags.source(settings.prometheus, url, on_request=count)
 
 
 async def run_server(
@@ -301,14 +338,16 @@ async def run_server(
     on_ready: Callable[[int, int, Engine], None] | None = None,
 ) -> None:
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
-    source = make_source(settings, clock)
-    spend_record = make_spend_record(settings)
     registry = CollectorRegistry()
     telemetry = Telemetry(registry)
+    source = make_source(settings, clock, telemetry)
+    spend_record = make_spend_record(settings, telemetry)
+    recorder, on_record = make_event_recorder(settings)
     decision_log = DecisionLog(
         settings.decision_log,
         max_bytes=settings.decision_log_max_bytes,
         keep=settings.decision_log_keep,
+        on_record=on_record,
     )
     engine = Engine(
         settings=settings.engine,
@@ -318,6 +357,10 @@ async def run_server(
         decision_log=decision_log,
         spend_record=spend_record,
     )
+    if settings.kube_pod_selectors:
+        from scaler.kube import api, selectors
+
+        engine.pod_selectors = selectors.PodSelectors(api.connect(settings.kubeconfig)).pod_selector
     server, port, health = await grpc_server.create_server(settings.server, engine)
     probe = None
     if settings.server.health_port >= 0:
@@ -363,11 +406,33 @@ async def run_server(
         if http is not None:
             http.shutdown()
             http.server_close()
-        for used in (source, spend_record):
+        for used in (source, spend_record, recorder):
             close = getattr(used, "close", None)
             if close is not None:
                 close()
         logger.info("stopped")
+
+
+def make_event_recorder(
+    settings: Settings,
+) -> tuple[object | None, Callable[[dict[str, object]], None] | None]:
+    """The Kubernetes Event recorder and the decision-record hook that feeds it, when
+    --kube-events is set."""
+    if not settings.kube_events:
+        return None, None
+    import socket
+
+    from scaler.kube import api, events
+    from scaler.record.notable import Notable
+
+    recorder = events.EventRecorder(api.connect(settings.kubeconfig), instance=socket.gethostname())
+    notable = Notable()
+
+    def on_record(record: dict[str, object]) -> None:
+        for notice in notable.changes(record):
+            recorder.emit(notice)
+
+    return recorder, on_record
 
 
 def unready(engine: Engine) -> str | None:
@@ -460,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     from scaler.record import explain_cli
 
     demo.add_parser(sub)
-    backtest_cli.add_parser(sub)
+    backtest_cli.add_parser(sub, env)
     explain_cli.add_parser(sub)
     retrain_cli.add_parser(sub, env=env, job_index=os.environ.get("JOB_COMPLETION_INDEX"))
     return parser

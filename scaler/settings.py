@@ -42,6 +42,49 @@ class ServerSettings:
 
 
 @dataclass(frozen=True)
+class PrometheusAuth:
+    """Credentials for Prometheus, read from files (a mounted Secret) by
+    scaler/sources/credentials.py; never from trigger metadata. KEDA resolves a
+    TriggerAuthentication only for its own scalers: an external scaler receives the trigger's
+    `metadata`, so secrets must live with the scaler. Paths are read again when they change (a
+    rotated token is used on the next request)."""
+
+    bearer_token_file: Path | None = None
+    """File holding a bearer token (`Authorization: Bearer ...`), KEDA's `bearer` mode."""
+    username: str | None = None
+    """Basic auth user name (not a secret), with `password_file`: KEDA's `basic` mode."""
+    password_file: Path | None = None
+    """File holding the basic auth password."""
+    custom_auth_header: str | None = None
+    """Header name of KEDA's `custom` mode (e.g. `X-Api-Key`), with `custom_auth_value_file`."""
+    custom_auth_value_file: Path | None = None
+    ca_file: Path | None = None
+    """CA bundle (PEM) that Prometheus' certificate must chain to; None: the system's."""
+    client_cert: Path | None = None
+    """Client certificate (PEM) for mTLS to Prometheus, KEDA's `tls` mode, with client_key."""
+    client_key: Path | None = None
+    insecure_skip_verify: bool = False
+    """Do not verify Prometheus' certificate (KEDA's `unsafeSsl` for its Prometheus scaler)."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra non-secret headers on every request (e.g. X-Scope-OrgID for Cortex/Mimir)."""
+    trusted: tuple[str, ...] = ()
+    """Extra Prometheus URLs (serverAddress values) that may receive the credentials; the
+    default and ledger URLs always may. Any other serverAddress gets none: a ScaledObject
+    author must not be able to send the scaler's token to a server of their choosing."""
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The KEDA authModes these settings can serve."""
+        found = {
+            "bearer": self.bearer_token_file is not None,
+            "basic": self.username is not None,
+            "custom": self.custom_auth_header is not None,
+            "tls": self.client_cert is not None,
+        }
+        return tuple(mode for mode, yes in found.items() if yes)
+
+
+@dataclass(frozen=True)
 class PrometheusSettings:
     url: str = "http://prometheus-operated.monitoring.svc:9090"
     """Default Prometheus for targets without `serverAddress`."""
@@ -50,6 +93,16 @@ class PrometheusSettings:
     ledger_url: str | None = None
     """Prometheus that scrapes the scaler's own /metrics, where the prewarm ledger is rebuilt
     from after a restart; None means `url`."""
+    retries: int = 2
+    """Extra attempts of a request that failed fast (refused, reset, HTTP 429/502/503/504);
+    a timeout is never retried (sources/prometheus.py)."""
+    backoff: float = 0.25
+    """Seconds before the first retry, doubling for each next one."""
+    call_budget: float = 15.0
+    """Seconds one call (a history or a latest value, with its chunks and retries) may take:
+    no retry starts that could end past it. The engine makes two calls per refresh, so half
+    the refresh deadline keeps retries inside it."""
+    auth: PrometheusAuth = field(default_factory=PrometheusAuth)
 
 
 @dataclass(frozen=True)
@@ -102,5 +155,13 @@ class Settings:
     """Append a JSON line per target per decision change to this file (record/decisionlog.py)."""
     decision_log_max_bytes: int = 64 * 2**20
     """Past this size the decision log is rotated to FILE.1, FILE.2, ..."""
+    kube_events: bool = False
+    """Post Kubernetes Events on ScaledObjects (drift fallback, budget exhausted, model
+    promoted; scaler/kube/events.py); needs RBAC to create events."""
+    kube_pod_selectors: bool = False
+    """leadTime: auto without podSelector reads the scaleTargetRef's selector from the
+    Kubernetes API (needs get on scaledobjects and deployments/statefulsets/replicasets)."""
+    kubeconfig: Path | None = None
+    """Kubernetes client configuration; None: the pod's service account, else ~/.kube/config."""
     decision_log_keep: int = 5
     """Rotated decision logs kept; the log uses at most (keep + 1) x max_bytes."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from scaler.decision import budget, literals
+from scaler.decision import budget, countries, literals, selector
 from scaler.decision.literals import duration_arg as duration_arg
 from scaler.decision.literals import format_duration as format_duration
 from scaler.decision.literals import parse_duration as parse_duration
@@ -70,6 +70,24 @@ class TargetSpec:
     model: str = "auto"
     mode: str = "active"
     metric_name: str = ""
+    auth_modes: tuple[str, ...] = ()
+    """KEDA authModes the target's Prometheus needs (bearer, basic, custom, tls); the
+    credentials are the scaler's own (sources/credentials.py), never metadata."""
+    custom_headers: tuple[tuple[str, str], ...] = ()
+    """`customHeaders: X-Scope-OrgID=team-a,...`: non-secret headers on every request."""
+    query_namespace: str | None = None
+    """`namespace`: sent as the `namespace` query parameter, as KEDA's Prometheus scaler does
+    (Thanos querier behind prom-label-proxy)."""
+    prometheus_unsafe_ssl: bool = False
+    """`prometheusUnsafeSsl: "true"`: do not verify the Prometheus certificate. (`unsafeSsl` is
+    KEDA's own key, for its gRPC connection to this scaler.)"""
+    holidays: str | None = None
+    """`holidays: US`: country code of the public holidays Prophet models (model prophet)."""
+    lead_time_auto: bool = False
+    """`leadTime: auto`: learn the cold start from kube-state-metrics (serving/leadtime.py);
+    `lead_time` holds the default until a value is learned."""
+    pod_selector: str | None = None
+    """`podSelector`: label selector of the target's pods, for `leadTime: auto`."""
     fingerprint: str = field(default="", compare=False)
     """Short hash of the metadata; tells two triggers of one ScaledObject apart."""
 
@@ -104,7 +122,12 @@ step). Within a quarter of the daily cycle the models learn from weeks of histor
 the calibration backtest (origins x forecast points) small."""
 MAX_KEYS = 64
 """Keys read from one scalerMetadata (there are 21 known ones)."""
-VALUE_CHARS = {"query": 4096, "serverAddress": 2048} | dict.fromkeys(PASSTHROUGH_KEYS, 2048)
+VALUE_CHARS = {
+    "query": 4096,
+    "serverAddress": 2048,
+    "customHeaders": 2048,
+    "podSelector": 1024,
+} | dict.fromkeys(PASSTHROUGH_KEYS, 2048)
 """Longest value of a key, in characters; any other key's value is at most DEFAULT_VALUE_CHARS."""
 DEFAULT_VALUE_CHARS = 64
 ECHO_CHARS = 40
@@ -228,6 +251,12 @@ KNOWN_KEYS = frozenset(
     {
         "serverAddress",
         "query",
+        "authModes",
+        "customHeaders",
+        "namespace",
+        "prometheusUnsafeSsl",
+        "holidays",
+        "podSelector",
         "threshold",
         "activationThreshold",
         "leadTime",
@@ -245,6 +274,31 @@ KNOWN_KEYS = frozenset(
         "metricName",
     }
 )
+
+
+SECRET_KEYS = {
+    "bearerToken": "--prometheus-token-file",
+    "password": "--prometheus-password-file",
+    "username": "--prometheus-username",
+    "customAuthValue": "--prometheus-custom-auth-value-file",
+    "customAuthHeader": "--prometheus-custom-auth-header",
+    "key": "--prometheus-client-key",
+    "cert": "--prometheus-client-cert",
+    "ca": "--prometheus-ca-file",
+}
+"""Credentials KEDA's Prometheus scaler reads from a TriggerAuthentication. KEDA passes no
+TriggerAuthentication to an external scaler, so here they could only come in clear text in the
+ScaledObject: refused, naming the scaler flag that reads them from a mounted Secret instead."""
+
+AUTH_MODES = ("bearer", "basic", "custom", "tls")
+MAX_HEADERS = 16
+_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
+_HEADER_VALUE_RE = re.compile(r"^[\x20-\x2b\x2d-\x7e]{0,256}$")
+"""Printable ASCII but the comma, which separates headers."""
+SECRET_HEADER_WORDS = ("auth", "token", "secret", "password", "passwd", "key", "cookie")
+"""A customHeaders name holding one of these is a credential in clear text: refused."""
+FORBIDDEN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+_NAMESPACE_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def fingerprint(meta: Mapping[str, str]) -> str:
@@ -268,6 +322,16 @@ def check_shape(meta: Mapping[str, str]) -> None:
             echo(key),
             echo(meta[key]),
             f"{len(meta)} metadata keys; at most {MAX_KEYS} are read and this one is unknown",
+        )
+    secrets = sorted(set(meta) & set(SECRET_KEYS))
+    if secrets:
+        key = secrets[0]
+        raise SpecError(
+            key,
+            "<hidden>",
+            f"a credential in clear text in the ScaledObject; remove it, mount the Secret in "
+            f"the scaler's pod and set {SECRET_KEYS[key]} (KEDA does not pass a "
+            f"TriggerAuthentication to an external scaler); then `authModes` selects it",
         )
     unknown = sorted(set(meta) - KNOWN_KEYS - PASSTHROUGH_KEYS)
     if unknown:
@@ -322,7 +386,11 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             meta, "activationThreshold", _number(ACTIVATION), 0.0, "e.g. '0' to wake on any load"
         ),
         lead_time=_get(
-            meta, "leadTime", _duration(LEAD_TIME), 600.0, "use a Prometheus duration such as '10m'"
+            meta,
+            "leadTime",
+            _lead_time,
+            600.0,
+            "use a Prometheus duration such as '10m', or 'auto' to learn it",
         ),
         horizon=_get(
             meta,
@@ -361,6 +429,17 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             "use 'shadow' to watch decisions before trusting them",
         ),
         metric_name=_get(meta, "metricName", _metric_name, "", "e.g. 'llm-serve-replicas'"),
+        auth_modes=_get(meta, "authModes", _auth_modes, (), "e.g. 'bearer' or 'tls,basic'"),
+        custom_headers=_get(
+            meta, "customHeaders", parse_headers, (), "e.g. 'X-Scope-OrgID=team-a'"
+        ),
+        query_namespace=_get(meta, "namespace", _namespace, None, "e.g. 'team-a'"),
+        prometheus_unsafe_ssl=_get(
+            meta, "prometheusUnsafeSsl", _boolean, False, "use 'true' or 'false'"
+        ),
+        holidays=_get(meta, "holidays", _country, None, "an ISO 3166 code such as 'US'"),
+        lead_time_auto=meta.get("leadTime", "").strip(_SPACE) == "auto",
+        pod_selector=_get(meta, "podSelector", _selector, None, "e.g. 'app=llm-serve'"),
         fingerprint=fp,
     )
     if spec.max_replicas < spec.min_replicas:
@@ -375,9 +454,84 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             echo(meta["maxReplicas"]),
             f"must be >= minReplicas ({spec.min_replicas})",
         )
+    if spec.holidays is not None and spec.model != "prophet":
+        raise SpecError(
+            "holidays",
+            echo(meta["holidays"]),
+            f"holidays are Prophet's; set model: prophet too (model is {spec.model})",
+        )
     if not spec.metric_name:
         spec = replace(spec, metric_name=default_metric_name(spec.name, fp))
     return spec
+
+
+def _lead_time(text: str) -> float:
+    if text == "auto":
+        return 600.0  # the default until a cold start is learned (serving/leadtime.py)
+    return LEAD_TIME.check(literals.parse_duration(text))
+
+
+def _auth_modes(text: str) -> tuple[str, ...]:
+    modes = tuple(dict.fromkeys(m.strip() for m in text.split(",")))
+    for mode in modes:
+        if mode not in AUTH_MODES:
+            raise ValueError(f"{echo(mode)!r} is not one of {', '.join(AUTH_MODES)}")
+    if "bearer" in modes and "basic" in modes:
+        raise ValueError("bearer and basic both set the Authorization header; pick one")
+    return modes
+
+
+def parse_headers(text: str) -> tuple[tuple[str, str], ...]:
+    """`Name=value,Name2=value2` (KEDA's customHeaders) as (name, value) pairs; a header that
+    would carry a credential is refused: credentials come from the scaler's files."""
+    headers: list[tuple[str, str]] = []
+    for item in text.split(","):
+        name, sep, value = item.strip().partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not _HEADER_NAME_RE.match(name):
+            raise ValueError(f"{echo(item.strip())!r} is not Name=value with a valid header name")
+        if not _HEADER_VALUE_RE.match(value):
+            raise ValueError(f"the value of {name} must be printable ASCII, at most 256 characters")
+        lowered = name.lower()
+        if lowered in FORBIDDEN_HEADERS:
+            raise ValueError(f"{name} is set by the HTTP client, not by metadata")
+        if any(word in lowered for word in SECRET_HEADER_WORDS):
+            raise ValueError(
+                f"{name} looks like a credential, which must not sit in clear text in the "
+                f"ScaledObject; use the scaler's --prometheus-custom-auth-header and "
+                f"--prometheus-custom-auth-value-file (authModes: custom)"
+            )
+        headers.append((name, value))
+    if len(headers) > MAX_HEADERS:
+        raise ValueError(f"{len(headers)} headers; at most {MAX_HEADERS}")
+    return tuple(headers)
+
+
+def _namespace(text: str) -> str:
+    if len(text) > 63 or not _NAMESPACE_RE.match(text):
+        raise ValueError("must be a Kubernetes namespace name (lowercase, digits, '-')")
+    return text
+
+
+def _boolean(text: str) -> bool:
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return lowered == "true"
+
+
+def _country(text: str) -> str:
+    if text not in countries.CODES:
+        raise ValueError(
+            "is not a country Prophet has holidays for (the `holidays` package); codes are "
+            "ISO 3166 alpha-2 or alpha-3, in capitals"
+        )
+    return text
+
+
+def _selector(text: str) -> str:
+    selector.parse(text)
+    return text
 
 
 def _currency(text: str) -> str:

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 from typing import Any
 
 from models import catalog, fitcache
-from scaler.decision import budget, resolution
+from models.base import Series
+from scaler.decision import budget, countries, resolution
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
-from scaler.offline import replay
+from scaler.offline import prometheus_history, replay
 from scaler.offline.backtest import (
     BacktestConfig,
     factory,
@@ -19,9 +21,11 @@ from scaler.offline.backtest import (
     write,
 )
 from scaler.offline.traces import read_trace
+from scaler.settings import PrometheusSettings
+from scaler.sources import prometheus_flags
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None:
     p = sub.add_parser(
         "backtest",
         help="walk forward through a trace as production would and grade the forecasts",
@@ -34,12 +38,15 @@ def add_parser(sub: Any) -> None:
         "and drift fallback, and scores it with the replay yardstick against reactive, static "
         "headroom and oracle baselines (frontier ratio). Writes DIR/forecasts.csv, "
         "DIR/decisions.csv, DIR/summary.json and DIR/backtest.png.",
-        epilog="example: scaler backtest ../shared/traces/nasa_http_5min.csv --threshold p99/20 "
-        "--lead-time 10m --horizon 15m --out /tmp/bt-nasa",
+        epilog="examples: scaler backtest ../shared/traces/nasa_http_5min.csv --threshold "
+        "p99/20 --lead-time 10m --horizon 15m --out /tmp/bt-nasa; scaler backtest "
+        "--prometheus-url http://prometheus:9090 --query 'sum(rate(requests_total[2m]))' "
+        "--since 28d --threshold 50 --out /tmp/bt-mine",
     )
     p.add_argument(
         "trace",
         type=Path,
+        nargs="?",
         metavar="TRACE.csv",
         help="time,value CSV: timestamp,value, a Grafana or Prometheus export, epoch s/ms or "
         "ISO 8601 times (see scaler/offline/traces.py); empty values are missing data",
@@ -103,6 +110,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--holidays",
+        type=_country,
         default=None,
         metavar="CC",
         help="country code for Prophet's holidays, e.g. US (prophet only)",
@@ -142,6 +150,32 @@ def add_parser(sub: Any) -> None:
     policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
+    live = p.add_argument_group(
+        "history from Prometheus instead of TRACE.csv (the Prometheus connection flags below apply)"
+    )
+    live.add_argument(
+        "--prometheus-url",
+        default=None,
+        metavar="URL",
+        help="read the history of --query from this Prometheus",
+    )
+    live.add_argument("--query", default=None, metavar="PROMQL", help="returns one series")
+    live.add_argument(
+        "--since",
+        type=duration_arg,
+        default=28 * 86400.0,
+        metavar="DURATION",
+        help="history read, ending now (default 28d; 2d-400d)",
+    )
+    live.add_argument(
+        "--query-step",
+        type=duration_arg,
+        default=None,
+        metavar="DURATION",
+        help="resolution of the range queries, the step decisions are scored at (default "
+        "--step; a finer one, e.g. 1m, scores per minute and forecasts per-step peaks)",
+    )
+    prometheus_flags.add_flags(p, env)
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p.set_defaults(func=cmd_backtest)
 
@@ -153,10 +187,10 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
-    trace = read_trace(args.trace)  # decided and scored at its own step
+    trace, name = _history(args, config)  # decided and scored at its own step
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     threshold = replay.threshold_from(args.threshold, trace)
-    result = run(series, config, trace=str(args.trace))
+    result = run(series, config, trace=name)
     print(table(result.summary))
     decisions = None
     if not args.no_decisions:
@@ -171,6 +205,30 @@ def _backtest(args: argparse.Namespace) -> int:
     written = "forecasts.csv" + (", decisions.csv" if decisions is not None else "")
     print(f"wrote {written}, summary.json and backtest.png to {args.out}")
     return 0
+
+
+def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, str]:
+    """The trace a backtest walks through, and its name: TRACE.csv, or --query's history."""
+    if (args.trace is None) == (args.prometheus_url is None):
+        raise ConfigError("give TRACE.csv or --prometheus-url URL --query PROMQL (one of them)")
+    if args.trace is not None:
+        return read_trace(args.trace), str(args.trace)
+    if not (args.query or "").strip():
+        raise ConfigError("--prometheus-url needs --query PROMQL, returning one series")
+    settings = PrometheusSettings(
+        url=args.prometheus_url,
+        timeout=args.prometheus_timeout,
+        retries=args.prometheus_retries,
+        auth=prometheus_flags.auth_from(args),
+    )
+    trace = prometheus_history.fetch(
+        settings,
+        query=args.query.strip(),
+        since=args.since,
+        step=args.query_step or config.step,
+        now=time.time(),
+    )
+    return trace, prometheus_history.label(settings, args.query.strip())
 
 
 def replay_config(
@@ -243,6 +301,16 @@ def _quantile(text: str) -> float:
     if not 0.5 < value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a quantile between 0.5 and 1, e.g. 0.95")
     return value
+
+
+def _country(text: str) -> str:
+    """A country code Prophet has holidays for (the trigger key `holidays` takes the same)."""
+    if text not in countries.CODES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a country Prophet has holidays for; use an ISO 3166 code in "
+            f"capitals such as US or DE"
+        )
+    return text
 
 
 def _budget(text: str) -> tuple[float, float | None]:

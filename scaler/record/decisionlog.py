@@ -22,6 +22,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -49,12 +50,15 @@ class DecisionLog:
         checkpoint: float = CHECKPOINT,
         max_bytes: int = MAX_BYTES,
         keep: int = KEEP,
+        on_record: Callable[[Record], None] | None = None,
     ) -> None:
+        """`on_record` sees every decision offered, written or not (Kubernetes Events)."""
         if not checkpoint > 0:
             raise ValueError(f"checkpoint must be > 0 seconds, got {checkpoint}")
         if max_bytes <= 0 or keep < 0:
             raise ValueError(f"max_bytes must be > 0 and keep >= 0, got {max_bytes}, {keep}")
         self.path = path
+        self._on_record = on_record
         self.checkpoint, self.max_bytes, self.keep = checkpoint, max_bytes, keep
         self._file: IO[str] | None = None
         self._size = 0
@@ -73,6 +77,8 @@ class DecisionLog:
         """Offer one decision (decisionrecord.build); written only if it is a change, or the
         previous line is due to be repeated."""
         key, at = str(record["target"]), float(record["at"])
+        if self._on_record is not None:
+            self._on_record(record)
         with self._lock:
             self._seen[key] = at
             last = self._last.get(key)

@@ -84,6 +84,8 @@ def build(state: TargetState, *, now: float, load: float, step: float, cost: flo
         "quantile": quantile,
         "nominal_quantile": spec.quantile,
         "lookahead": spec.lookahead,
+        "lead_time": spec.lead_time,
+        "lead_time_source": state.lead_time_source,
         "reactive": served.reactive,
         "predictive": p.predictive,
         "prewarm": p.prewarm,

@@ -42,7 +42,7 @@ from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, CircuitOpen, ScalerError
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import fitting, isolation
+from scaler.serving import fitting, isolation, leadtime
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -111,6 +111,8 @@ class Engine:
         self._problems: dict[str, str] = {}
         """The problem last logged for each failing target key."""
         self.fitter = fitting.Fitter(settings, telemetry)
+        self.pod_selectors: leadtime.PodSelectors | None = None
+        """Where leadTime: auto finds a target's pods without podSelector (kube/selectors.py)."""
 
     # ---- what the server calls -------------------------------------------------------------
     def ensure(self, spec: TargetSpec) -> TargetState:
@@ -270,6 +272,14 @@ class Engine:
         sample = await self.isolation.run(endpoint, partial(source.latest, spec, at=now))
         if now - sample.at > self.settings.staleness:
             raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
+        await leadtime.keep_learned(
+            state,
+            now,
+            source=source,
+            run=partial(self.isolation.run, endpoint),
+            telemetry=self.telemetry,
+            selectors=self.pod_selectors,
+        )
         self.fitter.maybe_fit(state, now)
         await self._adopt_null(state)
         peak, fallback = self._forecast_peak(state, now)

@@ -116,6 +116,7 @@ class Fitter:
             history,
             forecast_steps(spec, self.settings.model_step),
             quantile=spec.quantile,
+            **({"holidays": spec.holidays} if spec.holidays else {}),
         )
         try:
             state.model = artefact.load(await self._run(fit))

@@ -47,6 +47,11 @@ class TargetState:
     before the step's charge; None when there was no forecast."""
     drift: drift.DriftTracker | None = None
     """Forecasts awaiting their actuals, and the drift state they add up to."""
+    lead_time_source: str = "metadata"
+    """Where spec.lead_time comes from: `metadata`, `learned: ...` or `default: <why>`
+    (leadTime: auto, serving/leadtime.py)."""
+    lead_time_next: float = -math.inf
+    """When leadTime: auto learns again."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)
 
 

@@ -127,6 +127,26 @@ class Telemetry:
             registry=registry,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0),
         )
+        self.prometheus_requests = Counter(
+            "scaler_prometheus_requests",
+            "HTTP requests to Prometheus by kind (range, instant, ledger, leadtime) and outcome "
+            "(ok, retried, failed); divided by scaler_targets, the queries per target.",
+            ["kind", "outcome"],
+            registry=registry,
+        )
+        self.lead_time = Gauge(
+            "scaler_lead_time_seconds",
+            "Lead time (cold start) a target's decisions use.",
+            target,
+            registry=registry,
+        )
+        self.lead_time_learned = Gauge(
+            "scaler_lead_time_learned",
+            "1 when the lead time is learned from kube-state-metrics (leadTime: auto), 0 when "
+            "it is the metadata's or the default (the decision log says why).",
+            target,
+            registry=registry,
+        )
 
     def forget(self, target: str) -> None:
         """Drop a target's series when it is no longer served."""
@@ -145,6 +165,8 @@ class Telemetry:
             self.drift_fallback,
             self.forecast_coverage,
             self.forecast_wape,
+            self.lead_time,
+            self.lead_time_learned,
         ):
             with contextlib.suppress(KeyError):
                 metric.remove(target)

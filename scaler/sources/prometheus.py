@@ -9,8 +9,16 @@ every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
 fix, and carry no timestamps, so that the engine can log a problem once per change.
 It is the only module that imports prometheus_api_client (and its transport, requests).
 
-Must not: retry with backoff (the engine asks again on its next step, and a retry would stretch
-a timeout past that step), cache answers, or make up values for missing data.
+Each request carries what sources/credentials.py says (credentials read from the scaler's
+files, TLS options, custom headers, the tenant `namespace` parameter). A request that fails fast
+(refused or reset connection, HTTP 429/502/503/504) is tried again, at most `retries` times with
+doubling backoff, and only while the whole call (a history's chunks, or a latest value) stays
+within `call_budget`. A timeout is never retried: a Prometheus too slow to answer is an outage,
+and waiting again would hide it from the endpoint's breaker (serving/isolation.py) and blow the
+refresh deadline. A call that still fails reaches the breaker as one failure. Every attempt is
+counted (`on_request(kind, outcome)`), so queries per target per minute can be watched.
+
+Must not: cache answers, or make up values for missing data.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import logging
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -27,13 +36,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 import requests
+import requests.auth
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, MalformedAnswer, NoData, SourceUnavailable
+from scaler.settings import PrometheusAuth
 from scaler.sources.base import Sample
+from scaler.sources.credentials import Connection, Credentials
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +67,13 @@ REACTIVE_COUNTER = "scaler_reactive_replica_hours_total"
 
 T = TypeVar("T")
 
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+"""Answers of a proxy or Prometheus that is briefly overloaded or restarting."""
+
+OnRequest = Callable[[str, str], None]
+"""Told (kind, outcome) of every HTTP attempt: kind range, instant or ledger; outcome ok,
+retried or failed."""
+
 
 class PrometheusSource:
     """A `Source` backed by Prometheus; thread-safe (the engine calls it from worker threads)."""
@@ -64,18 +83,29 @@ class PrometheusSource:
         default_url: str,
         *,
         timeout: float = 10.0,
-        headers: dict[str, str] | None = None,
-        verify_tls: bool | str = True,
+        credentials: Credentials | None = None,
+        retries: int = 0,
+        backoff: float = 0.25,
+        call_budget: float = math.inf,
+        on_request: OnRequest | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        """`verify_tls` is True, False (no verification) or the path of a CA bundle.
-
-        Nothing is sent to Prometheus until the first query.
-        """
+        """`credentials` default to none, with `default_url` trusted. Nothing is sent to
+        Prometheus until the first query."""
+        if not (0 <= retries <= 10 and 0 <= backoff <= 60 and timeout > 0 and call_budget > 0):
+            raise ValueError(
+                f"Prometheus retries must be 0-10, backoff 0-60 s, timeout and call budget "
+                f"positive; got {retries}, {backoff}, {timeout}, {call_budget}"
+            )
         self.default_url = default_url.rstrip("/")
         self.timeout = timeout
-        self._headers = dict(headers or {})
-        self._verify_tls = verify_tls
-        self._clients: dict[str, PrometheusConnect] = {}
+        self.credentials = credentials or Credentials(
+            PrometheusAuth(), trusted_urls=(self.default_url,)
+        )
+        self.retries, self.backoff, self.call_budget = retries, backoff, call_budget
+        self._on_request = on_request
+        self._sleep = sleep
+        self._clients: dict[Connection, PrometheusConnect] = {}
         self._lock = threading.Lock()
 
     def history(self, spec: TargetSpec, *, start: float, end: float, step: float) -> Series:
@@ -83,6 +113,7 @@ class PrometheusSource:
 
         Raises NoData when the whole window holds no series at all.
         """
+        began = time.monotonic()
         grid = _Grid(start, step, _grid_size(start, end, step))
         values = np.full(grid.size, np.nan)
         found = False
@@ -94,7 +125,8 @@ class PrometheusSource:
             math.ceil(grid.size / MAX_POINTS),
         )
         for chunk in grid.chunks(MAX_POINTS):
-            result = self._ask(spec, partial(_query_range, query=spec.query, chunk=chunk))
+            call = partial(_query_range, query=spec.query, chunk=chunk)
+            result = self._ask(spec, call, kind="range", began=began)
             with _expecting(spec, url, RANGE_SHAPE):
                 series = _single_series(spec, url, result)
                 if series is not None:
@@ -110,7 +142,8 @@ class PrometheusSource:
     def latest(self, spec: TargetSpec, *, at: float) -> Sample:
         """The value of spec.query at `at` (Prometheus looks back 5 minutes for a sample)."""
         url = self._url(spec)
-        result = self._ask(spec, partial(_query_instant, query=spec.query, at=at))
+        call = partial(_query_instant, query=spec.query, at=at)
+        result = self._ask(spec, call, kind="instant", began=time.monotonic())
         with _expecting(spec, url, INSTANT_SHAPE):
             value = _instant_value(spec, url, result)
         if value is None or math.isnan(value):
@@ -119,6 +152,16 @@ class PrometheusSource:
                 f"in Prometheus' lookback window, or NaN/Inf); check the metric name and labels"
             )
         return Sample(at, value)
+
+    def values(self, spec: TargetSpec, query: str, *, at: float) -> list[float]:
+        """The value of every series `query` returns at `at` (NaN and Inf left out), from
+        spec's Prometheus: e.g. one cold start per pod for leadTime: auto."""
+        url = self._url(spec)
+        call = partial(_query_instant, query=query, at=at)
+        result = self._ask(spec, call, kind="leadtime", began=time.monotonic(), query=query)
+        with _expecting(spec, url, INSTANT_SHAPE):
+            found = [_to_float(item["value"][1]) for item in result if isinstance(item, dict)]
+        return [v for v in found if not math.isnan(v)]
 
     def spent_samples(
         self, spec: TargetSpec, *, start: float, end: float, step: float, reactive: bool = False
@@ -138,9 +181,12 @@ class PrometheusSource:
         target = pattern.replace("\\", "\\\\").replace('"', '\\"')
         query = f'{REACTIVE_COUNTER if reactive else SPENT_COUNTER}{{target=~"{target}"}}'
         series: dict[str, list[tuple[float, float]]] = {}
+        began = time.monotonic()
         for chunk in _Grid(start, step, _grid_size(start, end, step)).chunks(MAX_POINTS):
             call = partial(_query_range, query=query, chunk=chunk)
-            result = self._ask(spec, call, url=self.default_url, query=query)
+            result = self._ask(
+                spec, call, url=self.default_url, query=query, kind="ledger", began=began
+            )
             with _expecting(spec, self.default_url, RANGE_SHAPE):
                 for found in result:
                     samples = series.setdefault(repr(sorted(found["metric"].items())), [])
@@ -157,27 +203,30 @@ class PrometheusSource:
     def _url(self, spec: TargetSpec) -> str:
         return (spec.server_address or self.default_url).rstrip("/")
 
-    def _client(self, url: str) -> PrometheusConnect:
+    def _client(self, connection: Connection) -> PrometheusConnect:
         with self._lock:
-            client = self._clients.get(url)
+            client = self._clients.get(connection)
             if client is None:
-                client = self._clients[url] = self._connect(url)
+                client = self._clients[connection] = self._connect(connection)
             return client
 
-    def _connect(self, url: str) -> PrometheusConnect:
+    def _connect(self, connection: Connection) -> PrometheusConnect:
         # PrometheusConnect sends nothing in __init__. We hand it our own session so that
-        # `verify_tls` may be a CA bundle path (disable_ssl can only say yes or no) and so that
+        # `verify` may be a CA bundle path (disable_ssl can only say yes or no), so that the
+        # credentials are read from their files on each request (session.auth), and so that
         # HTTP errors arrive as requests.HTTPError with the response attached, instead of the
         # library's exception that only carries the status and body inside its message.
         session = requests.Session()
-        session.verify = self._verify_tls
+        session.verify = connection.verify
+        session.cert = connection.cert
+        session.auth = _FileAuth(self.credentials, connection.modes)
         session.hooks["response"].append(_raise_for_status)
         return PrometheusConnect(
-            url=url,
-            headers=self._headers,
-            disable_ssl=self._verify_tls is False,
-            # No retries (the engine's next step is the retry); read=False lets a read timeout
-            # surface as requests.Timeout rather than as a "max retries" ConnectionError.
+            url=connection.url,
+            headers=dict(connection.headers),
+            disable_ssl=connection.verify is False,
+            # No retries by urllib3 (_ask retries, within its budget); read=False lets a read
+            # timeout surface as requests.Timeout rather than as a "max retries" ConnectionError.
             retry=Retry(total=0, read=False, raise_on_status=False),
             session=session,
             # Annotated `int` in the library, but handed to requests, which takes float seconds.
@@ -187,41 +236,102 @@ class PrometheusSource:
     def _ask(
         self,
         spec: TargetSpec,
-        call: Callable[[PrometheusConnect], T],
+        call: Callable[[PrometheusConnect, dict[str, str]], T],
         *,
+        kind: str,
+        began: float,
         url: str | None = None,
         query: str | None = None,
     ) -> T:
         """Run one request for `spec` (its query and Prometheus unless `query`/`url` say
-        otherwise), translating every failure into the scaler's errors."""
+        otherwise), retried while it fails fast and the call started at `began` (monotonic)
+        has budget left; every failure translated into the scaler's errors."""
         url = url.rstrip("/") if url else self._url(spec)
-        fix = URL_FIX if query is None else LEDGER_URL_FIX
-        try:
-            return call(self._client(url))
-        except requests.HTTPError as e:
-            raise _http_error(spec, url, e, query=query or spec.query, fix=fix) from e
-        except requests.Timeout as e:
-            raise SourceUnavailable(
+        connection = self.credentials.connection(spec, url)  # ConfigError: the target's fix
+        client, params = self._client(connection), dict(connection.params)
+        for attempt in range(self.retries + 1):
+            try:
+                result = call(client, params)
+            except requests.RequestException as e:
+                wait = self.backoff * 2**attempt
+                spent = time.monotonic() - began
+                if (
+                    _retryable(e)
+                    and attempt < self.retries
+                    and spent + wait + self.timeout <= self.call_budget
+                ):
+                    self._count(kind, "retried")
+                    self._sleep(wait)
+                    continue
+                self._count(kind, "failed")
+                tries = f" (after {attempt + 1} attempts)" if attempt else ""
+                raise self._translate(spec, url, e, query=query, tries=tries, kind=kind) from e
+            except (KeyError, TypeError, AttributeError) as e:
+                self._count(kind, "failed")
+                # The library reads response.json()["data"]["result"]: a 200 JSON answer that
+                # is not a Prometheus API response.
+                raise _malformed(spec, url, e, "a JSON object with data.result") from e
+            self._count(kind, "ok")
+            return result
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _count(self, kind: str, outcome: str) -> None:
+        if self._on_request is not None:
+            self._on_request(kind, outcome)
+
+    def _translate(
+        self,
+        spec: TargetSpec,
+        url: str,
+        e: requests.RequestException,
+        *,
+        query: str | None,
+        tries: str,
+        kind: str,
+    ) -> Exception:
+        fix = LEDGER_URL_FIX if kind == "ledger" else URL_FIX
+        if isinstance(e, requests.HTTPError):
+            return _http_error(spec, url, e, query=query or spec.query, fix=fix, tries=tries)
+        if isinstance(e, requests.Timeout):
+            return SourceUnavailable(
                 f"Prometheus at {url} did not answer within {self.timeout:g}s for {spec.label}; "
                 f"{fix}, or raise the timeout if the query is slow"
-            ) from e
-        except requests.JSONDecodeError as e:
-            raise MalformedAnswer(
+            )
+        if isinstance(e, requests.JSONDecodeError):
+            return MalformedAnswer(
                 f"{url} answered {spec.label}'s query with a body that is not JSON "
                 f"({type(e).__name__}: {_short(str(e))}); expected a Prometheus API answer; "
                 f"{fix} (it must "
                 f"be Prometheus' HTTP API, not a UI page, a proxy or another service)"
-            ) from e
-        except requests.RequestException as e:
-            # Refused connections, DNS, TLS, and bytes that are not HTTP at all.
-            raise SourceUnavailable(
-                f"Prometheus at {url} is unavailable for {spec.label} "
-                f"({type(e).__name__}: {_short(str(e))}); {fix}"
-            ) from e
-        except (KeyError, TypeError, AttributeError) as e:
-            # The library reads response.json()["data"]["result"]: a 200 JSON answer that is not
-            # a Prometheus API response.
-            raise _malformed(spec, url, e, "a JSON object with data.result") from e
+            )
+        if isinstance(e, requests.exceptions.SSLError):
+            fix = "check --prometheus-ca-file (the CA that signed Prometheus' certificate)"
+        # Refused connections, DNS, TLS, and bytes that are not HTTP at all.
+        return SourceUnavailable(
+            f"Prometheus at {url} is unavailable for {spec.label}{tries} "
+            f"({type(e).__name__}: {_short(str(e))}); {fix}"
+        )
+
+
+class _FileAuth(requests.auth.AuthBase):
+    """Adds the credential headers of `modes`, read from their files at each request."""
+
+    def __init__(self, credentials: Credentials, modes: tuple[str, ...]) -> None:
+        self.credentials, self.modes = credentials, modes
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers.update(self.credentials.secret_headers(self.modes))
+        return request
+
+
+def _retryable(e: requests.RequestException) -> bool:
+    """A failure that a second try may not meet: a refused or reset connection, or a busy or
+    restarting server. Not a timeout (an outage the breaker must see), not TLS (a config)."""
+    if isinstance(e, requests.HTTPError):
+        return e.response is not None and e.response.status_code in RETRY_STATUSES
+    if isinstance(e, requests.Timeout | requests.exceptions.SSLError):
+        return False
+    return isinstance(e, requests.ConnectionError)
 
 
 @contextmanager
@@ -247,7 +357,7 @@ def _raise_for_status(response: requests.Response, *args: Any, **kwargs: Any) ->
 
 
 def _http_error(
-    spec: TargetSpec, url: str, e: requests.HTTPError, *, query: str, fix: str
+    spec: TargetSpec, url: str, e: requests.HTTPError, *, query: str, fix: str, tries: str = ""
 ) -> Exception:
     """BadQuery for a target's query Prometheus rejects (400/422), SourceUnavailable for the
     rest, and for our own ledger query (not the user's to fix)."""
@@ -261,9 +371,13 @@ def _http_error(
             f"(try it in the Prometheus UI)",
         )
     if status in (401, 403):
-        fix = "check the credentials in the Prometheus headers"
+        fix = (
+            "check the scaler's Prometheus credentials (--prometheus-token-file, "
+            "--prometheus-username/--prometheus-password-file, --prometheus-client-cert) and "
+            "the target's authModes"
+        )
     return SourceUnavailable(
-        f"Prometheus at {url} answered HTTP {status} for {spec.label}: {error}; {fix}"
+        f"Prometheus at {url} answered HTTP {status} for {spec.label}{tries}: {error}; {fix}"
     )
 
 
@@ -304,19 +418,23 @@ def _grid_size(start: float, end: float, step: float) -> int:
     return math.floor((end - start) / step + 1e-9) + 1
 
 
-def _query_range(client: PrometheusConnect, query: str, chunk: _Grid) -> list[Any]:
+def _query_range(
+    client: PrometheusConnect, extra: dict[str, str], query: str, chunk: _Grid
+) -> list[Any]:
     # The library rounds start/end to whole seconds; our own params (which take precedence)
     # keep millisecond precision, so the returned points land exactly on our grid.
     last = chunk.time(chunk.size - 1)
-    params = {"start": _ts(chunk.start), "end": _ts(last), "step": _ts(chunk.step)}
+    params = {"start": _ts(chunk.start), "end": _ts(last), "step": _ts(chunk.step), **extra}
     result: list[Any] = client.custom_query_range(
         query, _dt(chunk.start), _dt(last), step=params["step"], params=params
     )
     return result
 
 
-def _query_instant(client: PrometheusConnect, query: str, at: float) -> list[Any]:
-    result: list[Any] = client.custom_query(query, params={"time": _ts(at)})
+def _query_instant(
+    client: PrometheusConnect, extra: dict[str, str], query: str, at: float
+) -> list[Any]:
+    result: list[Any] = client.custom_query(query, params={"time": _ts(at), **extra})
     return result
 
 

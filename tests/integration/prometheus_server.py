@@ -105,6 +105,9 @@ class CounterSeries:
     times: FloatArray = field(repr=False)
     """Epoch seconds of every sample, increasing."""
     values: FloatArray = field(repr=False)
+    kind: str = "counter"
+    """`counter` (stored as `<family>_total`), or `gauge` (stored as `<family>`, e.g.
+    kube-state-metrics' kube_pod_created)."""
 
 
 def trace_path(name: str) -> Path | None:
@@ -162,11 +165,13 @@ def openmetrics_lines(
             if not math.isnan(v):
                 yield f"{trace.selector} {float(v)!r} {int(t)}"
     for family in dict.fromkeys(c.family for c in counters):
-        yield f"# TYPE {family} counter"
-        for series in (c for c in counters if c.family == family):
+        members = [c for c in counters if c.family == family]
+        yield f"# TYPE {family} {members[0].kind}"
+        name = family + ("_total" if members[0].kind == "counter" else "")
+        for series in members:
             labels = ",".join(f'{k}="{v}"' for k, v in series.labels.items())
             for t, v in zip(series.times, series.values, strict=True):
-                yield f"{family}_total{{{labels}}} {float(v)!r} {int(t)}"
+                yield f"{name}{{{labels}}} {float(v)!r} {int(t)}"
     yield "# EOF"
 
 

@@ -19,6 +19,8 @@ CONFINED = {
         "scaler/kube/api.py",
         "scaler/kube/configmaps.py",
         "scaler/kube/scaledobjects.py",
+        "scaler/kube/events.py",
+        "scaler/kube/selectors.py",
     },
     "yaml": {"scaler/kube/targets.py"},
     "grpc": {

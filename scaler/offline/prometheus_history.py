@@ -1,0 +1,66 @@
+"""`scaler backtest --prometheus-url URL --query PROMQL --since 28d`: a workload's own history,
+read straight from its Prometheus, as the trace a backtest walks through.
+
+Owns: the window (the last `since`, ending at the last whole `step`), its bounds, and the label
+a summary names the history by. The range queries themselves (chunks under Prometheus'
+11,000-points limit, credentials, retries) are sources/prometheus.py's.
+Must not: make up values: a step with no sample stays NaN, as a CSV's empty cell does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from models.base import Series
+from scaler.decision.spec import TargetSpec, format_duration
+from scaler.errors import ConfigError, NoData
+from scaler.settings import PrometheusSettings
+from scaler.sources import prometheus_flags
+
+MIN_SINCE = 2 * 86400.0
+"""A backtest needs at least a day of warm-up and a day to grade."""
+MAX_SINCE = 400 * 86400.0
+MAX_POINTS = 2_000_000
+"""A year at 15 s; about 200 range queries."""
+
+
+def fetch(
+    settings: PrometheusSettings,
+    *,
+    query: str,
+    since: float,
+    step: float,
+    now: float,
+) -> Series:
+    """The values of `query` at `step` over the last `since` before `now`, from its first
+    sample on; ConfigError naming the flag for a window out of bounds, NoData (from the
+    source) when Prometheus holds no series for it."""
+    if not MIN_SINCE <= since <= MAX_SINCE:
+        raise ConfigError(
+            f"--since {format_duration(since)} must be from {format_duration(MIN_SINCE)} to "
+            f"{format_duration(MAX_SINCE)}"
+        )
+    points = since / step
+    if points > MAX_POINTS:
+        raise ConfigError(
+            f"--since {format_duration(since)} at --query-step {format_duration(step)} is "
+            f"{points:.0f} points, more than {MAX_POINTS}; use a coarser --query-step"
+        )
+    end = math.floor(now / step) * step
+    target = TargetSpec(namespace="backtest", name="prometheus", query=query, threshold=1.0)
+    source = prometheus_flags.source(settings, settings.url)
+    try:
+        series = source.history(target, start=end - since + step, end=end, step=step)
+    finally:
+        source.close()
+    present = np.flatnonzero(~np.isnan(series.values))
+    if present.size == 0:
+        raise NoData(f"query {query!r} has no values in the last {format_duration(since)}")
+    return series.since(series.start + int(present[0]) * step)
+
+
+def label(settings: PrometheusSettings, query: str) -> str:
+    """How a summary names the history: the URL and the query."""
+    return f"{settings.url} {query}"

@@ -1,0 +1,139 @@
+"""The Prometheus connection flags shared by `scaler serve` and `scaler backtest`: credentials
+(files, never values), TLS, headers, timeout and retries; and the source they build.
+
+Environment variables are read by cli.py's `env`, handed in here: no module but cli reads
+the environment. Must not: hold a secret in a flag value (only paths to files).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from scaler.decision.spec import duration_arg, parse_headers
+from scaler.errors import ConfigError
+from scaler.settings import PrometheusAuth, PrometheusSettings
+from scaler.sources.credentials import Credentials
+from scaler.sources.prometheus import OnRequest, PrometheusSource
+
+Env = Callable[[str], str | None]
+
+
+def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
+    g = p.add_argument_group(
+        "Prometheus connection (docs/prometheus.md; secrets come from files, e.g. a mounted "
+        "Secret, since KEDA passes no TriggerAuthentication to an external scaler)"
+    )
+
+    def path(flag: str, var: str, text: str) -> None:
+        g.add_argument(
+            flag, type=Path, default=env(var), metavar="FILE", help=f"{text} (env SCALER_{var})"
+        )
+
+    path(
+        "--prometheus-token-file",
+        "PROMETHEUS_TOKEN_FILE",
+        "bearer token, read again when it changes",
+    )
+    g.add_argument(
+        "--prometheus-username",
+        default=env("PROMETHEUS_USERNAME"),
+        help="basic auth user, with --prometheus-password-file (env SCALER_PROMETHEUS_USERNAME)",
+    )
+    path("--prometheus-password-file", "PROMETHEUS_PASSWORD_FILE", "basic auth password")
+    g.add_argument(
+        "--prometheus-custom-auth-header",
+        default=env("PROMETHEUS_CUSTOM_AUTH_HEADER"),
+        metavar="NAME",
+        help="header of KEDA's `custom` auth mode, e.g. X-Api-Key "
+        "(env SCALER_PROMETHEUS_CUSTOM_AUTH_HEADER)",
+    )
+    path(
+        "--prometheus-custom-auth-value-file",
+        "PROMETHEUS_CUSTOM_AUTH_VALUE_FILE",
+        "value of that header",
+    )
+    path(
+        "--prometheus-ca-file", "PROMETHEUS_CA_FILE", "CA bundle Prometheus' certificate chains to"
+    )
+    path("--prometheus-client-cert", "PROMETHEUS_CLIENT_CERT", "client certificate for mTLS")
+    path("--prometheus-client-key", "PROMETHEUS_CLIENT_KEY", "its private key")
+    g.add_argument(
+        "--prometheus-insecure-skip-verify",
+        action="store_true",
+        default=(env("PROMETHEUS_INSECURE_SKIP_VERIFY") or "").lower() in ("1", "true", "yes"),
+        help="do not verify Prometheus' certificate (KEDA's unsafeSsl); unsafe",
+    )
+    g.add_argument(
+        "--prometheus-header",
+        action="append",
+        default=[env("PROMETHEUS_HEADERS")] if env("PROMETHEUS_HEADERS") else [],
+        metavar="NAME=VALUE[,...]",
+        help="non-secret header on every request, e.g. X-Scope-OrgID=team-a; repeatable "
+        "(env SCALER_PROMETHEUS_HEADERS)",
+    )
+    g.add_argument(
+        "--prometheus-trusted-url",
+        action="append",
+        default=[u for u in (env("PROMETHEUS_TRUSTED_URLS") or "").split(",") if u],
+        metavar="URL",
+        help="a serverAddress that may receive the credentials too (the default Prometheus "
+        "always may, any other gets none); repeatable (env SCALER_PROMETHEUS_TRUSTED_URLS)",
+    )
+    g.add_argument(
+        "--prometheus-timeout",
+        type=duration_arg,
+        default=env("PROMETHEUS_TIMEOUT") or "10s",
+        help="per request (env SCALER_PROMETHEUS_TIMEOUT; default 10s)",
+    )
+    g.add_argument(
+        "--prometheus-retries",
+        type=int,
+        choices=range(0, 11),
+        metavar="0-10",
+        default=int(env("PROMETHEUS_RETRIES") or PrometheusSettings.retries),
+        help="retries of a request that failed fast (refused, 429/502/503/504), never of a "
+        "timeout (env SCALER_PROMETHEUS_RETRIES; default %(default)s)",
+    )
+
+
+def auth_from(args: argparse.Namespace) -> PrometheusAuth:
+    headers: list[tuple[str, str]] = []
+    for text in args.prometheus_header:
+        try:
+            headers += parse_headers(text)
+        except ValueError as e:
+            raise ConfigError(f"--prometheus-header {text!r}: {e}") from None
+    return PrometheusAuth(
+        bearer_token_file=args.prometheus_token_file,
+        username=args.prometheus_username,
+        password_file=args.prometheus_password_file,
+        custom_auth_header=args.prometheus_custom_auth_header,
+        custom_auth_value_file=args.prometheus_custom_auth_value_file,
+        ca_file=args.prometheus_ca_file,
+        client_cert=args.prometheus_client_cert,
+        client_key=args.prometheus_client_key,
+        insecure_skip_verify=args.prometheus_insecure_skip_verify,
+        headers=tuple(headers),
+        trusted=tuple(args.prometheus_trusted_url),
+    )
+
+
+def source(
+    settings: PrometheusSettings, url: str, *, on_request: OnRequest | None = None
+) -> PrometheusSource:
+    """A source on `url` with `settings`' credentials, trusted to the default and ledger URLs;
+    ConfigError at once when a credential file cannot be read."""
+    trusted = tuple(u for u in (settings.url, settings.ledger_url, url) if u)
+    credentials = Credentials(settings.auth, trusted_urls=trusted)
+    credentials.check()
+    return PrometheusSource(
+        url,
+        timeout=settings.timeout,
+        credentials=credentials,
+        retries=settings.retries,
+        backoff=settings.backoff,
+        call_budget=settings.call_budget,
+        on_request=on_request,
+    )
