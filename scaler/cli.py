@@ -19,7 +19,9 @@ from prometheus_client import CollectorRegistry
 from scaler.clock import Clock, WallClock
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError, ScalerError
+from scaler.kube import manifests
 from scaler.record.decisionlog import DecisionLog
+from scaler.serving import champions, warmup
 from scaler.serving import server as grpc_server
 from scaler.serving.engine import Engine
 from scaler.serving.explain_http import explain_app
@@ -176,6 +178,30 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=env("DECISION_LOG_KEEP", "5"),
         help="rotated decision logs kept (env SCALER_DECISION_LOG_KEEP; 0-1000; default 5)",
     )
+    w = p.add_argument_group("targets and models (docs/replicas.md)")
+    w.add_argument(
+        "--targets",
+        type=Path,
+        default=env("TARGETS"),
+        help="ScaledObject manifests (multi-document YAML, or `kubectl get scaledobjects -A -o "
+        "yaml`): their external triggers are warmed up (model, history, drift state) before "
+        "gRPC health and /readyz say SERVING (env SCALER_TARGETS)",
+    )
+    w.add_argument(
+        "--store",
+        default=env("STORE"),
+        help="model store shared by every replica: DIR, or configmap:NAMESPACE; answers come "
+        "from its champions, promotions are hot-reloaded, a target without a model gets one "
+        "fitted here and written there, first writer wins (env SCALER_STORE; default: fit "
+        "in-process, keep in memory)",
+    )
+    w.add_argument(
+        "--store-poll",
+        type=duration_within(1.0, 3600.0),
+        default=env("STORE_POLL", "60s"),
+        help="how often each target's champion pointer is read for a promotion "
+        "(env SCALER_STORE_POLL; 1s-1h; default 60s)",
+    )
     e = p.add_argument_group("engine")
     e.add_argument(
         "--step",
@@ -259,6 +285,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
             ledger_scrape_interval=args.ledger_scrape_interval,
         ),
         source=args.source,
+        targets_file=args.targets,
+        store=args.store or None,
+        store_poll=args.store_poll,
         decision_log=args.decision_log,
         decision_log_max_bytes=args.decision_log_max_size,
         decision_log_keep=args.decision_log_keep,
@@ -301,6 +330,11 @@ async def run_server(
     on_ready: Callable[[int, int, Engine], None] | None = None,
 ) -> None:
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
+    targets = []  # known before the first RPC: warmed up before health says SERVING
+    if settings.targets_file is not None:
+        targets = [t.spec for t in manifests.load(settings.targets_file)]
+    store = None if settings.store is None else champions.open_store(settings.store)
+    store_models = None if store is None else champions.Champions(store, poll=settings.store_poll)
     source = make_source(settings, clock)
     spend_record = make_spend_record(settings)
     registry = CollectorRegistry()
@@ -333,7 +367,18 @@ async def run_server(
             unready=lambda: unready(engine),
             routes={"/explain": explain_app(decision_log, clock.now)},
         )
-    engine_task = asyncio.create_task(engine.run(), name="engine")
+    engine.fitter.store = store_models
+    background: list[asyncio.Task[None]] = []
+
+    def warm() -> None:
+        background.append(asyncio.create_task(grpc_server.set_serving(health)))
+        if store_models is not None:
+            background.append(asyncio.create_task(store_models.poll(engine.targets)))
+
+    load = None if store_models is None else store_models.load
+    engine_task = asyncio.create_task(
+        warmup.run(engine, targets, load=load, on_warm=warm), name="engine"
+    )
     logger.info(
         "serving ExternalScaler on port %d (%s), metrics on %d, source %s",
         port,
@@ -357,8 +402,9 @@ async def run_server(
         logger.debug("RPCs drained")
         if probe is not None:
             await probe.stop(0)
-        engine_task.cancel()
-        await asyncio.gather(engine_task, return_exceptions=True)
+        for task in (engine_task, *background):
+            task.cancel()
+        await asyncio.gather(engine_task, *background, return_exceptions=True)
         logger.debug("engine stopped")
         if http is not None:
             http.shutdown()

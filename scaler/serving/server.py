@@ -230,9 +230,16 @@ async def create_server(
         port = server.add_insecure_port(address)
     if port == 0:
         raise ConfigError(f"could not bind the gRPC port {address}; is it in use?")
+    # NOT_SERVING until the engine is warm (`set_serving`): ready means warm.
+    for name in ("", SERVICE_NAME):
+        await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    return server, port, health
+
+
+async def set_serving(health: HealthServicer) -> None:
+    """Say SERVING: every target known at start-up has been warmed up and decided for."""
     for name in ("", SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, port, health
 
 
 def create_health_server(settings: ServerSettings, health: HealthServicer) -> grpc.aio.Server:
