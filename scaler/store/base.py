@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from models import artefact
 from models.base import ArtefactError
+from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
 
 DEFAULT_KEEP = 5
@@ -70,6 +71,11 @@ class StoreKey:
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}/{self.metric}"
+
+    @classmethod
+    def of(cls, spec: TargetSpec) -> StoreKey:
+        """The key of a trigger: the same for `scaler serve` and `scaler retrain`."""
+        return cls(spec.namespace, spec.name, spec.metric_name)
 
     @property
     def slug(self) -> str:

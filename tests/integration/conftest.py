@@ -7,10 +7,12 @@ hide the gap). The helpers live in prometheus_server.py.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.integration import spend_history
+from tests.integration.kube_api import KubeAPI
 from tests.integration.prometheus_server import (
     PrometheusServer,
     PrometheusSetupError,
@@ -40,3 +42,12 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def kube_api(tmp_path: Path) -> Iterator[KubeAPI]:
+    """The Kubernetes API over HTTP on loopback (tests/integration/kube_api.py); its kubeconfig
+    is `tmp_path / "kubeconfig"` (written here) for the code under test and its subprocesses."""
+    with KubeAPI() as api:
+        api.kubeconfig(tmp_path / "kubeconfig")
+        yield api
