@@ -17,9 +17,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from scaler.clock import Clock, WallClock
-from scaler.decision.spec import duration_arg
+from scaler.decision.spec import TargetSpec, duration_arg
 from scaler.errors import ConfigError, ScalerError
-from scaler.kube import manifests
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import champions, warmup
 from scaler.serving import server as grpc_server
@@ -330,9 +329,7 @@ async def run_server(
     on_ready: Callable[[int, int, Engine], None] | None = None,
 ) -> None:
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
-    targets = []  # known before the first RPC: warmed up before health says SERVING
-    if settings.targets_file is not None:
-        targets = [t.spec for t in manifests.load(settings.targets_file)]
+    targets = known_targets(settings)  # warmed up before health says SERVING
     store = None if settings.store is None else champions.open_store(settings.store)
     store_models = None if store is None else champions.Champions(store, poll=settings.store_poll)
     source = make_source(settings, clock)
@@ -414,6 +411,19 @@ async def run_server(
             if close is not None:
                 close()
         logger.info("stopped")
+
+
+def known_targets(settings: Settings) -> list[TargetSpec]:
+    """The targets of --targets; a trigger that does not parse is logged and left to KEDA's
+    first call, which answers it INVALID_ARGUMENT naming the key."""
+    if settings.targets_file is None:
+        return []
+    from scaler.kube import targets
+
+    found, problems = targets.from_objects(targets.read_file(settings.targets_file))
+    for problem in problems:
+        logger.warning("--targets %s: %s: %s", settings.targets_file, problem.where, problem.error)
+    return [t.spec for t in found]
 
 
 def unready(engine: Engine) -> str | None:

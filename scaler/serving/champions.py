@@ -70,7 +70,7 @@ def open_store(where: str) -> ModelStore:
 
 def key_of(spec: TargetSpec) -> StoreKey:
     """The store key of a trigger, the one `scaler retrain` writes."""
-    return StoreKey(spec.namespace, spec.name, spec.metric_name)
+    return StoreKey.of(spec)
 
 
 class Champions:
