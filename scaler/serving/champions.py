@@ -149,10 +149,11 @@ class Champions:
             return False
 
     async def publish(
-        self, state: TargetState, data: dict[str, Any], *, quick: bool
+        self, state: TargetState, data: dict[str, Any], *, quick: bool, replaces: int | None
     ) -> CalibratedModel:
-        """Store a model fitted here and make it champion if the champion is still the one this
-        replica served; else adopt the winner's. Returns the model the target now uses."""
+        """Store a model fitted here and make it champion if the champion is still `replaces`,
+        the version served when the fit began (a champion adopted while it ran is newer, and
+        wins); else adopt the winner's. Returns the model the target now uses."""
         spec = state.spec
         model = artefact.load(data)
         fallback = state.drift is not None and state.drift.monitor.in_fallback
@@ -167,7 +168,7 @@ class Champions:
             )
             data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, model.step)}
         meta = {"writer": self.writer, "quick": quick, "fallback_at_fit": fallback}
-        key, expected = key_of(spec), state.model_version
+        key, expected = key_of(spec), replaces
         try:
             version = await asyncio.to_thread(self.store.put, key, data, meta)
             won = await asyncio.to_thread(self.store.promote, key, version, expected=expected)

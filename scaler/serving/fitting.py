@@ -42,7 +42,7 @@ class Publisher(Protocol):
     async def adopt_newer(self, state: TargetState) -> bool: ...
 
     async def publish(
-        self, state: TargetState, data: dict[str, Any], *, quick: bool
+        self, state: TargetState, data: dict[str, Any], *, quick: bool, replaces: int | None
     ) -> CalibratedModel: ...
 
 
@@ -138,11 +138,12 @@ class Fitter:
         try:
             if self.store is not None and await self.store.adopt_newer(state):
                 return  # another writer's champion, adopted instead of fitting
+            serving = state.model_version  # the champion this fit means to replace
             data = await self._run(fit)
             if self.store is None:
                 state.model = artefact.load(data)
             else:
-                state.model = await self.store.publish(state, data, quick=quick)
+                state.model = await self.store.publish(state, data, quick=quick, replaces=serving)
             state.model_note = f"{state.model.kind} fitted on {len(history)} points"
             state.fit_failures = 0
             self.telemetry.fits.labels(kind, "ok").inc()
