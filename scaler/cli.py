@@ -128,6 +128,14 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--host", default=env("HOST", "[::]"), help="bind address (default [::])")
     g.add_argument(
+        "--drain-delay",
+        type=duration_within(0.0, 60.0),
+        default=env("DRAIN_DELAY", "0s"),
+        help="after SIGTERM, keep answering new RPCs this long with health NOT_SERVING, while "
+        "Kubernetes drops the pod from the Service, then drain (env SCALER_DRAIN_DELAY; 0s-60s; "
+        "default 0s; 5s in deploy/)",
+    )
+    g.add_argument(
         "--source",
         default=env("SOURCE", "prometheus"),
         help="prometheus, or file:PATH to replay a timestamp,value CSV or a folder of "
@@ -270,6 +278,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             http_port=args.http_port,
             health_port=args.health_port,
             host=args.host,
+            drain_seconds=args.drain_delay,
             tls=tls,
         ),
         prometheus=PrometheusSettings(
@@ -392,6 +401,7 @@ async def run_server(
             server,
             health,
             grace=settings.server.grace_seconds,
+            drain=settings.server.drain_seconds,
             stop=stop,
             on_stop=engine_task.cancel,
         )
@@ -462,7 +472,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     "stopping: in-flight RPCs have %gs, queued fits are cancelled",
                     settings.server.grace_seconds,
                 )
-                exit_deadline(settings.server.grace_seconds)
+                exit_deadline(settings.server.drain_seconds + settings.server.grace_seconds)
             stop.set()
 
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -38,6 +38,10 @@ class ServerSettings:
     """Address to bind both ports to."""
     grace_seconds: float = 5.0
     """How long in-flight RPCs may finish after SIGTERM."""
+    drain_seconds: float = 0.0
+    """After SIGTERM, how long health says NOT_SERVING while new RPCs are still answered, before
+    the grace period starts: the time Kubernetes takes to drop the pod from the Service's
+    endpoints, so a rolling restart costs KEDA no failed poll."""
     tls: TLSSettings = field(default_factory=TLSSettings)
 
 

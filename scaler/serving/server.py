@@ -268,11 +268,15 @@ async def serve_until_stopped(
     grace: float,
     stop: asyncio.Event,
     on_stop: Callable[[], object] = lambda: None,
+    drain: float = 0.0,
 ) -> None:
-    """Run until `stop` is set, then drain: NOT_SERVING first, then a graceful stop of at most
-    `grace` seconds; `on_stop` runs first, so other work winds down during the drain."""
+    """Run until `stop` is set, then drain: NOT_SERVING first, new RPCs still answered for
+    `drain` seconds (while the pod leaves the Service's endpoints), then a graceful stop of at
+    most `grace` seconds; `on_stop` runs first, so other work winds down during the drain."""
     await server.start()
     await stop.wait()
     on_stop()
     await health.enter_graceful_shutdown()
+    if drain > 0:
+        await asyncio.sleep(drain)
     await server.stop(grace)
