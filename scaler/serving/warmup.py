@@ -1,12 +1,13 @@
-"""Ready means warm: the targets known at start-up have their models, their history and their
-drift state before the gRPC health service and /readyz say SERVING.
+"""Ready means warm: the targets known at start-up have their models, their history, their
+drift state and a first decision before the gRPC health service and /readyz say SERVING.
 
 `run` is the engine task of `scaler serve`: it registers the targets given by `--targets`
-(scaler/kube/manifests.py), loads each one's champion from the model store when there is one
-(scaler/serving/champions.py), reads the history its drift replay needs and rebuilds its drift
-state (`adopt`), all targets at once within the source's bulkheads; then it starts the engine,
-whose first round decides for every target, and calls `on_warm`. A target that fails to warm is
-left to the engine, which retries it each step and says why; it does not hold the others back.
+(scaler/kube/targets.py) and warms each one whole, as many at once as an endpoint's bulkhead
+takes: its champion from the model store when there is one (scaler/serving/champions.py), the
+history its drift replay needs and its drift state (`adopt`), then the engine's own refresh of
+it (ledger, latest sample, decision). Then it calls `on_warm` and runs the engine. A target that
+fails to warm keeps its error, like any failing refresh, and the engine retries it each step;
+it does not hold the others back.
 
 `adopt` is also what the engine runs for every new model later (a fit, a hot-reloaded champion):
 the drift tracker is rebuilt from the model's fit (scaler/serving/driftstate.py), so every
@@ -46,46 +47,47 @@ async def run(
     load: Loader | None = None,
     on_warm: Callable[[], object] = lambda: None,
 ) -> None:
-    """Warm `targets` up, start the engine, call `on_warm` once its first round is done, and
-    run the engine until cancelled."""
+    """Warm `targets` up, call `on_warm`, and run the engine until cancelled."""
     began = time.monotonic()
+    engine.fitter.start()  # fits started by the warm-up go to the worker pool
     await warm_up(engine, targets, load=load)
-    task = asyncio.create_task(engine.run(), name="engine loop")
-    try:
-        while not engine.refreshed_once and not task.done():
-            await asyncio.wait({task}, timeout=0.05)
-        if not task.done():
-            answering = sum(1 for s in engine.targets.values() if s.decision is not None)
-            logger.info(
-                "warm in %.1fs: %d targets known at start-up, %d answering, %d with a model",
-                time.monotonic() - began,
-                len(targets),
-                answering,
-                sum(1 for s in engine.targets.values() if s.model is not None),
-            )
-            on_warm()
-        await task
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    engine.refreshed_once = True  # every target known at start-up has been refreshed
+    answering = sum(1 for s in engine.targets.values() if s.decision is not None)
+    logger.info(
+        "warm in %.1fs: %d targets known at start-up, %d answering, %d with a model",
+        time.monotonic() - began,
+        len(targets),
+        answering,
+        sum(1 for s in engine.targets.values() if s.model is not None),
+    )
+    on_warm()
+    await engine.run()
 
 
 async def warm_up(
     engine: Engine, targets: Sequence[TargetSpec], *, load: Loader | None = None
 ) -> None:
-    """Register every target, load its champion and rebuild its drift state, concurrently."""
+    """Register every target, then warm each one whole (champion, history, drift state, a
+    first decision), `concurrency` at a time: all at once, each refresh's deadline would run
+    out in the bulkheads' queues (and count against the endpoint's breaker)."""
     states = [engine.ensure(spec) for spec in targets]
-    await asyncio.gather(*(_warm(engine, state, load) for state in states))
+    now = float(np.floor(engine.clock.now() / engine.settings.step) * engine.settings.step)
+    slots = asyncio.Semaphore(engine.settings.concurrency)
+    await asyncio.gather(*(_warm(engine, state, load, slots, now) for state in states))
 
 
-async def _warm(engine: Engine, state: TargetState, load: Loader | None) -> None:
-    try:
-        if load is not None:
-            await load(state)
-        if state.model is not None:
-            await adopt(engine, state)
-    except ScalerError as exc:  # the engine's refresh retries and reports it
-        logger.warning("%s: not warm at start-up, the engine retries: %s", state.spec.key, exc)
+async def _warm(
+    engine: Engine, state: TargetState, load: Loader | None, slots: asyncio.Semaphore, now: float
+) -> None:
+    async with slots:
+        try:
+            if load is not None:
+                await load(state)
+            if state.model is not None:
+                await adopt(engine, state)
+        except ScalerError as exc:  # the engine's refresh retries and reports it
+            logger.warning("%s: not warm at start-up, the engine retries: %s", state.spec.key, exc)
+        await engine._guarded_refresh(state, now)  # errors are kept on the state, as each step
 
 
 async def adopt(engine: Engine, state: TargetState) -> None:
