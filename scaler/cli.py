@@ -522,12 +522,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
-    from scaler.offline import backtest_cli, demo
+    from scaler.offline import backtest_cli, demo, retrain_cli
     from scaler.record import explain_cli
 
     demo.add_parser(sub)
     backtest_cli.add_parser(sub)
     explain_cli.add_parser(sub)
+    retrain_cli.add_parser(sub, env=env, job_index=os.environ.get("JOB_COMPLETION_INDEX"))
     return parser
 
 

@@ -23,6 +23,8 @@ class ConfigMap:
     labels: dict[str, str] = field(default_factory=dict)
     resource_version: str | None = None
     """None to create; the version read, to replace only if nobody wrote in between."""
+    immutable: bool = False
+    """The API server then refuses any change to the data (only a delete)."""
 
 
 class ConfigMaps:
@@ -83,6 +85,7 @@ class ConfigMaps:
                 labels=cm.labels or None,
                 resource_version=cm.resource_version,
             ),
+            immutable=cm.immutable or None,
             data=cm.data or None,
             binary_data={k: base64.b64encode(v).decode() for k, v in cm.binary_data.items()}
             or None,
@@ -97,4 +100,5 @@ def _from_api(found: client.V1ConfigMap) -> ConfigMap:
         binary_data={k: base64.b64decode(v) for k, v in (found.binary_data or {}).items()},
         labels=dict(meta.labels or {}),
         resource_version=meta.resource_version,
+        immutable=bool(found.immutable),
     )

@@ -48,24 +48,12 @@ every day it lasts (scaler/decision/drift.py), a flapping one must not keep a fi
 
 
 def open_store(where: str) -> ModelStore:
-    """The store `--store` names: DIR, or configmap:NAMESPACE."""
-    if where.startswith("configmap:"):
-        namespace = where.removeprefix("configmap:")
-        try:
-            from scaler.store import configmap  # type: ignore[attr-defined,unused-ignore]
-        except ImportError as exc:
-            raise ConfigError(
-                f"--store {where}: the ConfigMap backend is not installed; use a directory"
-            ) from exc
-        store: ModelStore = configmap.open_namespace(namespace)
-        return store
-    from scaler.store.directory import DirectoryStore
+    """The store `--store` names: DIR, or configmap:NAMESPACE (scaler/store/location.py)."""
+    from scaler.store import location
 
-    path = Path(where)
-    if path.exists() and not path.is_dir():
+    if not where.startswith(location.CONFIGMAP) and Path(where).is_file():
         raise ConfigError(f"--store {where}: not a directory; give a directory or configmap:NS")
-    path.mkdir(parents=True, exist_ok=True)
-    return DirectoryStore(path)
+    return location.open_store(where)
 
 
 def key_of(spec: TargetSpec) -> StoreKey:

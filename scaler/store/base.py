@@ -86,6 +86,11 @@ class StoreKey:
         readable = readable.strip(".-")[: SLUG_CHARS - len(digest) - 1].strip(".-")
         return f"{readable}-{digest}" if readable else digest
 
+    @property
+    def digest(self) -> str:
+        """16 hex digits of the exact key: a label value that finds the key's objects."""
+        return hashlib.sha256(str(self).encode()).hexdigest()[:16]
+
     def to_dict(self) -> dict[str, str]:
         return {"namespace": self.namespace, "name": self.name, "metric": self.metric}
 

@@ -138,6 +138,13 @@ class KubeAPI:
         code, body = self._delete((api_version, plural), namespace, name)
         assert code == 200, body
 
+    def tamper(self, obj: dict[str, Any], *, plural: str) -> None:
+        """Overwrite a stored object as an outside hand would (immutable or not)."""
+        meta = obj["metadata"]
+        res = (str(obj["apiVersion"]), plural)
+        code, body = self._replace(res, meta.get("namespace", ""), meta["name"], obj, force=True)
+        assert code == 200, body
+
     def requests(self, method: str | None = None, contains: str = "") -> list[tuple[str, str]]:
         with self._changed:
             return [
@@ -191,12 +198,14 @@ class KubeAPI:
             return 201, copy.deepcopy(obj)
 
     def _replace(
-        self, res: Resource, ns: str, name: str, obj: dict[str, Any]
+        self, res: Resource, ns: str, name: str, obj: dict[str, Any], *, force: bool = False
     ) -> tuple[int, dict[str, Any]]:
         with self._changed:
             old = self._state.objects.get((res, ns, name))
             if old is None:
                 return 404, _status(404, "NotFound", f'{res[1]} "{name}" not found')
+            if old.get("immutable") and not force:
+                return 422, _status(422, "Invalid", f'{res[1]} "{name}": field is immutable')
             given = obj.get("metadata", {}).get("resourceVersion")
             if given and given != old["metadata"]["resourceVersion"]:
                 return 409, _status(

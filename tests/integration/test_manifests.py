@@ -55,6 +55,11 @@ SHADOW = "overlays/shadow"
 ACTIVE = "overlays/active"
 OVERLAYS = (SHADOW, ACTIVE)
 BUILDS = (BASE, *OVERLAYS)
+# The retrain job: weekly CronJob on the directory store, its Indexed variant, its ConfigMap one.
+WEEKLY = "retrain/weekly"
+SHARDED = "retrain/sharded"
+CONFIGMAP_STORE = "retrain/configmap-store"
+RETRAINS = (WEEKLY, SHARDED, CONFIGMAP_STORE)
 
 # Kinds that need CRDs these tests cannot load offline, by apiVersion.
 OTHER_CRDS = {
@@ -189,7 +194,7 @@ def build(name: str) -> tuple[Doc, ...]:
     return tuple(Doc(name, i, b) for i, b in enumerate(bodies))
 
 
-DOCS = [doc for name in BUILDS for doc in build(name)]
+DOCS = [doc for name in (*BUILDS, *RETRAINS) for doc in build(name)]
 
 
 def needs_other_crds(doc: Doc) -> bool:
@@ -711,7 +716,7 @@ def rbac_wildcards(doc: Doc) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("where", BUILDS)
+@pytest.mark.parametrize("where", (*BUILDS, *RETRAINS))
 def test_no_rbac_grants_a_wildcard(where: str) -> None:
     roles = all_of("Role", where) + all_of("ClusterRole", where)
     assert [e for r in roles for e in rbac_wildcards(r)] == []
@@ -1162,3 +1167,122 @@ def test_the_scaler_rejects_a_misspelt_metadata_key() -> None:
     metadata["maxReplica"] = metadata.pop("maxReplicas")
     errors = metadata_errors(metadata)
     assert any("'maxReplica'" in e for e in errors), errors
+
+
+# ---- the retrain job ----------------------------------------------------------------------------
+
+
+def retrain_pod(where: str) -> dict[str, Any]:
+    cronjob = one("CronJob", where, "predictive-scaler-retrain")
+    pod: dict[str, Any] = cronjob.spec["jobTemplate"]["spec"]["template"]["spec"]
+    return pod
+
+
+def retrain_env(where: str) -> dict[str, str]:
+    (container,) = retrain_pod(where)["containers"]
+    return {v["name"]: v["value"] for v in container.get("env", [])}
+
+
+def retrain_args(where: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`scaler retrain` parsed as the Job's pod would start it: its env, its command line."""
+    for name, value in retrain_env(where).items():
+        monkeypatch.setenv(name, value)
+    (container,) = retrain_pod(where)["containers"]
+    return cli.build_parser().parse_args(container["args"])
+
+
+@pytest.mark.parametrize("where", RETRAINS)
+def test_the_retrain_cronjob_runs_weekly_one_at_a_time_with_bounded_history(where: str) -> None:
+    cronjob = one("CronJob", where)
+    assert cronjob.spec["concurrencyPolicy"] == "Forbid"
+    assert len(cronjob.spec["schedule"].split()) == 5 and cronjob.spec["schedule"].endswith(" 0")
+    assert 1 <= cronjob.spec["successfulJobsHistoryLimit"] <= 5
+    assert 1 <= cronjob.spec["failedJobsHistoryLimit"] <= 5
+    assert cronjob.spec["jobTemplate"]["spec"]["activeDeadlineSeconds"] > 0
+
+
+@pytest.mark.parametrize("where", RETRAINS)
+def test_the_retrain_job_runs_the_scalers_image_and_cli_unprivileged(where: str) -> None:
+    (container,) = retrain_pod(where)["containers"]
+    assert container["image"] == scaler_container()["image"]
+    assert container["command"] == scaler_container()["command"]
+    assert container["args"][:1] == ["retrain"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert retrain_pod(where)["securityContext"]["runAsNonRoot"] is True
+    resources = container["resources"]
+    assert resources["limits"]["memory"] == resources["requests"]["memory"]
+
+
+@pytest.mark.parametrize("where", RETRAINS)
+def test_the_retrain_job_reads_every_setting_it_is_given(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = retrain_args(where, monkeypatch)
+    for name in retrain_env(where):
+        if name.startswith("SCALER_") and name != "SCALER_LOG_FORMAT":
+            flag = name.removeprefix("SCALER_").lower()
+            assert flag in vars(args), f"{name} matches no flag of `scaler retrain`"
+    assert args.workers >= 1
+
+
+@pytest.mark.parametrize("where", RETRAINS)
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_retrain_job_finds_the_triggers_by_the_address_they_use(
+    where: str, overlay: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, trigger = the_trigger(overlay)
+    assert retrain_args(where, monkeypatch).scaler_address == trigger["metadata"]["scalerAddress"]
+
+
+@pytest.mark.parametrize("where", (WEEKLY, SHARDED))
+def test_the_directory_store_is_on_a_shared_volume(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = retrain_args(where, monkeypatch).store
+    pod = retrain_pod(where)
+    (container,) = pod["containers"]
+    mount = next(m for m in container["volumeMounts"] if store.startswith(m["mountPath"]))
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    claim = one("PersistentVolumeClaim", where, volume["persistentVolumeClaim"]["claimName"])
+    assert "ReadWriteMany" in claim.spec["accessModes"], "the scaler replicas mount it too"
+
+
+def test_the_configmap_store_job_has_no_volume_for_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert retrain_args(CONFIGMAP_STORE, monkeypatch).store == "configmap:keda"
+    assert not all_of("PersistentVolumeClaim", CONFIGMAP_STORE)
+    assert {v["name"] for v in retrain_pod(CONFIGMAP_STORE)["volumes"]} == {"tmp"}
+
+
+def grants(where: str) -> set[tuple[str, str, str, str]]:
+    """(kind of role, namespace or '*', resource, verb) the retrain service account holds."""
+    account = retrain_pod(where)["serviceAccountName"]
+    held = set()
+    for binding in all_of("RoleBinding", where) + all_of("ClusterRoleBinding", where):
+        if not any(s["name"] == account for s in binding.body["subjects"]):
+            continue
+        ref = binding.body["roleRef"]
+        role = one(ref["kind"], where, ref["name"])
+        scope = binding.namespace or "*"
+        for rule in role.body["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    held |= {(scope, group, resource, verb) for verb in rule["verbs"]}
+    return held
+
+
+@pytest.mark.parametrize("where", (WEEKLY, SHARDED))
+def test_the_retrain_job_may_only_read_scaled_objects(where: str) -> None:
+    assert grants(where) == {("*", "keda.sh", "scaledobjects", v) for v in ("get", "list")}
+
+
+def test_the_configmap_store_adds_configmaps_of_its_own_namespace_only() -> None:
+    extra = grants(CONFIGMAP_STORE) - grants(WEEKLY)
+    verbs = {"get", "list", "create", "update", "delete"}
+    assert extra == {("keda", "", "configmaps", v) for v in verbs}
+
+
+def test_the_sharded_job_runs_one_shard_per_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    job = one("CronJob", SHARDED).spec["jobTemplate"]["spec"]
+    assert job["completionMode"] == "Indexed"
+    shards = retrain_args(SHARDED, monkeypatch).shards
+    assert job["completions"] == shards == job["parallelism"] > 1

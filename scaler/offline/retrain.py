@@ -1,0 +1,252 @@
+"""The weekly retrain of a fleet: per target, pull the history window from the source, fit a
+challenger, backtest it against the champion on the latest week, and promote it in the store
+only when it is better. Targets run side by side in supervised worker processes
+(scaler/serving/workers.py), so one target's fit that hangs or runs out of memory costs that
+target only; every outcome, failures included, is returned for the summary.
+
+The comparison: the challenger's out-of-sample pinball loss on its own calibration window (the
+newest week of the history; models.calibrate) against the champion's pinball loss over the very
+same window, each forecast made from data before its origin (models.registry.backtest_loss).
+A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
+has, which favours it: re-running the job promotes nothing new, rather than churning models.
+
+Must not: parse flags or print (retrain_cli.py does), or know which store backend it writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from models import artefact, registry
+from models.base import ModelError, Series
+from models.calibrate import calibration_window
+from scaler.errors import ConfigError, ScalerError
+from scaler.kube.targets import Target
+from scaler.serving import workers
+from scaler.serving.state import forecast_steps
+from scaler.sources.base import Source
+from scaler.store.base import ModelStore, StoreKey
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetrainSettings:
+    model_step: float = 300.0
+    """Resolution models are fitted at, seconds (the same as `scaler serve --model-step`)."""
+    history: float = 28 * 86400.0
+    """Seconds of history per fit."""
+    workers: int = 2
+    """Fit processes side by side; 0 fits in threads of this process."""
+    fit_timeout: float = 900.0
+    """Seconds one target's fit and backtest may take before its worker is killed."""
+    fit_memory: int = 2 * 1024**3
+    """Bytes of address space per fit worker; 0 leaves it unbounded."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """`--shard I/N`: this run trains the targets whose key hashes to I (1-based) of N."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.index <= self.count <= 100_000:
+            raise ConfigError(
+                f"--shard {self.index}/{self.count}: give I/N with 1 <= I <= N <= 100000"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        index, slash, count = text.partition("/")
+        if not slash or not index.strip().isdigit() or not count.strip().isdigit():
+            raise ConfigError(f"--shard {text!r}: give I/N, e.g. 1/4 (the first of four)")
+        return cls(int(index), int(count))
+
+    def holds(self, key: StoreKey) -> bool:
+        """Stable across runs and machines: a hash of the key, not its place in a list."""
+        bucket = int(hashlib.sha256(str(key).encode()).hexdigest()[:16], 16) % self.count
+        return bucket == self.index - 1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one target (one row of the summary)."""
+
+    target: str
+    """`namespace/name`, or where a trigger that did not parse sits."""
+    key: str
+    model: str = ""
+    challenger_loss: float | None = None
+    champion: int | None = None
+    """The champion version before this run."""
+    champion_loss: float | None = None
+    promoted: bool = False
+    version: int | None = None
+    """Version the challenger was stored as (only when promoted)."""
+    reason: str = ""
+    failed: bool = False
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def verdict(
+    loss: float, old: float, *, champion: int | None, problem: str = ""
+) -> tuple[bool, str]:
+    """Promote the challenger? And why, in words. Pure."""
+    if not math.isfinite(loss):
+        return False, "challenger has no out-of-sample score; the champion stays"
+    if champion is None:
+        return True, "no champion yet"
+    if problem:
+        return True, f"champion v{champion} cannot be scored ({problem})"
+    if not math.isfinite(old):
+        return True, f"champion v{champion} has no forecast over the latest week"
+    if loss < old:
+        return True, f"pinball {loss:.4g} beats v{champion}'s {old:.4g} on the latest week"
+    return False, f"v{champion} stays: its pinball {old:.4g} <= challenger's {loss:.4g}"
+
+
+def challenge(
+    kind: str, history: Series, steps: int, quantile: float, champion: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Fit `kind` on `history` and score the champion on the challenger's calibration window.
+    Runs in a fit worker: plain data in and out. ModelError when the challenger cannot be fitted."""
+    data = artefact.fit(kind, history, steps, quantile=quantile)
+    loss = float(data.get("scores", {}).get("pinball", math.nan))
+    old, problem = math.nan, ""
+    if champion is not None:
+        try:
+            model = artefact.load(champion)
+            if model.step != history.step:
+                raise ModelError(f"fitted at a {model.step:.0f} s step, not {history.step:.0f} s")
+            since = history.end - calibration_window(history.span)
+            old = registry.backtest_loss(
+                model, history, since=since, steps=steps, quantile=quantile
+            )
+        except ModelError as exc:
+            problem = str(exc)
+    return {"artefact": data, "loss": loss, "champion_loss": old, "problem": problem}
+
+
+class Retrainer:
+    """Retrains targets into one store from one source; `run` them all, then `close`."""
+
+    def __init__(self, store: ModelStore, source: Source, settings: RetrainSettings) -> None:
+        self.store = store
+        self.source = source
+        self.settings = settings
+        self._pool: workers.WorkerPool | None = None
+        if settings.workers > 0:
+            self._pool = workers.WorkerPool(
+                size=settings.workers,
+                memory_limit=settings.fit_memory,
+                timeout=settings.fit_timeout,
+                preload=(__name__,),
+            )
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+    async def run(
+        self,
+        targets: Sequence[Target],
+        *,
+        now: float,
+        on_done: Callable[[Outcome], None] = lambda _o: None,
+    ) -> list[Outcome]:
+        """Every target's outcome, in the order given; `on_done` hears each as it ends."""
+        # A few targets ahead of the fits, so histories are fetched while others fit, and
+        # memory holds a handful of histories rather than the fleet's.
+        slots = asyncio.Semaphore(max(self.settings.workers, 1) * 2)
+
+        async def one(target: Target) -> Outcome:
+            async with slots:
+                outcome = await self._one(target, now)
+            on_done(outcome)
+            return outcome
+
+        return list(await asyncio.gather(*(one(t) for t in targets)))
+
+    async def _one(self, target: Target, now: float) -> Outcome:
+        started = time.monotonic()
+        spec, key = target.spec, target.key
+        base = Outcome(target=spec.label, key=str(key), model=spec.model)
+        try:
+            step, window = self.settings.model_step, self.settings.history
+            end = math.floor(now / step) * step  # the grid `scaler serve` fits on
+            history = await asyncio.to_thread(
+                self.source.history, spec, start=end - window + step, end=end, step=step
+            )
+            pointer = await asyncio.to_thread(self.store.champion_version, key)
+            champion = await asyncio.to_thread(self.store.champion, key) if pointer else None
+            steps = forecast_steps(spec, step)
+            job = functools.partial(
+                challenge,
+                spec.model,
+                history,
+                steps,
+                spec.quantile,
+                champion.artefact if champion else None,
+            )
+            result = await self._fit(job)
+            held = champion.version if champion else None
+            outcome = await self._decide(base, key, result, held, pointer, now)
+            return replace(outcome, seconds=time.monotonic() - started)
+        except (ScalerError, ModelError) as exc:
+            logger.warning("%s: retrain failed: %s", key, exc)
+            return replace(base, reason=str(exc), failed=True, seconds=time.monotonic() - started)
+
+    async def _fit(self, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        if self._pool is None:
+            return await asyncio.to_thread(job)
+        result: dict[str, Any] = await self._pool.run(job)
+        return result
+
+    async def _decide(
+        self,
+        base: Outcome,
+        key: StoreKey,
+        result: dict[str, Any],
+        champion: int | None,
+        pointer: int | None,
+        now: float,
+    ) -> Outcome:
+        data, loss, old = result["artefact"], float(result["loss"]), float(result["champion_loss"])
+        promote, reason = verdict(loss, old, champion=champion, problem=result["problem"])
+        row = replace(
+            base,
+            model=str(data.get("kind", base.model)),
+            challenger_loss=_finite(loss),
+            champion=champion,
+            champion_loss=_finite(old),
+            reason=reason,
+        )
+        if not promote:
+            return row
+        meta = {"reason": reason, "scores": data.get("scores", {}), "champion": champion}
+        meta |= {"writer": "scaler retrain", "at": now}
+        version = await asyncio.to_thread(self.store.put, key, data, meta)
+        won = await asyncio.to_thread(self.store.promote, key, version, expected=pointer)
+        if not won:
+            now_champion = await asyncio.to_thread(self.store.champion_version, key)
+            lost = f"another writer promoted v{now_champion} first; it stays"
+            return replace(row, version=version, reason=lost)
+        logger.info("%s: promoted v%d: %s", key, version, reason)
+        return replace(row, promoted=True, version=version)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,278 @@
+"""`scaler retrain`: the weekly job. Reads the targets (a file of ScaledObjects, or the cluster's
+ScaledObjects pointing at this scaler), keeps this shard's, retrains them into the model store
+(retrain.py) and prints a summary: a table on stdout, JSON with --json. Exit status 0 when every
+target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
+bad arguments or an unreachable store or cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from scaler.decision.spec import duration_arg
+from scaler.errors import ConfigError
+from scaler.kube import targets as manifests
+from scaler.kube.targets import Problem, Target
+from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard
+from scaler.store import base as store_base
+from scaler.store.location import open_store
+
+logger = logging.getLogger(__name__)
+
+Env = Callable[[str, str | None], str | None]
+
+
+def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
+    p = sub.add_parser(
+        "retrain",
+        help="the weekly job: refit every target, promote only better models into the store",
+        description="Retrain the models of a fleet into the model store that `scaler serve "
+        "--store` reads. Per target: pull the history window from Prometheus, fit the trigger's "
+        "`model` (auto: the backtests pick), backtest the challenger against the champion on the "
+        "latest week, and promote it only if its P95 pinball loss is lower. Prints one row per "
+        "target: model, scores, promoted or not, and why. Exit 0 when every target was "
+        "retrained, 1 when any failed (after all others finished), 2 on bad arguments.\n\n"
+        "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
+        "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
+        "cluster: every ScaledObject whose external or external-push trigger has "
+        "scalerAddress == --scaler-address. Every flag can also be set as SCALER_<FLAG>.",
+        epilog="examples:\n"
+        "  scaler retrain --targets so.yaml --store /models --prometheus-url http://prom:9090\n"
+        "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"
+        "  scaler retrain ... --shard 2/4 --json summary.json   # the second of four shards\n\n"
+        "In an Indexed Job, --shard defaults to JOB_COMPLETION_INDEX+1 of --shards.",
+        formatter_class=_Paragraphs,
+    )
+    g = p.add_argument_group("targets")
+    g.add_argument(
+        "--targets",
+        type=Path,
+        metavar="FILE",
+        help="ScaledObject manifests (YAML); else the cluster",
+    )
+    g.add_argument(
+        "--scaler-address",
+        metavar="HOST:PORT",
+        default=env("SCALER_ADDRESS", None),
+        help="the scalerAddress this scaler is known by, e.g. scaler.keda.svc:9000 (required "
+        "without --targets; filters --targets when given)",
+    )
+    g.add_argument(
+        "--namespace", metavar="NS", help="read ScaledObjects of this namespace only (cluster)"
+    )
+    g.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        default=_path(env("KUBECONFIG", None)),
+        help="kubeconfig for the cluster (default: the pod's service account, ~/.kube/config)",
+    )
+    g.add_argument(
+        "--shard", metavar="I/N", default=env("SHARD", None), help="I/N: train the I-th of N shards"
+    )
+    g.add_argument(
+        "--shards",
+        type=int,
+        metavar="N",
+        default=int(env("SHARDS", "0") or 0),
+        help="shard count for an Indexed Job (its completions), used with JOB_COMPLETION_INDEX",
+    )
+    p.set_defaults(job_index=job_index)
+    g = p.add_argument_group("store and source")
+    g.add_argument(
+        "--store",
+        metavar="DIR|configmap:NS",
+        default=env("STORE", None),
+        required=env("STORE", None) is None,
+        help="DIR, or configmap:NAMESPACE (env SCALER_STORE)",
+    )
+    g.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        default=store_base.DEFAULT_KEEP,
+        help="versions kept per target, the champion always (5)",
+    )
+    g.add_argument(
+        "--prometheus-url",
+        metavar="URL",
+        default=env("PROMETHEUS_URL", "http://prometheus-operated.monitoring.svc:9090"),
+        help="Prometheus for targets without serverAddress (env SCALER_PROMETHEUS_URL)",
+    )
+    g.add_argument(
+        "--prometheus-timeout",
+        type=duration_arg,
+        metavar="DURATION",
+        default=30.0,
+        help="per request (30s)",
+    )
+    g = p.add_argument_group("fitting")
+    defaults = RetrainSettings()
+    g.add_argument(
+        "--history",
+        type=duration_arg,
+        metavar="DURATION",
+        default=defaults.history,
+        help="history per fit (28d; two weeks is the floor for weekly seasonality)",
+    )
+    g.add_argument(
+        "--model-step",
+        type=duration_arg,
+        metavar="DURATION",
+        default=defaults.model_step,
+        help="resolution models fit at; match `scaler serve --model-step` (5m)",
+    )
+    g.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        default=int(env("WORKERS", str(defaults.workers)) or defaults.workers),
+        help="fit processes side by side (2); 0 fits in this process",
+    )
+    g.add_argument(
+        "--fit-timeout",
+        type=duration_arg,
+        metavar="DURATION",
+        default=defaults.fit_timeout,
+        help="per target, fit and backtest (15m); past it the worker is killed",
+    )
+    g.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write the summary as JSON here (- = stdout)"
+    )
+    p.set_defaults(func=cmd_retrain)
+
+
+class _Paragraphs(argparse.RawDescriptionHelpFormatter):
+    """Wraps the description's paragraphs to the terminal, keeps the epilog's lines as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "examples:" in text:
+            return super()._fill_text(text, width, indent)
+        return "\n\n".join(
+            textwrap.fill(part, width, initial_indent=indent, subsequent_indent=indent)
+            for part in text.split("\n\n")
+        )
+
+
+def _path(text: str | None) -> Path | None:
+    return Path(text) if text else None
+
+
+def cmd_retrain(args: argparse.Namespace) -> int:
+    shard = shard_of(args.shard, args.shards, args.job_index)
+    store = open_store(args.store, kubeconfig=args.kubeconfig, keep=args.keep)
+    found, problems = read_targets(args)
+    mine = [t for t in found if shard.holds(t.key)]
+    logger.info(
+        "retraining %d of %d targets (shard %d/%d) into %r",
+        len(mine),
+        len(found),
+        shard.index,
+        shard.count,
+        store,
+    )
+    from scaler.sources.prometheus import PrometheusSource
+
+    source = PrometheusSource(args.prometheus_url, timeout=args.prometheus_timeout)
+    settings = RetrainSettings(
+        model_step=args.model_step,
+        history=args.history,
+        workers=_bounded("--workers", args.workers, 0, 64),
+        fit_timeout=args.fit_timeout,
+    )
+    retrainer = Retrainer(store, source, settings)
+    try:
+        outcomes = asyncio.run(retrainer.run(mine, now=time.time()))
+    finally:
+        retrainer.close()
+        source.close()
+    outcomes += [Outcome(target=p.where, key="", reason=p.error, failed=True) for p in problems]
+    write_summary(outcomes, args.json, shard)
+    return 1 if any(o.failed for o in outcomes) else 0
+
+
+def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
+    """--shard, else JOB_COMPLETION_INDEX (0-based) of --shards, else 1/1."""
+    if text:
+        return Shard.parse(text)
+    if job_index is None:
+        return Shard(1, 1)
+    if not job_index.isdigit() or shards < 1:
+        raise ConfigError(
+            f"JOB_COMPLETION_INDEX={job_index!r} is set but --shards is {shards}: set --shards "
+            "(or SCALER_SHARDS) to the Indexed Job's completions"
+        )
+    return Shard(int(job_index) + 1, shards)
+
+
+def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]:
+    if args.targets is not None:
+        objects = manifests.read_file(args.targets)
+        if not objects:
+            raise ConfigError(f"{args.targets}: no ScaledObject in it")
+        return manifests.from_objects(objects, scaler_address=args.scaler_address)
+    if not args.scaler_address:
+        raise ConfigError(
+            "give --targets FILE, or --scaler-address to find the cluster's ScaledObjects "
+            "whose trigger points at this scaler"
+        )
+    from scaler.kube import api
+    from scaler.kube.scaledobjects import ScaledObjects
+
+    listed, _ = ScaledObjects(api.connect(args.kubeconfig)).list(args.namespace)
+    return manifests.from_objects(listed, scaler_address=args.scaler_address)
+
+
+def write_summary(outcomes: list[Outcome], json_path: Path | None, shard: Shard) -> None:
+    report = {
+        "shard": f"{shard.index}/{shard.count}",
+        "targets": len(outcomes),
+        "promoted": sum(o.promoted for o in outcomes),
+        "failed": sum(o.failed for o in outcomes),
+        "outcomes": [o.to_dict() for o in outcomes],
+    }
+    text = json.dumps(report, indent=2, allow_nan=False)
+    if json_path is not None and str(json_path) == "-":
+        print(text)
+        return
+    if json_path is not None:
+        json_path.write_text(text + "\n")
+    print_table(outcomes, sys.stdout)
+    print(
+        f"{report['targets']} targets, {report['promoted']} promoted, "
+        f"{report['failed']} failed (shard {report['shard']})"
+    )
+
+
+def print_table(outcomes: list[Outcome], out: TextIO) -> None:
+    rows = [("TARGET", "MODEL", "CHALLENGER", "CHAMPION", "PROMOTED", "WHY")]
+    for o in outcomes:
+        champion = "-" if o.champion is None else f"v{o.champion} {_score(o.champion_loss)}"
+        promoted = "FAILED" if o.failed else (f"yes v{o.version}" if o.promoted else "no")
+        rows.append(
+            (o.key or o.target, o.model, _score(o.challenger_loss), champion, promoted, o.reason)
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for row in rows:
+        cells = [c.ljust(w) for c, w in zip(row[:5], widths, strict=True)]
+        print("  ".join([*cells, row[5][:200]]), file=out)
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
+
+
+def _bounded(flag: str, value: int, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise ConfigError(f"{flag} {value}: give {low} to {high}")
+    return value

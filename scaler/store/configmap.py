@@ -1,0 +1,215 @@
+"""The ConfigMap backend (`--store configmap:NAMESPACE`): models in Kubernetes ConfigMaps, for
+clusters where the scaler has no shared volume.
+
+Per key: one immutable ConfigMap per version, `scaler-model-<slug>-v000003`, holding the
+artefact gzip-compressed in binaryData (artefacts compress about 5x; the API server refuses an
+object past 1 MiB, so a version larger than MAX_BYTES is refused here with its size and the fix),
+and one pointer ConfigMap, `scaler-model-<slug>`, whose data names the champion. Both carry the
+labels below, so a version list is one label-selected LIST.
+- put: the next version number is claimed by *creating* its ConfigMap; AlreadyExists (409) means
+  another writer took it, so re-list and try the next, a bounded number of times.
+- promote: compare-and-set on the pointer's resourceVersion; a 409 means another writer moved
+  it, so re-read: still `expected`, try again; anything else, the other writer won.
+
+Must not: import `kubernetes` (scaler/kube/configmaps.py is the adapter).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from scaler.kube.api import Conflict, KubeError
+from scaler.kube.configmaps import ConfigMap, ConfigMaps
+from scaler.store import base
+from scaler.store.base import ArtefactRejected, Stored, StoreError, StoreKey
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "scaler-model"
+MAX_BYTES = 1_000_000
+"""Largest compressed artefact plus metadata: under the API server's 1 MiB (1,048,576 bytes)
+object limit with room for names, labels and annotations."""
+ATTEMPTS = 8
+"""Conflicts tolerated in one put or promote before giving up (each means another writer
+succeeded, so the loop ends quickly unless dozens write the same key at once)."""
+MANAGED = {"app.kubernetes.io/managed-by": "predictive-gpu-scaler"}
+ROLE, KEY = "scaler.store/role", "scaler.store/key"
+ARTEFACT = "artefact.json.gz"
+
+
+class ConfigMapStore:
+    """base.ModelStore over the ConfigMaps of one namespace."""
+
+    def __init__(self, maps: ConfigMaps, *, keep: int = base.DEFAULT_KEEP) -> None:
+        self.maps = maps
+        self.keep = base.check_keep(keep)
+
+    def __repr__(self) -> str:
+        return f"ConfigMapStore(namespace={self.maps.namespace!r})"
+
+    def put(self, key: StoreKey, data: dict[str, Any], meta: dict[str, Any] | None = None) -> int:
+        data = base.validated(key, None, data)
+        blob = gzip.compress(json.dumps(data, allow_nan=False).encode(), mtime=0)
+        meta_text = json.dumps(meta or {}, allow_nan=False)
+        size = len(blob) + len(meta_text)
+        if size > MAX_BYTES:
+            raise StoreError(
+                f"{key}: artefact is {size} bytes compressed, past the {MAX_BYTES}-byte ConfigMap "
+                "limit; use the directory store (--store DIR on a volume)"
+            )
+        for _ in range(ATTEMPTS):
+            version = max(self.versions(key), default=0) + 1
+            labels = self._labels(key, "version")
+            record = {"version": str(version), "key": json.dumps(key.to_dict()), "meta": meta_text}
+            cm = ConfigMap(
+                _version_name(key, version),
+                data=record,
+                binary_data={ARTEFACT: blob},
+                labels=labels,
+                immutable=True,
+            )
+            try:
+                with _as_store_error(key, version):
+                    self.maps.create(cm)
+            except _Taken:
+                continue
+            logger.info("%s: stored v%d in %r (%d bytes)", key, version, self, size)
+            self._prune(key)
+            return version
+        raise StoreError(f"{key}: {ATTEMPTS} writers raced for the next version; retry later")
+
+    def get(self, key: StoreKey, version: int) -> Stored:
+        with _as_store_error(key, version):
+            cm = self.maps.get(_version_name(key, version))
+        if cm is None:
+            raise StoreError(f"{key} v{version}: no such version in {self.maps.namespace}")
+        try:
+            data = json.loads(gzip.decompress(cm.binary_data[ARTEFACT]))
+            meta = json.loads(cm.data.get("meta", "{}"))
+        except (KeyError, OSError, EOFError, ValueError) as exc:
+            raise ArtefactRejected(key, version, f"ConfigMap {cm.name} is damaged ({exc})") from exc
+        return Stored(
+            key=key,
+            version=version,
+            artefact=base.validated(key, version, data),
+            meta=meta if isinstance(meta, dict) else {},
+        )
+
+    def versions(self, key: StoreKey) -> list[int]:
+        with _as_store_error(key, None):
+            found = self.maps.list(_selector(key, "version"))
+        return sorted(int(v) for cm in found if (v := cm.data.get("version", "")).isdigit())
+
+    def champion_version(self, key: StoreKey) -> int | None:
+        with _as_store_error(key, None):
+            pointer = self.maps.get(_pointer_name(key))
+        return _champion_of(key, pointer)
+
+    def champion(self, key: StoreKey) -> Stored | None:
+        top = self.champion_version(key)
+        if top is None:
+            return None
+        for version in reversed([v for v in self.versions(key) if v <= top]):
+            try:
+                return self.get(key, version)
+            except ArtefactRejected as exc:
+                logger.warning("%s: skipping v%d for an older version: %s", key, version, exc)
+        return None
+
+    def promote(self, key: StoreKey, version: int, *, expected: int | None) -> bool:
+        self.get(key, version)  # ArtefactRejected before the pointer moves
+        for _ in range(ATTEMPTS):
+            with _as_store_error(key, version):
+                pointer = self.maps.get(_pointer_name(key))
+            current = _champion_of(key, pointer)
+            if current != expected:
+                logger.info("%s: v%d not promoted, champion is v%s now", key, version, current)
+                return False
+            data = {
+                "champion": str(version),
+                "previous": "" if current is None else str(current),
+                "promotedAt": f"{time.time():.3f}",
+                "key": json.dumps(key.to_dict()),
+            }
+            cm = ConfigMap(
+                _pointer_name(key),
+                data=data,
+                labels=self._labels(key, "pointer"),
+                resource_version=pointer.resource_version if pointer else None,
+            )
+            try:
+                with _as_store_error(key, version):
+                    (self.maps.replace if pointer else self.maps.create)(cm)
+            except _Taken:
+                continue  # someone wrote the pointer since we read it: read again
+            logger.info("%s: v%d is champion (was v%s)", key, version, current)
+            self._prune(key)
+            return True
+        raise StoreError(f"{key}: the champion pointer kept changing under {ATTEMPTS} tries")
+
+    def keys(self) -> list[StoreKey]:
+        with _as_store_error(None, None):
+            found = self.maps.list(f"{ROLE}=version")
+        keys = set()
+        for cm in found:
+            try:
+                keys.add(StoreKey.from_dict(json.loads(cm.data.get("key", ""))))
+            except (ValueError, StoreError) as exc:
+                logger.warning("ConfigMap %s: unreadable store key (%s)", cm.name, exc)
+        return sorted(keys)
+
+    def _labels(self, key: StoreKey, role: str) -> dict[str, str]:
+        return MANAGED | {ROLE: role, KEY: key.digest}
+
+    def _prune(self, key: StoreKey) -> None:
+        try:
+            champion = self.champion_version(key)
+            for version in base.to_prune(self.versions(key), keep=self.keep, champion=champion):
+                with _as_store_error(key, version):
+                    self.maps.delete(_version_name(key, version))
+        except StoreError as exc:  # the write itself succeeded; pruning waits for the next one
+            logger.warning("%s: old versions not pruned yet: %s", key, exc)
+
+
+class _Taken(StoreError):
+    """409 from a create or replace: another writer got there first."""
+
+
+@contextlib.contextmanager
+def _as_store_error(key: StoreKey | None, version: int | None) -> Iterator[None]:
+    """KubeError -> StoreError naming key and version; a Conflict -> _Taken for the loops."""
+    where = f"{key} v{version}" if version is not None else str(key or "model store")
+    try:
+        yield
+    except Conflict as exc:
+        raise _Taken(f"{where}: {exc}") from exc
+    except KubeError as exc:
+        raise StoreError(f"{where}: {exc}") from exc
+
+
+def _champion_of(key: StoreKey, pointer: ConfigMap | None) -> int | None:
+    if pointer is None:
+        return None
+    text = pointer.data.get("champion", "")
+    if not text.isdigit():
+        logger.warning("%s: champion pointer %s holds %r", key, pointer.name, text[:20])
+        return None
+    return int(text)
+
+
+def _pointer_name(key: StoreKey) -> str:
+    return f"{PREFIX}-{key.slug}"
+
+
+def _version_name(key: StoreKey, version: int) -> str:
+    return f"{PREFIX}-{key.slug}-v{version:06d}"
+
+
+def _selector(key: StoreKey, role: str) -> str:
+    return f"{ROLE}={role},{KEY}={key.digest}"

@@ -1,0 +1,148 @@
+"""`scaler retrain` against the real Prometheus and a real store: targets from a manifest file
+or from the cluster (the Kubernetes API emulator), first models promoted, a worse champion
+replaced, a better one kept, a broken trigger reported while the others still train."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from models import artefact
+from scaler import cli
+from scaler.kube import targets as manifests
+from scaler.store.base import StoreKey
+from scaler.store.configmap import ConfigMapStore
+from scaler.store.directory import DirectoryStore
+from scaler.store.location import open_store
+from tests.contract import synthetic
+from tests.integration.kube_api import KubeAPI
+from tests.integration.prometheus_server import PrometheusServer
+
+ROOT = Path(__file__).resolve().parents[2]
+ADDRESS = "scaler.keda.svc:9000"
+
+
+def scaled_object(
+    name: str, query: str, *, address: str = ADDRESS, extra: dict[str, str] | None = None
+) -> dict[str, Any]:
+    meta = {"scalerAddress": address, "query": query, "threshold": "50", "model": "seasonal"}
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"namespace": "web", "name": name},
+        "spec": {
+            "scaleTargetRef": {"name": name},
+            "triggers": [
+                {"type": "cpu", "metadata": {"value": "80"}},
+                {"type": "external", "metadata": meta | (extra or {})},
+            ],
+        },
+    }
+
+
+def nasa(server: PrometheusServer) -> str:
+    trace = server.traces["nasa_http_5min"]
+    return trace.selector
+
+
+def key_of(obj: dict[str, Any]) -> StoreKey:
+    (target,), _ = manifests.from_objects([obj])
+    return target.key
+
+
+def retrain(*argv: str) -> tuple[int, dict[str, Any]]:
+    code = cli.main(["retrain", "--workers", "1", "--json", argv[-1], *argv[:-1]])
+    return code, json.loads(Path(argv[-1]).read_text())
+
+
+def test_the_checks_interface_promotes_first_models_and_reports_a_broken_trigger(
+    prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    good = scaled_object("api", nasa(prometheus_server))
+    typo = scaled_object("typo", nasa(prometheus_server), extra={"maxReplica": "5"})
+    empty = scaled_object("gone", 'absent_metric{job="nowhere"}')
+    listing = {"apiVersion": "v1", "kind": "List", "items": [good, typo, empty]}
+    (tmp_path / "so.yaml").write_text(yaml.safe_dump(listing))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scaler",
+            "retrain",
+            "--targets",
+            str(tmp_path / "so.yaml"),
+            "--store",
+            str(tmp_path / "store"),
+            "--prometheus-url",
+            prometheus_server.url,
+            "--workers",
+            "1",
+            "--json",
+            str(tmp_path / "summary.json"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stderr  # the typo failed, after the other finished
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    rows = {row["target"].split(" ")[0]: row for row in summary["outcomes"]}
+    assert rows["web/api"]["promoted"] and rows["web/api"]["reason"] == "no champion yet"
+    assert rows["web/api"]["model"] == "seasonal" and rows["web/api"]["challenger_loss"] > 0
+    assert rows["web/typo"]["failed"] and "'maxReplica'" in rows["web/typo"]["reason"]
+    assert rows["web/gone"]["failed"] and "returned no series" in rows["web/gone"]["reason"]
+    assert "web/api/" in done.stdout and "yes v1" in done.stdout and "FAILED" in done.stdout
+    champion = DirectoryStore(tmp_path / "store").champion(key_of(good))
+    assert champion is not None and champion.version == 1
+    assert artefact.load(champion.artefact).kind == "seasonal"
+
+
+def test_a_worse_champion_is_replaced_and_a_fresh_one_is_kept(
+    prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    good = scaled_object("api", nasa(prometheus_server))
+    (tmp_path / "so.yaml").write_text(yaml.safe_dump(good))
+    store = DirectoryStore(tmp_path / "store")
+    # A champion fitted on other load (ten times the scale) forecasts this one badly.
+    wrong = artefact.fit("seasonal", synthetic.load(28, scale=3000.0), steps=10)
+    store.promote(key_of(good), store.put(key_of(good), wrong), expected=None)
+    args = ("--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store"))
+    args += ("--prometheus-url", prometheus_server.url)
+    code, summary = retrain(*args, str(tmp_path / "first.json"))
+    (row,) = summary["outcomes"]
+    assert code == 0 and row["promoted"] and row["version"] == 2, row
+    assert row["challenger_loss"] < row["champion_loss"] and row["reason"].startswith("pinball")
+    code, summary = retrain(*args, str(tmp_path / "second.json"))
+    (row,) = summary["outcomes"]
+    assert code == 0 and not row["promoted"] and row["reason"].startswith("v2 stays"), row
+    assert store.champion_version(key_of(good)) == 2
+
+
+def test_cluster_targets_are_the_triggers_pointing_at_this_scaler_into_configmaps(
+    prometheus_server: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    ours = scaled_object("api", nasa(prometheus_server))
+    kube_api.add(ours)
+    kube_api.add(scaled_object("other", nasa(prometheus_server), address="elsewhere:9000"))
+    code, summary = retrain(
+        "--scaler-address",
+        ADDRESS,
+        "--kubeconfig",
+        str(tmp_path / "kubeconfig"),
+        "--store",
+        "configmap:keda",
+        "--prometheus-url",
+        prometheus_server.url,
+        str(tmp_path / "summary.json"),
+    )
+    assert code == 0
+    assert [row["target"] for row in summary["outcomes"]] == ["web/api"]
+    store = open_store("configmap:keda", kubeconfig=tmp_path / "kubeconfig")
+    assert isinstance(store, ConfigMapStore)
+    assert store.champion_version(key_of(ours)) == 1

@@ -1,0 +1,133 @@
+"""The ConfigMap model store through the official client and the Kubernetes API emulator:
+versions as immutable ConfigMaps, the champion pointer as a compare-and-set on resourceVersion
+(409 -> re-read, bounded), the 1 MiB object limit, and damaged versions skipped."""
+
+from __future__ import annotations
+
+import base64
+import threading
+from pathlib import Path
+
+import pytest
+
+from scaler.errors import ConfigError
+from scaler.store import configmap
+from scaler.store.base import ArtefactRejected, StoreError, StoreKey
+from scaler.store.configmap import ConfigMapStore
+from scaler.store.location import open_store
+from tests.integration.kube_api import KubeAPI
+from tests.store_artefacts import fitted
+
+KEY = StoreKey("gpu", "llm-serve", "s0-llm")
+NAMESPACE = "keda"
+
+
+def store(tmp_path: Path, keep: int = 5) -> ConfigMapStore:
+    opened = open_store(f"configmap:{NAMESPACE}", kubeconfig=tmp_path / "kubeconfig", keep=keep)
+    assert isinstance(opened, ConfigMapStore)
+    return opened
+
+
+def test_a_version_round_trips_compressed_in_an_immutable_configmap(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    models = store(tmp_path)
+    version = models.put(KEY, fitted(), {"reason": "first"})
+    got = models.get(KEY, version)
+    assert (got.artefact, got.meta) == (fitted(), {"reason": "first"})
+    (stored,) = kube_api.objects("v1", "configmaps", NAMESPACE)
+    assert stored["immutable"] is True
+    assert len(base64.b64decode(stored["binaryData"][configmap.ARTEFACT])) < len(str(fitted()))
+    assert models.keys() == [KEY]
+
+
+def test_the_first_writer_wins_the_champion_pointer(kube_api: KubeAPI, tmp_path: Path) -> None:
+    models = store(tmp_path)
+    first, second = models.put(KEY, fitted(0)), models.put(KEY, fitted(1))
+    assert models.promote(KEY, first, expected=None)
+    assert not models.promote(KEY, second, expected=None)
+    assert models.champion_version(KEY) == first
+    assert models.promote(KEY, second, expected=first)
+    champion = models.champion(KEY)
+    assert champion is not None and champion.version == second
+
+
+def test_a_conflict_on_the_pointer_is_re_read_and_retried(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    models = store(tmp_path)
+    first, second = models.put(KEY, fitted(0)), models.put(KEY, fitted(1))
+    models.promote(KEY, first, expected=None)
+    kube_api.fail_next("PUT", f"configmaps/{configmap.PREFIX}-{KEY.slug}", 409, count=2)
+    assert models.promote(KEY, second, expected=first)
+    assert models.champion_version(KEY) == second
+    puts = kube_api.requests("PUT", f"{configmap.PREFIX}-{KEY.slug}")
+    assert len(puts) == 3
+
+
+def test_racing_writers_get_distinct_versions_and_exactly_one_champion(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    won: list[bool] = []
+
+    def race(seed: int) -> None:
+        models = store(tmp_path)
+        won.append(models.promote(KEY, models.put(KEY, fitted(seed % 2)), expected=None))
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(won) == [False, False, False, True]
+    assert store(tmp_path).versions(KEY) == [1, 2, 3, 4]
+
+
+def test_old_versions_are_deleted_but_never_the_champion(kube_api: KubeAPI, tmp_path: Path) -> None:
+    models = store(tmp_path, keep=2)
+    models.promote(KEY, models.put(KEY, fitted()), expected=None)
+    for _ in range(4):
+        models.put(KEY, fitted())
+    assert models.versions(KEY) == [1, 4, 5]
+    assert len(kube_api.objects("v1", "configmaps", NAMESPACE)) == 4  # three versions + pointer
+
+
+def test_an_artefact_past_the_object_limit_is_refused_with_its_size(
+    kube_api: KubeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(configmap, "MAX_BYTES", 1000)  # our own seam: the limit, not the client
+    with pytest.raises(StoreError, match=r"bytes compressed, past the 1000-byte ConfigMap limit"):
+        store(tmp_path).put(KEY, fitted())
+    assert kube_api.objects("v1", "configmaps", NAMESPACE) == []
+
+
+def test_a_damaged_champion_is_skipped_for_the_last_good_version(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    models = store(tmp_path)
+    good = models.put(KEY, fitted(0))
+    models.promote(KEY, good, expected=None)
+    bad = models.put(KEY, fitted(1))
+    models.promote(KEY, bad, expected=good)
+    name = f"{configmap.PREFIX}-{KEY.slug}-v{bad:06d}"
+    damaged = kube_api.get("v1", "configmaps", NAMESPACE, name)
+    blob = base64.b64decode(damaged["binaryData"][configmap.ARTEFACT])
+    damaged["binaryData"][configmap.ARTEFACT] = base64.b64encode(blob[: len(blob) // 2]).decode()
+    kube_api.tamper(damaged, plural="configmaps")
+    with pytest.raises(ArtefactRejected, match=f"{KEY} v{bad}: artefact rejected"):
+        models.get(KEY, bad)
+    champion = models.champion(KEY)
+    assert champion is not None and champion.version == good
+
+
+def test_an_unreachable_api_is_a_store_error_naming_the_key(tmp_path: Path) -> None:
+    with KubeAPI() as gone:
+        gone.kubeconfig(tmp_path / "kubeconfig")
+    with pytest.raises(StoreError, match=f"{KEY}: .*unreachable"):
+        store(tmp_path).champion_version(KEY)
+
+
+@pytest.mark.parametrize("location", ["configmap:", "configmap:Bad_NS", ""])
+def test_a_store_location_that_names_nothing_is_refused(location: str) -> None:
+    with pytest.raises(ConfigError, match="--store"):
+        open_store(location)

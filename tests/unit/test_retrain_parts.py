@@ -1,0 +1,116 @@
+"""The pure parts of `scaler retrain`: shards, the promotion verdict, reading ScaledObject
+manifests into targets."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from scaler import cli
+from scaler.errors import ConfigError
+from scaler.kube import targets
+from scaler.offline.retrain import Shard, verdict
+from scaler.offline.retrain_cli import shard_of
+from scaler.store.base import StoreKey
+
+KEYS = [StoreKey("ns", f"svc-{i}", "m") for i in range(2000)]
+
+
+def test_shards_split_targets_disjointly_covering_all_and_near_evenly() -> None:
+    count = 4
+    held = [[k for k in KEYS if Shard(i, count).holds(k)] for i in range(1, count + 1)]
+    assert sorted(k for part in held for k in part) == sorted(KEYS)
+    # Binomial(2000, 1/4): a share off by more than 5 sigma (about 97) is a broken hash.
+    assert all(
+        abs(len(part) - len(KEYS) / count) < 5 * math.sqrt(2000 * 0.25 * 0.75) for part in held
+    )
+
+
+def test_a_key_stays_in_its_shard_whatever_else_is_listed() -> None:
+    alone = [Shard(i, 3).holds(KEYS[7]) for i in (1, 2, 3)]
+    assert alone.count(True) == 1
+
+
+def test_the_indexed_job_index_picks_the_shard_and_needs_the_count() -> None:
+    assert shard_of(None, 4, "2") == Shard(3, 4)
+    assert shard_of("1/1", 4, "2") == Shard(1, 1)
+    assert shard_of(None, 0, None) == Shard(1, 1)
+    with pytest.raises(ConfigError, match="--shards"):
+        shard_of(None, 0, "2")
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0"])
+def test_a_shard_that_names_nothing_is_refused(text: str) -> None:
+    with pytest.raises(ConfigError, match="--shard"):
+        Shard.parse(text)
+
+
+def test_a_challenger_is_promoted_only_when_better_or_the_champion_unusable() -> None:
+    assert verdict(1.0, 2.0, champion=3) == (True, "pinball 1 beats v3's 2 on the latest week")
+    assert verdict(2.0, 2.0, champion=3)[0] is False
+    assert verdict(math.nan, 2.0, champion=3)[0] is False
+    assert verdict(math.nan, math.nan, champion=None)[0] is False
+    assert verdict(1.0, math.nan, champion=None) == (True, "no champion yet")
+    assert verdict(5.0, 1.0, champion=3, problem="artefact format")[0] is True
+
+
+MANIFESTS = """
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: llm, namespace: gpu}
+spec:
+  triggers:
+  - type: external
+    metadata: {scalerAddress: "scaler:9000", query: "sum(x)", threshold: "4"}
+  - type: external-push
+    metadata: {scalerAddress: "other:9000", query: "sum(y)", threshold: "4"}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: keda.sh/v1alpha1
+  kind: ScaledObject
+  metadata: {name: api, namespace: web}
+  spec:
+    triggers:
+    - type: external
+      metadata: {scalerAddress: "scaler:9000", query: "sum(z)", threshold: "0"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llm}
+"""
+
+
+def test_documents_and_lists_are_read_and_a_bad_trigger_is_a_problem_not_a_stop(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "so.yaml").write_text(MANIFESTS)
+    objects = targets.read_file(tmp_path / "so.yaml")
+    assert [o["metadata"]["name"] for o in objects] == ["llm", "api"]
+    found, problems = targets.from_objects(objects)
+    assert [(t.spec.label, t.trigger) for t in found] == [("gpu/llm", 0), ("gpu/llm", 1)]
+    assert [p.where for p in problems] == ["web/api trigger 0"]
+    assert "threshold" in problems[0].error
+    ours, _ = targets.from_objects(objects, scaler_address="scaler:9000")
+    assert [t.spec.query for t in ours] == ["sum(x)"]
+    assert found[0].key != found[1].key
+
+
+def test_a_targets_file_that_is_not_yaml_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "so.yaml").write_text("a: [unclosed")
+    with pytest.raises(ConfigError, match=r"so\.yaml: not YAML"):
+        targets.read_file(tmp_path / "so.yaml")
+
+
+def test_retrain_help_names_every_flag_and_the_checks_interface(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["retrain", "--help"])
+    shown = capsys.readouterr().out
+    assert exit_.value.code == 0
+    for flag in ("--targets FILE", "--store DIR|configmap:NS", "--prometheus-url URL", "--shard"):
+        assert flag in shown
