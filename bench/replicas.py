@@ -300,7 +300,7 @@ async def rolling_restart(
 
     def note(what: str) -> None:
         events.append((round(time.monotonic() - began, 1), what))
-        print(f"    {events[-1][0]:6.1f}s {what}")
+        print(f"    {events[-1][0]:6.1f}s {what}; client so far: {dict(client.codes)}")
 
     await asyncio.sleep(10)
     for old, new_name in ((a, "a2"), (b, "b2")):
@@ -315,6 +315,7 @@ async def rolling_restart(
         note(f"{old.name} exited ({code})")
         client.replicas.remove(old)
         await asyncio.sleep(10)
+    note("done")
     client.stop.set()
     await task
     await asyncio.sleep(1)
