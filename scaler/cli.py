@@ -17,9 +17,10 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from scaler.clock import Clock, WallClock
-from scaler.decision.spec import duration_arg
+from scaler.decision.spec import TargetSpec, duration_arg
 from scaler.errors import ConfigError, ScalerError
 from scaler.record.decisionlog import DecisionLog
+from scaler.serving import champions, warmup
 from scaler.serving import server as grpc_server
 from scaler.serving.engine import Engine
 from scaler.serving.explain_http import explain_app
@@ -128,6 +129,14 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--host", default=env("HOST", "[::]"), help="bind address (default [::])")
     g.add_argument(
+        "--drain-delay",
+        type=duration_within(0.0, 60.0),
+        default=env("DRAIN_DELAY", "0s"),
+        help="after SIGTERM, keep answering new RPCs this long with health NOT_SERVING, while "
+        "Kubernetes drops the pod from the Service, then drain (env SCALER_DRAIN_DELAY; 0s-60s; "
+        "default 0s; 5s in deploy/)",
+    )
+    g.add_argument(
         "--source",
         default=env("SOURCE", "prometheus"),
         help="prometheus, or file:PATH to replay a timestamp,value CSV or a folder of "
@@ -199,6 +208,30 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "env SCALER_KUBECONFIG_FILE)",
     )
     prometheus_flags.add_flags(p, env)
+    w = p.add_argument_group("targets and models (docs/replicas.md)")
+    w.add_argument(
+        "--targets",
+        type=Path,
+        default=env("TARGETS"),
+        help="ScaledObject manifests (multi-document YAML, or `kubectl get scaledobjects -A -o "
+        "yaml`): their external triggers are warmed up (model, history, drift state) before "
+        "gRPC health and /readyz say SERVING (env SCALER_TARGETS)",
+    )
+    w.add_argument(
+        "--store",
+        default=env("STORE"),
+        help="model store shared by every replica: DIR, or configmap:NAMESPACE; answers come "
+        "from its champions, promotions are hot-reloaded, a target without a model gets one "
+        "fitted here and written there, first writer wins (env SCALER_STORE; default: fit "
+        "in-process, keep in memory)",
+    )
+    w.add_argument(
+        "--store-poll",
+        type=duration_within(1.0, 3600.0),
+        default=env("STORE_POLL", "60s"),
+        help="how often each target's champion pointer is read for a promotion "
+        "(env SCALER_STORE_POLL; 1s-1h; default 60s)",
+    )
     e = p.add_argument_group("engine")
     e.add_argument(
         "--step",
@@ -268,6 +301,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             http_port=args.http_port,
             health_port=args.health_port,
             host=args.host,
+            drain_seconds=args.drain_delay,
             tls=tls,
         ),
         prometheus=PrometheusSettings(
@@ -286,6 +320,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
             ledger_scrape_interval=args.ledger_scrape_interval,
         ),
         source=args.source,
+        targets_file=args.targets,
+        store=args.store or None,
+        store_poll=args.store_poll,
         decision_log=args.decision_log,
         decision_log_max_bytes=args.decision_log_max_size,
         decision_log_keep=args.decision_log_keep,
@@ -338,6 +375,9 @@ async def run_server(
     on_ready: Callable[[int, int, Engine], None] | None = None,
 ) -> None:
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
+    targets = known_targets(settings)  # warmed up before health says SERVING
+    store = None if settings.store is None else champions.open_store(settings.store)
+    store_models = None if store is None else champions.Champions(store, poll=settings.store_poll)
     registry = CollectorRegistry()
     telemetry = Telemetry(registry)
     source = make_source(settings, clock, telemetry)
@@ -376,7 +416,18 @@ async def run_server(
             unready=lambda: unready(engine),
             routes={"/explain": explain_app(decision_log, clock.now)},
         )
-    engine_task = asyncio.create_task(engine.run(), name="engine")
+    engine.fitter.store = store_models
+    background: list[asyncio.Task[None]] = []
+
+    def warm() -> None:
+        background.append(asyncio.create_task(grpc_server.set_serving(health)))
+        if store_models is not None:
+            background.append(asyncio.create_task(store_models.poll(engine.targets)))
+
+    load = None if store_models is None else store_models.load
+    engine_task = asyncio.create_task(
+        warmup.run(engine, targets, load=load, on_warm=warm), name="engine"
+    )
     logger.info(
         "serving ExternalScaler on port %d (%s), metrics on %d, source %s",
         port,
@@ -393,6 +444,7 @@ async def run_server(
             server,
             health,
             grace=settings.server.grace_seconds,
+            drain=settings.server.drain_seconds,
             stop=stop,
             on_stop=engine_task.cancel,
         )
@@ -400,8 +452,9 @@ async def run_server(
         logger.debug("RPCs drained")
         if probe is not None:
             await probe.stop(0)
-        engine_task.cancel()
-        await asyncio.gather(engine_task, return_exceptions=True)
+        for task in (engine_task, *background):
+            task.cancel()
+        await asyncio.gather(engine_task, *background, return_exceptions=True)
         logger.debug("engine stopped")
         if http is not None:
             http.shutdown()
@@ -433,6 +486,19 @@ def make_event_recorder(
             recorder.emit(notice)
 
     return recorder, on_record
+
+
+def known_targets(settings: Settings) -> list[TargetSpec]:
+    """The targets of --targets; a trigger that does not parse is logged and left to KEDA's
+    first call, which answers it INVALID_ARGUMENT naming the key."""
+    if settings.targets_file is None:
+        return []
+    from scaler.kube import targets
+
+    found, problems = targets.from_objects(targets.read_file(settings.targets_file))
+    for problem in problems:
+        logger.warning("--targets %s: %s: %s", settings.targets_file, problem.where, problem.error)
+    return [t.spec for t in found]
 
 
 def unready(engine: Engine) -> str | None:
@@ -471,7 +537,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     "stopping: in-flight RPCs have %gs, queued fits are cancelled",
                     settings.server.grace_seconds,
                 )
-                exit_deadline(settings.server.grace_seconds)
+                exit_deadline(settings.server.drain_seconds + settings.server.grace_seconds)
             stop.set()
 
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -38,6 +38,10 @@ class ServerSettings:
     """Address to bind both ports to."""
     grace_seconds: float = 5.0
     """How long in-flight RPCs may finish after SIGTERM."""
+    drain_seconds: float = 0.0
+    """After SIGTERM, how long health says NOT_SERVING while new RPCs are still answered, before
+    the grace period starts: the time Kubernetes takes to drop the pod from the Service's
+    endpoints, so a rolling restart costs KEDA no failed poll."""
     tls: TLSSettings = field(default_factory=TLSSettings)
 
 
@@ -151,6 +155,13 @@ class Settings:
     """Where the prewarm ledger is rebuilt from: `prometheus` (the spend counter every replica
     exports, read from `prometheus.ledger_url`), or `none` (an in-memory ledger that a restart
     forgets; the file source, which has no place to store spend, always uses it)."""
+    targets_file: Path | None = None
+    """ScaledObject manifests whose targets are warmed up before the scaler says SERVING."""
+    store: str | None = None
+    """Model store the champions are read from and new models written to: a directory, or
+    `configmap:NAMESPACE`; None fits every model in-process and keeps it in memory."""
+    store_poll: float = 60.0
+    """Seconds between reads of each target's champion pointer (hot reload)."""
     decision_log: Path | None = None
     """Append a JSON line per target per decision change to this file (record/decisionlog.py)."""
     decision_log_max_bytes: int = 64 * 2**20

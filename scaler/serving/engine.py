@@ -42,7 +42,7 @@ from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, CircuitOpen, ScalerError
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import fitting, isolation, leadtime
+from scaler.serving import fitting, isolation, leadtime, warmup
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -365,14 +365,14 @@ class Engine:
         return state.drift
 
     async def _adopt_null(self, state: TargetState) -> None:
-        """Measure a new model's drift null (a backtest of ~1 s) in a thread, once per model:
-        on the event loop it would stall every RPC and every other target's refresh."""
+        """For a new model, rebuild the drift tracker from the model's fit (its null, a backtest
+        of ~1 s unless stored with it, and a replay since the fit) in a thread, once per model:
+        on the event loop it would stall every RPC and every other target's refresh. Every
+        replica then holds the same tracker (scaler/serving/driftstate.py)."""
         model, history = state.model, state.history
         if model is None or history is None or not self._tracker(state).needs(model):
             return
-        tracker = self._tracker(state)
-        null = await asyncio.to_thread(tracker.null_of, model, history)
-        tracker.use(model, null)
+        await warmup.adopt(self, state)
 
     def _forecast_peak(
         self, state: TargetState, now: float

@@ -14,10 +14,11 @@ import functools
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from models import artefact
 from models.base import ModelError, Series
+from models.calibrate import CalibratedModel
 from scaler.serving import workers
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
@@ -33,6 +34,18 @@ UNAVAILABLE_RETRY = 60.0
 """Seconds before a fit that found no worker (not the target's fault) is tried again."""
 
 
+class Publisher(Protocol):
+    """The model store's side of fitting (scaler/serving/champions.py)."""
+
+    def allow(self, state: TargetState, now: float) -> bool: ...
+
+    async def adopt_newer(self, state: TargetState) -> bool: ...
+
+    async def publish(
+        self, state: TargetState, data: dict[str, Any], *, quick: bool, replaces: int | None
+    ) -> CalibratedModel: ...
+
+
 def backoff(failures: int, *, ceiling: float) -> float:
     """Seconds before the next fit of a target whose fits broke `failures` workers in a row:
     FIT_RETRY, doubling each time, at most `ceiling` (the refit period)."""
@@ -46,8 +59,11 @@ class Fitter:
         telemetry: Telemetry,
         *,
         fit: Callable[..., dict[str, Any]] = artefact.fit,
+        store: Publisher | None = None,
     ) -> None:
         self.settings = settings
+        self.store = store
+        """Where fitted models are shared (scaler/serving/champions.py); None keeps them here."""
         self.telemetry = telemetry
         self._fit_fn = fit
         """What runs in the worker; a module-level function, so that it pickles."""
@@ -92,6 +108,8 @@ class Fitter:
         due = now - state.fitted_at >= self.settings.refit_every
         if state.fitting or not due or state.history is None:
             return
+        if self.store is not None and not self.store.allow(state, now):
+            return
         state.fitting = True
         task = asyncio.ensure_future(self._fit(state, state.history, now))
         self._tasks.add(task)
@@ -119,7 +137,14 @@ class Fitter:
             **({"holidays": spec.holidays} if spec.holidays else {}),
         )
         try:
-            state.model = artefact.load(await self._run(fit))
+            if self.store is not None and await self.store.adopt_newer(state):
+                return  # another writer's champion, adopted instead of fitting
+            serving = state.model_version  # the champion this fit means to replace
+            data = await self._run(fit)
+            if self.store is None:
+                state.model = artefact.load(data)
+            else:
+                state.model = await self.store.publish(state, data, quick=quick, replaces=serving)
             state.model_note = f"{state.model.kind} fitted on {len(history)} points"
             state.fit_failures = 0
             self.telemetry.fits.labels(kind, "ok").inc()

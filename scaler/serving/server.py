@@ -230,9 +230,16 @@ async def create_server(
         port = server.add_insecure_port(address)
     if port == 0:
         raise ConfigError(f"could not bind the gRPC port {address}; is it in use?")
+    # NOT_SERVING until the engine is warm (`set_serving`): ready means warm.
+    for name in ("", SERVICE_NAME):
+        await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    return server, port, health
+
+
+async def set_serving(health: HealthServicer) -> None:
+    """Say SERVING: every target known at start-up has been warmed up and decided for."""
     for name in ("", SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, port, health
 
 
 def create_health_server(settings: ServerSettings, health: HealthServicer) -> grpc.aio.Server:
@@ -261,11 +268,15 @@ async def serve_until_stopped(
     grace: float,
     stop: asyncio.Event,
     on_stop: Callable[[], object] = lambda: None,
+    drain: float = 0.0,
 ) -> None:
-    """Run until `stop` is set, then drain: NOT_SERVING first, then a graceful stop of at most
-    `grace` seconds; `on_stop` runs first, so other work winds down during the drain."""
+    """Run until `stop` is set, then drain: NOT_SERVING first, new RPCs still answered for
+    `drain` seconds (while the pod leaves the Service's endpoints), then a graceful stop of at
+    most `grace` seconds; `on_stop` runs first, so other work winds down during the drain."""
     await server.start()
     await stop.wait()
     on_stop()
     await health.enter_graceful_shutdown()
+    if drain > 0:
+        await asyncio.sleep(drain)
     await server.stop(grace)

@@ -30,6 +30,12 @@ class TargetState:
     history: Series | None = None
     model: CalibratedModel | None = None
     model_note: str = "waiting for the first fit"
+    model_null: drift.Null | None = None
+    """The drift null stored with `model` (scaler/serving/driftstate.py), when there was one."""
+    model_fallback: bool = False
+    """`model` was fitted while its predecessor was in drift fallback: its tracker starts there."""
+    model_version: int | None = None
+    """The store version `model` is (None without a store, or before one was written)."""
     fitted_at: float = -math.inf
     fitting: bool = False
     fit_failures: int = 0

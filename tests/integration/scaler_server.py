@@ -51,6 +51,12 @@ class RunningScaler:
             raise RuntimeError(f"scaler did not start: {self._error!r}")
         if self._error is not None:
             raise self._error
+        deadline = time.monotonic() + 30  # ready means warm: health says SERVING from then on
+        while not (self.engine is not None and self.engine.refreshed_once):
+            if time.monotonic() > deadline or self._error is not None:
+                raise RuntimeError(f"scaler did not warm up: {self._error!r}")
+            time.sleep(0.01)
+        time.sleep(0.05)  # the health update is scheduled on the scaler's loop
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,178 @@
+"""`scaler serve --store`: answer from the store's champions, hot-reload promotions, and write
+the models fitted here so that every replica ends up on the same artefact.
+
+- `load`: a target's champion, read once when the target is first seen (at warm-up for the
+  `--targets` ones). Its model, its drift null (stored with it by the replica that fitted it,
+  scaler/serving/driftstate.py) and whether it was fitted in drift fallback go on the state.
+- `poll`: every `--store-poll`, each target's champion pointer (one small read); a new version is
+  loaded in a thread and swapped in whole on the event loop, between two refreshes, so every
+  answer comes from the old model or the new one and none is missing. A pointer that cannot be
+  read keeps the model in use.
+- `publish`: the fit pool's result for a target is stored as a new version and offered as champion
+  by a compare-and-set on the version this replica was serving (None for the first model). The
+  first writer wins; a replica that lost the race adopts the winner's artefact, so replicas never
+  serve two models of one target for longer than a poll.
+- `allow`: an early refit (a drift alarm, or the full `auto` selection after the quick first
+  model) of a target whose model came through the store runs at most once per EARLY_REFIT_GAP on
+  a replica; a champion promoted meanwhile by another replica is adopted instead of fitting.
+
+Only scaler/store/ touches the bytes; this module never decides which model is better (the
+retrain job does: a model fitted here replaces the champion only where there was none, or when
+the engine asked for a refit). Without --store none of this runs and serve fits in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from models import artefact
+from models.calibrate import CalibratedModel
+from scaler.decision import drift
+from scaler.decision.spec import TargetSpec
+from scaler.errors import ConfigError, ScalerError
+from scaler.serving import driftstate
+from scaler.serving.state import TargetState
+from scaler.store.base import ModelStore, Stored, StoreError, StoreKey
+
+logger = logging.getLogger(__name__)
+
+EARLY_REFIT_GAP = 3600.0
+"""Seconds between two early refits of one target on one replica: a drift alarm asks again
+every day it lasts (scaler/decision/drift.py), a flapping one must not keep a fit worker busy."""
+
+
+def open_store(where: str) -> ModelStore:
+    """The store `--store` names: DIR, or configmap:NAMESPACE (scaler/store/location.py)."""
+    from scaler.store import location
+
+    if not where.startswith(location.CONFIGMAP) and Path(where).is_file():
+        raise ConfigError(f"--store {where}: not a directory; give a directory or configmap:NS")
+    return location.open_store(where)
+
+
+def key_of(spec: TargetSpec) -> StoreKey:
+    """The store key of a trigger, the one `scaler retrain` writes."""
+    return StoreKey.of(spec)
+
+
+class Champions:
+    def __init__(self, store: ModelStore, *, poll: float) -> None:
+        self.store = store
+        self.poll_every = poll
+        self.writer = f"{socket.gethostname()}/{os.getpid()}"
+        """Who wrote a version, in its meta (for people reading the store)."""
+        self._early: dict[str, float] = {}
+        """When each target key's last early refit was allowed."""
+
+    # ---- reading -----------------------------------------------------------------------------
+    async def load(self, state: TargetState) -> None:
+        """Adopt the target's champion, if the store has one (StoreError when unreadable)."""
+        stored = await asyncio.to_thread(self.store.champion, key_of(state.spec))
+        if stored is not None:
+            self._use(state, stored)
+
+    def _use(self, state: TargetState, stored: Stored) -> None:
+        model = artefact.load(stored.artefact)
+        spec = state.spec
+        state.model = model
+        state.model_version = stored.version
+        state.model_null = driftstate.null_from_json(
+            stored.artefact.get(driftstate.NULL_KEY), spec, model.step
+        )
+        state.model_fallback = bool(stored.meta.get("fallback_at_fit", False))
+        # Due again a refit period after its fit; a quick first model at once (fitting.py).
+        quick = bool(stored.meta.get("quick", False))
+        state.fitted_at = -math.inf if quick else model.trained_until
+        state.model_note = f"{model.kind} v{stored.version} from the model store"
+        logger.info("%s: %s", spec.key, state.model_note)
+
+    async def poll(self, states: dict[str, TargetState]) -> None:
+        """Hot reload, until cancelled (module docstring)."""
+        while True:
+            await asyncio.sleep(self.poll_every)
+            for state in list(states.values()):
+                try:
+                    await self.refresh(state)
+                except ScalerError as exc:
+                    logger.warning("%s: champion not reloaded: %s", state.spec.key, exc)
+
+    async def refresh(self, state: TargetState) -> bool:
+        """Adopt a champion other than the one in use; True when it did."""
+        key = key_of(state.spec)
+        version = await asyncio.to_thread(self.store.champion_version, key)
+        if version is None or version == state.model_version:
+            return False
+        stored = await asyncio.to_thread(self.store.champion, key)
+        if stored is None or stored.version == state.model_version:
+            return False
+        self._use(state, stored)
+        return True
+
+    # ---- writing -----------------------------------------------------------------------------
+    def allow(self, state: TargetState, now: float) -> bool:
+        """May the fitter start this due fit? An early one (fitted_at reset by a drift alarm or
+        a quick first model) of a stored model at most once per EARLY_REFIT_GAP."""
+        if state.model_version is None or math.isfinite(state.fitted_at):
+            return True
+        if now - self._early.get(state.spec.key, -math.inf) < EARLY_REFIT_GAP:
+            return False
+        self._early[state.spec.key] = now
+        return True
+
+    async def adopt_newer(self, state: TargetState) -> bool:
+        """Before a fit: True when the store has a champion this replica does not serve yet
+        (another replica or the retrain job wrote it), now adopted instead of fitting."""
+        try:
+            return await self.refresh(state)
+        except ScalerError as exc:
+            logger.warning(
+                "%s: store unreadable before a fit, fitting anyway: %s", state.spec.key, exc
+            )
+            return False
+
+    async def publish(
+        self, state: TargetState, data: dict[str, Any], *, quick: bool, replaces: int | None
+    ) -> CalibratedModel:
+        """Store a model fitted here and make it champion if the champion is still `replaces`,
+        the version served when the fit began (a champion adopted while it ran is newer, and
+        wins); else adopt the winner's. Returns the model the target now uses."""
+        spec = state.spec
+        model = artefact.load(data)
+        fallback = state.drift is not None and state.drift.monitor.in_fallback
+        null = None
+        if state.history is not None:  # measured once here, read by every replica
+            null = await asyncio.to_thread(
+                drift.null_for,
+                model,
+                state.history,
+                lead_time=spec.lead_time,
+                quantile=spec.quantile,
+            )
+            data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, model.step)}
+        meta = {"writer": self.writer, "quick": quick, "fallback_at_fit": fallback}
+        key, expected = key_of(spec), replaces
+        try:
+            version = await asyncio.to_thread(self.store.put, key, data, meta)
+            won = await asyncio.to_thread(self.store.promote, key, version, expected=expected)
+        except StoreError as exc:  # serve it from memory; the next fit tries the store again
+            logger.warning("%s: fitted model not stored, serving it from memory: %s", spec.key, exc)
+            state.model_null, state.model_fallback = null, fallback
+            return model
+        if won:
+            state.model_version, state.model_null, state.model_fallback = version, null, fallback
+            logger.info("%s: fitted here, stored as v%d, champion", spec.key, version)
+            return model
+        stored = await asyncio.to_thread(self.store.champion, key)
+        if stored is None:  # the winner's version is unreadable: serve ours, stored
+            state.model_version, state.model_null, state.model_fallback = version, null, fallback
+            return model
+        logger.info("%s: v%d lost the race to v%d, adopting it", spec.key, version, stored.version)
+        self._use(state, stored)
+        assert state.model is not None
+        return state.model

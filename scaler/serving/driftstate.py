@@ -1,0 +1,124 @@
+"""A target's drift state rebuilt from what every replica shares: the model artefact and the
+series. No state file: like the prewarm ledger, it is derived again after a restart.
+
+scaler/decision/drift.py is deterministic: fed the same forecasts and actuals it reaches the same
+state. So the state of a model's tracker is a function of the artefact and of the history since
+its fit, and `rebuild` computes it by replaying that history through the very code the live
+engine runs each step: at every model-step origin since the fit, score the actuals now known and
+record the forecast made from the history the engine held then (the `window` ending at that
+origin). A replica that has served since the fit and one started a minute ago then hold the
+same state, and answer alike (DESIGN.md: derive state from shared inputs).
+
+The engine rebuilds on every new model, not only at start-up, so a hot-reloaded champion or a
+refit starts from the same point on every replica. What a refit does not see is the fallback
+its predecessor was in (the new model's fit is where replay begins): `carried_fallback` restarts
+the new model's monitor in FALLBACK, with its long window empty, exactly as on entering
+fallback; the writer of a model records it with the artefact (scaler/serving/champions.py).
+
+Cost: one forecast per model step since the fit (about 1.2 ms each for the seasonal model on this
+machine), so a day-old model replays in about 0.4 s and a week-old one in about 2.5 s; it runs
+in a thread, off the event loop. Must not: fetch data (the caller hands over the series).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+from models.base import Series
+from models.calibrate import CalibratedModel
+from scaler.decision import drift
+from scaler.decision.spec import TargetSpec
+from scaler.serving.state import forecast_steps
+
+NULL_KEY = "drift_null"
+"""Artefact key holding the model's drift null, measured once by the replica that fitted it."""
+
+
+def start(model: CalibratedModel, *, window: float) -> float:
+    """Where the history a rebuild needs begins: the engine's `window` before the fit."""
+    return model.trained_until - window + model.step
+
+
+def rebuild(
+    spec: TargetSpec,
+    model: CalibratedModel,
+    history: Series,
+    *,
+    window: float,
+    null: drift.Null | None = None,
+    carried_fallback: bool = False,
+) -> drift.DriftTracker:
+    """The tracker of `model` after replaying `history` (which should begin at `start`) from the
+    model's fit to its end; `null` saves measuring it again (`null_to_json`)."""
+    tracker = drift.DriftTracker(
+        lead_time=spec.lead_time,
+        monitor=drift.DriftMonitor(quantile=spec.quantile, step=history.step),
+    )
+    tracker.use(model, null if null is not None else tracker.null_of(model, history))
+    if carried_fallback:
+        tracker.monitor.state = drift.DriftState.FALLBACK
+    if history.step != model.step:
+        return tracker
+    steps = forecast_steps(spec, history.step)
+    keep = int(window // history.step)
+    first = max(model.trained_until, history.start)
+    origins = math.floor((history.end - first) / history.step + 1e-9) + 1
+    asked = False
+    for i in range(max(origins, 0)):
+        end = first + i * history.step
+        known = history.until(end)
+        if len(known) > keep:
+            known = known.since(known.end - (keep - 1) * history.step)
+        forecast = model.forecast(known, steps=steps, quantile=spec.quantile)
+        tracker.score(known)
+        tracker.record(forecast)
+        # A refit asked for in the past was the live engine's to make then (and its result is
+        # the next champion); only one asked for by the newest origin is still due.
+        asked = tracker.monitor.take_retrain()
+    tracker.monitor.retrain_requested = asked
+    return tracker
+
+
+def null_to_json(null: drift.Null, spec: TargetSpec, step: float) -> dict[str, Any]:
+    """The null as artefact data, with what it was measured for."""
+    return {
+        "lead_time": spec.lead_time,
+        "quantile": spec.quantile,
+        "step": step,
+        **asdict(null),
+    }
+
+
+def null_from_json(data: Any, spec: TargetSpec, step: float) -> drift.Null | None:
+    """The stored null when it was measured for this target's lead time, quantile and step;
+    None (measure it again) when it was not, or is malformed."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        if (
+            float(data["lead_time"]) != spec.lead_time
+            or float(data["quantile"]) != spec.quantile
+            or float(data["step"]) != step
+        ):
+            return None
+
+        def pair(k: str) -> tuple[float, float]:
+            return float(data[k][0]), float(data[k][1])
+
+        windows = (int(data["windows"][0]), int(data["windows"][1]))
+        null = drift.Null(
+            windows=windows,
+            means=pair("means"),
+            spreads=pair("spreads"),
+            z=float(data["z"]),
+            limits=pair("limits"),
+            samples=int(data["samples"]),
+        )
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    values = (*null.means, *null.spreads, *null.limits, null.z)
+    if not all(math.isfinite(v) for v in values) or min(windows) < 1:
+        return None
+    return null

@@ -1,0 +1,140 @@
+"""Ready means warm: the targets known at start-up have their models, their history, their
+drift state and a first decision before the gRPC health service and /readyz say SERVING.
+
+`run` is the engine task of `scaler serve`: it registers the targets given by `--targets`
+(scaler/kube/targets.py) and warms each one whole, as many at once as an endpoint's bulkhead
+takes: its champion from the model store when there is one (scaler/serving/champions.py), the
+history its drift replay needs and its drift state (`adopt`), then the engine's own refresh of
+it (ledger, latest sample, decision). Then it calls `on_warm` and runs the engine. A target that
+fails to warm keeps its error, like any failing refresh, and the engine retries it each step;
+it does not hold the others back.
+
+`adopt` is also what the engine runs for every new model later (a fit, a hot-reloaded champion):
+the drift tracker is rebuilt from the model's fit (scaler/serving/driftstate.py), so every
+replica holds the same one. Must not: decide, or serve RPCs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from models.base import Series
+from scaler.decision.spec import TargetSpec
+from scaler.errors import ScalerError
+from scaler.serving import driftstate
+from scaler.serving.state import TargetState
+
+if TYPE_CHECKING:
+    from scaler.serving.engine import Engine
+
+logger = logging.getLogger(__name__)
+
+Loader = Callable[[TargetState], Awaitable[None]]
+"""Loads a target's champion into its state (scaler/serving/champions.py)."""
+
+
+async def run(
+    engine: Engine,
+    targets: Sequence[TargetSpec],
+    *,
+    load: Loader | None = None,
+    on_warm: Callable[[], object] = lambda: None,
+) -> None:
+    """Warm `targets` up, call `on_warm`, and run the engine until cancelled."""
+    began = time.monotonic()
+    engine.fitter.start()  # fits started by the warm-up go to the worker pool
+    await warm_up(engine, targets, load=load)
+    engine.refreshed_once = True  # every target known at start-up has been refreshed
+    answering = sum(1 for s in engine.targets.values() if s.decision is not None)
+    logger.info(
+        "warm in %.1fs: %d targets known at start-up, %d answering, %d with a model",
+        time.monotonic() - began,
+        len(targets),
+        answering,
+        sum(1 for s in engine.targets.values() if s.model is not None),
+    )
+    on_warm()
+    await engine.run()
+
+
+async def warm_up(
+    engine: Engine, targets: Sequence[TargetSpec], *, load: Loader | None = None
+) -> None:
+    """Register every target, then warm each one whole (champion, history, drift state, a
+    first decision), `concurrency` at a time: all at once, each refresh's deadline would run
+    out in the bulkheads' queues (and count against the endpoint's breaker)."""
+    states = [engine.ensure(spec) for spec in targets]
+    now = float(np.floor(engine.clock.now() / engine.settings.step) * engine.settings.step)
+    slots = asyncio.Semaphore(engine.settings.concurrency)
+    await asyncio.gather(*(_warm(engine, state, load, slots, now) for state in states))
+
+
+async def _warm(
+    engine: Engine, state: TargetState, load: Loader | None, slots: asyncio.Semaphore, now: float
+) -> None:
+    async with slots:
+        try:
+            if load is not None:
+                await load(state)
+            if state.model is not None:
+                await adopt(engine, state)
+        except ScalerError as exc:  # the engine's refresh retries and reports it
+            logger.warning("%s: not warm at start-up, the engine retries: %s", state.spec.key, exc)
+        await engine._guarded_refresh(state, now)  # errors are kept on the state, as each step
+
+
+async def adopt(engine: Engine, state: TargetState) -> None:
+    """Rebuild the drift tracker of `state`'s model from its fit (driftstate.rebuild), fetching
+    the history the replay needs, and keep the newest window of it as the target's history."""
+    model, spec = state.model, state.spec
+    if model is None:
+        return
+    step, window = engine.settings.model_step, engine.settings.history
+    end = np.floor(engine.clock.now() / step) * step
+    begin = max(driftstate.start(model, window=window), end - 2 * window + step)
+    history = state.history
+    if history is None or history.step != step or history.start > begin or history.end < end:
+        history = await _fetch(engine, spec, start=begin, end=float(end), old=history)
+    tracker = await asyncio.to_thread(
+        driftstate.rebuild,
+        spec,
+        model,
+        history,
+        window=window,
+        null=state.model_null,
+        carried_fallback=state.model_fallback,
+    )
+    if state.model is model:  # not replaced while the replay ran
+        state.drift = tracker
+        keep = int(window // step)
+        state.history = (
+            history if len(history) <= keep else history.since(history.end - (keep - 1) * step)
+        )
+
+
+async def _fetch(
+    engine: Engine, spec: TargetSpec, *, start: float, end: float, old: Series | None
+) -> Series:
+    """The history from `start` to `end`: only the part `old` lacks is queried."""
+    source, endpoint = engine.source_for(spec), engine._endpoint(spec)
+    step = engine.settings.model_step
+    query = partial(source.history, spec, step=step)
+    offset = 0.5 if old is None else (old.start - start) / step
+    on_grid = old is not None and old.step == step and abs(offset - round(offset)) < 1e-6
+    if old is None or not on_grid or old.end < start:
+        return await engine.isolation.run(endpoint, partial(query, start=start, end=end))
+    parts, first = [old], min(start, old.start)
+    if start < old.start:
+        older = partial(query, start=start, end=old.start - step)
+        parts.insert(0, await engine.isolation.run(endpoint, older))
+    if old.end < end:
+        newer = partial(query, start=old.end + step, end=end)
+        parts.append(await engine.isolation.run(endpoint, newer))
+    return Series(first, step, np.concatenate([p.values for p in parts]))
