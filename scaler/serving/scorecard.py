@@ -10,9 +10,12 @@ pinball loss, so Prometheus can take any window's ratio with increase().
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from models.base import Forecast, Series
 
@@ -40,15 +43,17 @@ class Score:
         return quantile * miss if miss >= 0 else (quantile - 1.0) * miss
 
 
-def horizons(lead_time: float, step: float, points: int) -> dict[int, float]:
+@functools.lru_cache(maxsize=256)
+def horizons(lead_time: float, step: float, points: int) -> Mapping[int, float]:
     """Forecast point index -> horizon in seconds, for the fixed horizons and `lead_time` that
-    a forecast of `points` points at `step` seconds reaches."""
+    a forecast of `points` points at `step` seconds reaches (cached: it is asked per actual and
+    pending forecast, with the same few arguments)."""
     found: dict[int, float] = {}
     for seconds in (*HORIZONS, lead_time):
         index = max(1, round(seconds / step)) - 1
         if index < points:
             found[index] = (index + 1) * step
-    return found
+    return MappingProxyType(found)
 
 
 @dataclass
