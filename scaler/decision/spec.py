@@ -67,6 +67,9 @@ class TargetSpec:
     prewarm_budget_window: float = 86400.0
     cost_per_replica_hour: float | None = None
     currency: str = "USD"
+    monthly_budget: float | None = None
+    """`monthlyBudget`: GPU money per calendar month for this target, in `currency`; read only by
+    the month-end spend alerts (exported as scaler_monthly_budget_cost), never by decisions."""
     model: str = "auto"
     mode: str = "active"
     metric_name: str = ""
@@ -167,6 +170,8 @@ BUDGET = Range(0, budget.MAX_BUDGET)
 BUDGET_WINDOW = Range(HOUR, 7 * DAY, duration=True)
 """The ledger keeps every charge of two windows: a week at a 30 s step is 40,320 entries."""
 COST = Range(MIN_POSITIVE, 1e9)
+COST_BUDGET = Range(MIN_POSITIVE, 1e12)
+"""monthlyBudget, in money: a trillion a month bounds any fleet."""
 """Price of a replica-hour in any currency (an 8-GPU node is millions of VND an hour)."""
 
 
@@ -269,6 +274,7 @@ KNOWN_KEYS = frozenset(
         "prewarmBudgetWindow",
         "costPerReplicaHour",
         "currency",
+        "monthlyBudget",
         "model",
         "mode",
         "metricName",
@@ -420,6 +426,13 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             "price of one replica-hour, e.g. '2.5'; leave it unset to budget in replica-hours",
         ),
         currency=_get(meta, "currency", _currency, "USD", "an ISO 4217 code such as 'USD'"),
+        monthly_budget=_get(
+            meta,
+            "monthlyBudget",
+            _number(COST_BUDGET),
+            None,
+            "the target's GPU money per month, e.g. '20000'; needs costPerReplicaHour",
+        ),
         model=_get(meta, "model", _choice(MODEL_NAMES), "auto", "use 'auto' to let backtests pick"),
         mode=_get(
             meta,
@@ -459,6 +472,12 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             "holidays",
             echo(meta["holidays"]),
             f"holidays are Prophet's; set model: prophet too (model is {spec.model})",
+        )
+    if spec.monthly_budget is not None and spec.cost_per_replica_hour is None:
+        raise SpecError(
+            "monthlyBudget",
+            echo(meta["monthlyBudget"]),
+            "is money: set costPerReplicaHour too, so replica-hours can be priced",
         )
     if not spec.metric_name:
         spec = replace(spec, metric_name=default_metric_name(spec.name, fp))

@@ -391,6 +391,7 @@ class Engine:
         # keep this forecast for its turn; a drift alarm asks for a refit on the next refresh.
         tracker.score(state.history)
         tracker.record(forecast)
+        self.telemetry.per_target.forecast(spec, forecast, state.history, now=now)
         if tracker.monitor.take_retrain():
             state.fitted_at = -math.inf
         quantile = state.read_quantile = policy.affordable_quantile(
@@ -488,6 +489,7 @@ class Engine:
             t.drift_fallback.labels(key).set(1 if state.drift.monitor.in_fallback else 0)
             t.forecast_coverage.labels(key).set(accuracy.coverage)
             t.forecast_wape.labels(key).set(accuracy.wape)
+        t.per_target.publish(state, now=now, step=self.settings.step)
         self.decision_log.write(
             decisionrecord.build(state, now=now, load=load, step=self.settings.step, cost=cost)
         )

@@ -2,7 +2,11 @@
 that serves them with /healthz and /readyz.
 
 Names: `scaler_` prefix, base units, `_total`/`_seconds` suffixes. Labels are bounded: `target`
-is one per trigger the scaler serves, `reason` and `method` are fixed sets.
+is one per trigger the scaler serves (`namespace/name#fingerprint`); `scaler_target_info` maps it
+to `namespace`, `name`, `metric`, `mode` and `currency` for joins (`* on (target) group_left`).
+`reason`, `bound`, `horizon` (scorecard.HORIZONS), `method` and `code` are fixed sets, and
+`scaler_model_info` has one series per target (the old one is removed when the model changes).
+Money is in the target's `currency` (`_cost` suffix). docs/observability.md lists them all.
 """
 
 from __future__ import annotations
@@ -14,7 +18,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    make_wsgi_app,
+)
+
+from scaler.serving import target_metrics
 
 
 class Telemetry:
@@ -148,8 +163,15 @@ class Telemetry:
             registry=registry,
         )
 
+        self.per_target = target_metrics.PerTarget(registry)
+        """The per-target metrics of issue 9: spend, budget in both units, model, scorecard."""
+        ProcessCollector(registry=registry)  # process_cpu_seconds_total, process_resident_...
+        PlatformCollector(registry=registry)  # python_info
+        GCCollector(registry=registry)  # python_gc_*
+
     def forget(self, target: str) -> None:
         """Drop a target's series when it is no longer served."""
+        self.per_target.forget(target)
         for metric in (
             self.load,
             self.forecast_peak,

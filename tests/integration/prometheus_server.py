@@ -239,8 +239,11 @@ class PrometheusServer:
         workdir: Path,
         traces: Sequence[BackfilledTrace],
         counters: Sequence[CounterSeries] = (),
+        config: str = MINIMAL_CONFIG,
     ) -> None:
         self.workdir = workdir
+        self.config = config
+        """prometheus.yml's text (scrape configs, rule_files relative to `workdir`)."""
         self.traces = {t.name: t for t in traces}
         self.counters = list(counters)
         """Extra counter series backfilled by start(); add to it before starting."""
@@ -267,10 +270,11 @@ class PrometheusServer:
         prometheus, promtool = require_binaries()
         data_dir = self.workdir / "data"
         openmetrics = self.workdir / "history.om.txt"
-        write_openmetrics(self.traces.values(), openmetrics, self.counters)
-        backfill(promtool, openmetrics, data_dir)
+        if self.traces or self.counters:
+            write_openmetrics(self.traces.values(), openmetrics, self.counters)
+            backfill(promtool, openmetrics, data_dir)
         config = self.workdir / "prometheus.yml"
-        config.write_text(MINIMAL_CONFIG)
+        config.write_text(self.config)
         self.port = free_loopback_port()
         with self._stderr_path.open("wb") as stderr:
             self._process = subprocess.Popen(

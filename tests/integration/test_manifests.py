@@ -64,7 +64,7 @@ RETRAINS = (WEEKLY, SHARDED, CONFIGMAP_STORE)
 # Kinds that need CRDs these tests cannot load offline, by apiVersion.
 OTHER_CRDS = {
     "cert-manager.io/v1": {"Certificate", "ClusterIssuer", "Issuer"},
-    "monitoring.coreos.com/v1": {"ServiceMonitor", "PodMonitor"},
+    "monitoring.coreos.com/v1": {"ServiceMonitor", "PodMonitor", "PrometheusRule"},
 }
 # What a kustomization's header must name when its output needs a CRD group.
 PRODUCT_OF_GROUP = {
