@@ -5,8 +5,9 @@
 # Debian's own Python, so that the base can be rebuilt from Debian's archive (deploy/image/base.sh).
 #
 # Stages: `python` (Debian's python3 and the user) is the base of the rest; `deps` builds the
-# virtual environment from pyproject.toml's dependencies alone, so a code change reuses it;
-# `code` installs the scaler itself beside it; `venv` is `deps` without pip and test suites.
+# virtual environment from pyproject.toml's dependency list alone (`requirements`), so a code
+# or metadata change reuses it; `code` installs the scaler itself beside it; `venv` is `deps`
+# without pip and test suites.
 # Every dependency installs from a wheel: no compiler in any stage.
 
 FROM debian:bookworm-slim AS python
@@ -17,21 +18,25 @@ RUN apt-get update \
     && useradd --uid 10001 --gid 10001 --home-dir /tmp --no-create-home \
         --shell /usr/sbin/nologin scaler
 
+# The dependency list alone, so that an edit elsewhere in pyproject.toml keeps the layers below.
+FROM python AS requirements
+COPY pyproject.toml /src/
+RUN python3 -c 'import tomllib; p = tomllib.load(open("/src/pyproject.toml", "rb")); print("\n".join(p["project"]["dependencies"] + p["build-system"]["requires"]))' >/requirements.txt
+
 FROM python AS deps
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3-venv \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/scaler
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-COPY pyproject.toml /src/
-# The run-time dependencies (no [dev] extras) and the build backend, as pyproject.toml lists
-# them; the pip cache survives between builds on the same machine.
+COPY --from=requirements /requirements.txt /src/requirements.txt
+# The run-time dependencies (no [dev] extras) and the build backend; the pip cache survives
+# between builds on the same machine.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    python3 -c 'import tomllib; p = tomllib.load(open("/src/pyproject.toml", "rb")); print("\n".join(p["project"]["dependencies"] + p["build-system"]["requires"]))' >/src/requirements.txt \
-    && /opt/scaler/bin/pip install --only-binary=:all: -r /src/requirements.txt
+    /opt/scaler/bin/pip install --only-binary=:all: -r /src/requirements.txt
 
 FROM deps AS code
-COPY README.md /src/
+COPY pyproject.toml README.md /src/
 COPY scaler /src/scaler
 COPY models /src/models
 RUN /opt/scaler/bin/pip install --no-deps --no-build-isolation --target /opt/code /src \
