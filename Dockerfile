@@ -48,14 +48,6 @@ RUN /opt/scaler/bin/pip uninstall -y setuptools wheel pip \
     && find numpy pandas scipy statsmodels matplotlib -type d -name tests -prune -exec rm -rf {} +
 
 FROM python
-ARG VERSION=0.1.0
-ARG REVISION=unknown
-LABEL org.opencontainers.image.title="predictive-gpu-scaler" \
-      org.opencontainers.image.description="KEDA external scaler that prewarms GPU inference replicas from a calibrated P95 forecast, under a strict budget" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim"
 # Everything that writes goes to /tmp: matplotlib's cache, cmdstan's (Prophet's) scratch files,
 # Python's temporary files. Bytecode was compiled at install time and is never written at run time.
 ENV PATH=/opt/scaler/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -69,6 +61,15 @@ COPY --from=venv /opt/scaler /opt/scaler
 COPY --from=code /opt/code /opt/scaler/lib/python3.11/site-packages
 COPY --from=code /opt/code-bin/scaler /opt/scaler/bin/scaler
 RUN python3 -c 'import scaler.cli, prophet, statsmodels.api' && scaler --help >/dev/null
+# Labels last: a new revision changes them and nothing above.
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="predictive-gpu-scaler" \
+      org.opencontainers.image.description="KEDA external scaler that prewarms GPU inference replicas from a calibrated P95 forecast, under a strict budget" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim"
 USER 10001:10001
 WORKDIR /tmp
 # gRPC (ExternalScaler + grpc.health.v1), HTTP (/metrics, /healthz, /readyz), and the
