@@ -4,7 +4,8 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: help venv demo test lint typecheck pytest proto bench figures prometheus kubectl clean
+.PHONY: help venv demo test lint typecheck pytest proto bench figures prometheus kubectl clean \
+	image image-tools
 
 help:
 	@echo "make demo       run the scaler on the bundled trace (no Prometheus, no cluster needed)"
@@ -12,6 +13,7 @@ help:
 	@echo "make bench      GetMetrics latency/throughput with 1,000 targets vs a trivial gRPC server"
 	@echo "make figures    the README's backtest figures: every shared trace, with and without drift"
 	@echo "make proto      regenerate scaler/_pb from protos/externalscaler.proto"
+	@echo "make image      build the container image IMAGE (default predictive-scaler:dev) with podman"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +35,26 @@ kubectl:
 	@command -v kubectl >/dev/null || { echo "the manifest tests need kubectl 1.27+ on PATH \
 	(kubectl kustomize); install it from pkgs.k8s.io or Google Cloud's apt repository"; exit 1; }
 
+# The image (Dockerfile) with podman, as root. The base is made from Debian's archive when missing
+# (deploy/image/base.sh); the Python wheels are downloaded by this machine's pip and lent to the
+# build read-only (deploy/image/wheels.sh). PODMAN_BUILD_FLAGS replaces that lending, e.g. with
+# PODMAN_BUILD_FLAGS= (the build's pip then uses PyPI itself).
+IMAGE              ?= predictive-scaler:dev
+IMAGE_WHEELS       ?= out/image
+PODMAN_BUILD_FLAGS ?= -v $(abspath $(IMAGE_WHEELS))/wheels:/run/scaler-wheels:ro \
+                      -v $(abspath $(IMAGE_WHEELS))/pip.conf:/etc/pip.conf:ro
+
+image-tools:
+	@command -v podman >/dev/null && command -v runc >/dev/null && command -v mmdebstrap >/dev/null || \
+		{ echo "installing podman, runc and mmdebstrap (make image, tests/integration/test_image.py)"; \
+		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc mmdebstrap >/dev/null; }
+
+image: $(STAMP) image-tools
+	deploy/image/base.sh
+	PYTHON=$(BIN)/python deploy/image/wheels.sh $(IMAGE_WHEELS)
+	podman build --isolation chroot --network host $(PODMAN_BUILD_FLAGS) \
+		--build-arg REVISION=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown) -t $(IMAGE) .
+
 lint: $(STAMP)
 	$(BIN)/ruff check scaler models tests bench
 	$(BIN)/ruff format --check scaler models tests bench
@@ -40,7 +62,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) prometheus kubectl
+pytest: $(STAMP) prometheus kubectl image-tools
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
