@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
 from models import catalog, fitcache
+from models.base import Series
 from scaler.decision import budget, resolution
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
@@ -160,17 +162,26 @@ def _backtest(args: argparse.Namespace) -> int:
     print(table(result.summary))
     decisions = None
     if not args.no_decisions:
+        warmup = replay.warmup_steps(trace, config.warmup)  # of the whole trace, as `run` counts
         decisions = replay.replay(
-            trace,
+            _limited(trace, warmup, config.limit),
             replay_config(args, config, threshold),
             make=factory(config.model, config),
-            warmup=config.warmup,
+            warmup=warmup * trace.step,
         )
         print(replay.table(decisions.summary))
     write(result, args.out, model=config.model, threshold=threshold, decisions=decisions)
     written = "forecasts.csv" + (", decisions.csv" if decisions is not None else "")
     print(f"wrote {written}, summary.json and backtest.png to {args.out}")
     return 0
+
+
+def _limited(trace: Series, warmup: int, limit: float | None) -> Series:
+    """The warm-up and `limit` after it: the span `--limit` grades, replayed and scored too."""
+    if limit is None:
+        return trace
+    steps = warmup + math.ceil(limit / trace.step - 1e-9)
+    return Series(trace.start, trace.step, trace.values[:steps])
 
 
 def replay_config(
