@@ -4,14 +4,16 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: help venv demo test lint typecheck pytest proto bench figures prometheus kubectl clean \
-	image image-tools
+.PHONY: help venv demo test lint typecheck pytest proto bench figures real-traces real-figures \
+	prometheus kubectl clean image image-tools
 
 help:
 	@echo "make demo       run the scaler on the bundled trace (no Prometheus, no cluster needed)"
 	@echo "make test       linters (ruff, mypy) + the whole test suite (installs Prometheus if missing)"
 	@echo "make bench      GetMetrics latency/throughput with 1,000 targets vs a trivial gRPC server"
 	@echo "make figures    the README's backtest figures: every shared trace, with and without drift"
+	@echo "make real-traces  fetch real load traces from outside ../shared (bench/REALTRACES.md)"
+	@echo "make real-figures the same figures on them, one backtest at a time"
 	@echo "make proto      regenerate scaler/_pb from protos/externalscaler.proto"
 	@echo "make image      build the container image IMAGE (default predictive-scaler:dev) with podman"
 
@@ -75,6 +77,13 @@ bench: $(STAMP)
 
 figures: $(STAMP)
 	$(BIN)/python bench/figures.py --jobs 2 --json out/figures/figures.json
+
+real-traces: $(STAMP)
+	$(BIN)/python bench/realtraces.py
+
+real-figures: real-traces
+	$(BIN)/python bench/figures.py --traces out/realtraces/traces --out out/realfigures \
+		--jobs 1 --json out/realfigures/figures.json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -64,9 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     if not traces:
         print(f"no *.csv traces in {args.traces}", file=sys.stderr)
         return 1
-    runs = [(t, drift) for t in traces for drift in (True, False)]
+    modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.drift]
+    runs = [(t, drift) for t in traces for drift in modes]
     if args.no_run:  # the table of an earlier run, from its summary.json files
-        done = [_read(t, drift, args.out) for t, drift in runs]
+        done = [_read(t, drift, args.out) for t, drift in runs if _folder(t, drift, args.out)]
         print(markdown(done))
         return 0
     cores = _cores(args.jobs)
@@ -121,6 +122,15 @@ def _run(trace: Path, drift: bool, *, args: argparse.Namespace, core: int | None
     summary = json.loads((out / "summary.json").read_text())
     cpu = usage.ru_utime + usage.ru_stime
     return _row(trace.stem, drift, summary, wall=wall, cpu=cpu)
+
+
+def _folder(trace: Path, drift: bool, out: Path) -> Path | None:
+    """The run's output folder, None (and a note) when that run has no summary.json yet."""
+    folder = out / (trace.stem + ("" if drift else "-nodrift"))
+    if not (folder / "summary.json").exists():
+        print(f"{folder}: no summary.json, left out of the table", file=sys.stderr)
+        return None
+    return folder
 
 
 def _read(trace: Path, drift: bool, out: Path) -> Row:
@@ -194,6 +204,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--traces", type=Path, default=DEFAULT_TRACES, help="folder of *.csv traces")
     p.add_argument("--only", default="", help="comma-separated substrings of trace names")
     p.add_argument("--out", type=Path, default=ROOT / "out" / "figures", help="output folder")
+    p.add_argument(
+        "--drift",
+        choices=("both", "on", "off"),
+        default="both",
+        help="runs with drift fallback, with --no-drift, or both (default)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="backtests at once, one core each")
     p.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     p.add_argument(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -194,11 +195,12 @@ def _backtest(args: argparse.Namespace) -> int:
     print(table(result.summary))
     decisions = None
     if not args.no_decisions:
+        warmup = replay.warmup_steps(trace, config.warmup)  # of the whole trace, as `run` counts
         decisions = replay.replay(
-            trace,
+            _limited(trace, warmup, config.limit),
             replay_config(args, config, threshold),
             make=factory(config.model, config),
-            warmup=config.warmup,
+            warmup=warmup * trace.step,
         )
         print(replay.table(decisions.summary))
     write(result, args.out, model=config.model, threshold=threshold, decisions=decisions)
@@ -229,6 +231,14 @@ def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, 
         now=time.time(),
     )
     return trace, prometheus_history.label(settings, args.query.strip())
+
+
+def _limited(trace: Series, warmup: int, limit: float | None) -> Series:
+    """The warm-up and `limit` after it: the span `--limit` grades, replayed and scored too."""
+    if limit is None:
+        return trace
+    steps = warmup + math.ceil(limit / trace.step - 1e-9)
+    return Series(trace.start, trace.step, trace.values[:steps])
 
 
 def replay_config(
