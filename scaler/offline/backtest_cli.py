@@ -140,6 +140,12 @@ def add_parser(sub: Any) -> None:
         help="in drift fallback, scale plain reactive (no recent-growth margin)",
     )
     policy_flags.add_argument(
+        "--insure-horizon",
+        action="store_true",
+        help="buy the insured quantile over the whole look-ahead, not only the lead time "
+        "(the ablation of the default)",
+    )
+    policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
@@ -194,6 +200,7 @@ def replay_config(
         model_step=config.step,
         drift=not args.no_drift,
         drift_margin=not args.no_drift_margin,
+        insure_horizon=args.insure_horizon,
     )
 
 
