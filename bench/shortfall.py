@@ -36,7 +36,7 @@ def causes(directory: Path) -> tuple[int, int, Counter[str]]:
     scored &= np.isfinite(frame["load"].to_numpy())
     under = scored & (frame["ready"].to_numpy() < need)
     found: Counter[str] = Counter()
-    for t in np.flatnonzero(under):
+    for t in (int(i) for i in np.flatnonzero(under)):
         lag = max(range(min(k, t) + 1), key=lambda j: (-desired[t - j], j))
         source = t - lag
         if desired[t] < need[t]:

@@ -4,8 +4,8 @@ The live engine, the replay backtest, the notebooks and the tests all call `deci
 measured offline is exactly what runs in the cluster.
 
     reactive   = ceil(floor load / threshold)       floor load: max sample of the last lead time
-    predictive = ceil(peak of the forecast at the affordable quantile
-                      over [now, now + lead + horizon] / threshold)
+    predictive = ceil(peak of the forecast at the affordable quantile over [now, now + lead]
+                      and at the median over the horizon past it / threshold)
     prewarm    = min(max(0, predictive - reactive), maxPrewarmReplicas, budget allowance)
     desired    = clamp(reactive + prewarm, minReplicas, maxReplicas)
 
