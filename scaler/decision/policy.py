@@ -4,14 +4,16 @@ The live engine, the replay backtest, the notebooks and the tests all call `deci
 measured offline is exactly what runs in the cluster.
 
     reactive   = ceil(floor load / threshold)       floor load: max sample of the last lead time
-    predictive = ceil(peak of the forecast at the affordable quantile
-                      over [now, now + lead + horizon] / threshold)
+    predictive = ceil(peak of the forecast at the affordable quantile over [now, now + lead]
+                      and at the median over the horizon past it / threshold)
     prewarm    = min(max(0, predictive - reactive), maxPrewarmReplicas, budget allowance)
     desired    = clamp(reactive + prewarm, minReplicas, maxReplicas)
 
 desired is never below reactive (unless maxReplicas says so): a forecast may add capacity early,
 never take away capacity that current load needs. The affordable quantile is the calibrated one
 (P95) while the budget is comfortable, sliding to the median as the window's budget runs out.
+It insures only the part of the path a replica asked for now is the last chance to cover (the
+lead time, see insured_peak); past it the peak reads the median.
 """
 
 from __future__ import annotations
@@ -123,6 +125,28 @@ def finite_peak(values: Sequence[float] | npt.NDArray[np.float64]) -> float | No
     finite = np.asarray(values, dtype=np.float64)
     finite = finite[np.isfinite(finite)]
     return float(finite.max()) if finite.size else None
+
+
+def insured_peak(
+    insured: Sequence[float] | npt.NDArray[np.float64],
+    expected: Sequence[float] | npt.NDArray[np.float64],
+    *,
+    insured_points: int,
+) -> float | None:
+    """The forecast peak the decision buys for: the first `insured_points` points (those within
+    the lead time) at the insured quantile, the rest of the look-ahead at the expected one (the
+    median), None when no point is finite.
+
+    A replica is ready a lead time after it is asked for, so a miss within the lead time cannot
+    be repaired and is insured. A rise past it can still be bought by a later decision, from a
+    fresher forecast, before it arrives: paying insurance for it now spends the budget on noise
+    that the next forecasts will have seen through. Its expected level is still bought now,
+    which is what the horizon is for (capacity that is coming anyway starts early)."""
+    near = np.asarray(insured, dtype=np.float64)
+    far = np.asarray(expected, dtype=np.float64)
+    cut = min(max(insured_points, 0), near.size)
+    path = np.concatenate([near[:cut], np.maximum(far[cut : near.size], 0.0)])
+    return finite_peak(path)
 
 
 def floor_samples(lead_time: float, step: float) -> int:

@@ -149,6 +149,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="in drift fallback, scale plain reactive (no recent-growth margin)",
     )
     policy_flags.add_argument(
+        "--insure-horizon",
+        action="store_true",
+        help="buy the insured quantile over the whole look-ahead, not only the lead time "
+        "(the ablation of the default)",
+    )
+    policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     live = p.add_argument_group(
@@ -262,6 +268,7 @@ def replay_config(
         model_step=config.step,
         drift=not args.no_drift,
         drift_margin=not args.no_drift_margin,
+        insure_horizon=args.insure_horizon,
     )
 
 

@@ -81,6 +81,9 @@ class ReplayConfig:
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
     drift_margin: bool = True
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
+    insure_horizon: bool = False
+    """Read the whole look-ahead at the insured quantile (the ablation of policy.insured_peak,
+    which insures only the lead time and reads the horizon past it at the median)."""
 
     def limits(self) -> policy.Limits:
         return policy.Limits(
@@ -195,13 +198,20 @@ def simulate(
             quantile = policy.affordable_quantile(
                 config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
             )
+            made_at = coarse.start + origin.index * coarse.step
             ahead = resolution.lookahead_points(
-                coarse.start + origin.index * coarse.step,
-                coarse.step,
-                now=now,
-                lookahead=config.lead_time + config.horizon,
+                made_at, coarse.step, now=now, lookahead=config.lead_time + config.horizon
             )
-            peak = policy.finite_peak(band.upper(origin.forecast.p50[:ahead], quantile))
+            p50 = origin.forecast.p50[:ahead]
+            peak = policy.insured_peak(
+                band.upper(p50, quantile),
+                band.upper(p50, min(quantile, policy.MEDIAN)),
+                insured_points=ahead
+                if config.insure_horizon
+                else resolution.lookahead_points(
+                    made_at, coarse.step, now=now, lookahead=config.lead_time
+                ),
+            )
         decision = policy.decide(
             load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
             forecast_peak=peak,
