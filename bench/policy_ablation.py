@@ -3,8 +3,9 @@
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
 
 For each synthetic kind it replays the policy (no drift: the policy's own figures) twice, with
-the default (insured_peak: the P95 over the lead time, the median past it) and with
-`insure_horizon` (the P95 over the whole look-ahead), threshold = the trace's p99 / 20 as
+the experiment `insure_lead_time_only` (insured_peak: the P95 over the lead time, the median
+past it) and with the default (the P95 over the whole look-ahead), threshold = the trace's
+p99 / 20 as
 `scaler backtest` defaults, and prints frontier ratio / under-provisioned steps / GPU-hours x
 reactive / prewarm replica-hours for both. A benchmark, not a test: it never judges.
 """
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kinds", default=",".join(synthetic.KINDS))
     args = p.parse_args(argv)
     amount, share = budget.parse_budget(args.budget)
-    print("| load | default: ratio / under / GPU-h x / prewarm h | insure_horizon: same |")
+    print("| load | insure_lead_time_only: ratio / under / GPU-h x / prewarm h | default: same |")
     print("|---|---|---|")
     for kind in args.kinds.split(","):
         series = synthetic.load(kind, days=args.days)
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         cells = []
         with fitcache.sharing():
-            for variant in (config, replace(config, insure_horizon=True)):
+            for variant in (replace(config, insure_lead_time_only=True), config):
                 m = replay.replay(series, variant, make=args.model).summary["policy"]
                 cells.append(
                     f"{m['frontier_ratio']:.2f} / {m['under_provisioned_pct']:.1f}% / "

@@ -4,16 +4,16 @@ The live engine, the replay backtest, the notebooks and the tests all call `deci
 measured offline is exactly what runs in the cluster.
 
     reactive   = ceil(floor load / threshold)       floor load: max sample of the last lead time
-    predictive = ceil(peak of the forecast at the affordable quantile over [now, now + lead]
-                      and at the median over the horizon past it / threshold)
+    predictive = ceil(peak of the forecast at the affordable quantile
+                      over [now, now + lead + horizon] / threshold)
     prewarm    = min(max(0, predictive - reactive), maxPrewarmReplicas, budget allowance)
     desired    = clamp(reactive + prewarm, minReplicas, maxReplicas)
 
 desired is never below reactive (unless maxReplicas says so): a forecast may add capacity early,
 never take away capacity that current load needs. The affordable quantile is the calibrated one
 (P95) while the budget is comfortable, sliding to the median as the window's budget runs out.
-It insures only the part of the path a replica asked for now is the last chance to cover (the
-lead time, see insured_peak); past it the peak reads the median.
+`insured_peak` (insure only the lead time, the median past it) is an offline experiment
+(`scaler backtest --insure-lead-time-only`), not the default: docs/policy.md has the ablation.
 """
 
 from __future__ import annotations

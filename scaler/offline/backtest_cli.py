@@ -149,10 +149,10 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="in drift fallback, scale plain reactive (no recent-growth margin)",
     )
     policy_flags.add_argument(
-        "--insure-horizon",
+        "--insure-lead-time-only",
         action="store_true",
-        help="buy the insured quantile over the whole look-ahead, not only the lead time "
-        "(the ablation of the default)",
+        help="experiment: buy the insured quantile only over the lead time and the median past "
+        "it (offline only; docs/policy.md says why it is not the default)",
     )
     policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
@@ -268,7 +268,7 @@ def replay_config(
         model_step=config.step,
         drift=not args.no_drift,
         drift_margin=not args.no_drift_margin,
-        insure_horizon=args.insure_horizon,
+        insure_lead_time_only=args.insure_lead_time_only,
     )
 
 

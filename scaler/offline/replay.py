@@ -81,9 +81,10 @@ class ReplayConfig:
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
     drift_margin: bool = True
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
-    insure_horizon: bool = False
-    """Read the whole look-ahead at the insured quantile (the ablation of policy.insured_peak,
-    which insures only the lead time and reads the horizon past it at the median)."""
+    insure_lead_time_only: bool = False
+    """Read only the lead time at the insured quantile and the horizon past it at the median
+    (policy.insured_peak). An experiment, not the default: it helped llm_serving and lost on
+    mongodb_rps and on every kind of synthetic load (docs/policy.md)."""
 
     def limits(self) -> policy.Limits:
         return policy.Limits(
@@ -206,11 +207,11 @@ def simulate(
             peak = policy.insured_peak(
                 band.upper(p50, quantile),
                 band.upper(p50, min(quantile, policy.MEDIAN)),
-                insured_points=ahead
-                if config.insure_horizon
-                else resolution.lookahead_points(
+                insured_points=resolution.lookahead_points(
                     made_at, coarse.step, now=now, lookahead=config.lead_time
-                ),
+                )
+                if config.insure_lead_time_only
+                else ahead,
             )
         decision = policy.decide(
             load=policy.floor_load(load[max(0, t - floor) : t].tolist()),

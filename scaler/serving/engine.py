@@ -398,14 +398,8 @@ class Engine:
             spec.quantile, remaining=state.ledger.remaining(now), budget=state.ledger.limit(now)
         )
         steps = forecast.p50.size
-        band = state.model.calibration_for(state.history, steps)
-        times = forecast.times()
-        ahead = forecast.p50[times <= now + spec.lookahead + 1e-9]
-        peak = policy.insured_peak(
-            band.upper(ahead, quantile),
-            band.upper(ahead, min(quantile, policy.MEDIAN)),
-            insured_points=int((times <= now + spec.lead_time + 1e-9).sum()),
-        )
+        upper = state.model.calibration_for(state.history, steps).upper(forecast.p50, quantile)
+        peak = policy.finite_peak(upper[forecast.times() <= now + spec.lookahead + 1e-9])
         fallback = policy.Reason.DRIFT_FALLBACK if tracker.monitor.in_fallback else None
         return peak, fallback
 

@@ -49,7 +49,7 @@ def _ramps(days: int = 8, seed: int = 3) -> Series:
 def test_insuring_only_the_lead_time_spends_less_of_the_budget_than_insuring_the_horizon() -> None:
     series = _ramps()
     config = replay.ReplayConfig(threshold=60.0, budget=0.0, budget_share=1.0, drift=False)
-    lead_only = replay.replay(series, config).summary["policy"]
-    whole = replay.replay(series, replace(config, insure_horizon=True)).summary["policy"]
+    whole = replay.replay(series, config).summary["policy"]
+    lead_only = replay.replay(series, replace(config, insure_lead_time_only=True)).summary["policy"]
     assert lead_only["prewarm"]["replica_hours"] < whole["prewarm"]["replica_hours"]
     assert lead_only["gpu_hours"] < whole["gpu_hours"]
