@@ -385,7 +385,9 @@ class DriftMonitor:
                 self.state = DriftState.FALLBACK
                 self.retrain_requested = True
                 self.entered_at = self.retrained_at = at
-                self.relearn_until = at + RETRAIN_AGAIN
+                # a monitor told of no model (fed errors directly) holds on the errors alone
+                hold = math.isfinite(self.fitted_until)
+                self.relearn_until = at + RETRAIN_AGAIN if hold else -math.inf
                 self.healthy_run = self.tripped_run = 0
                 self.long.clear()  # leaving needs a whole long window of fresh evidence
             return
