@@ -236,7 +236,7 @@ def null_from(errors: FloatArray, *, step: float) -> Null:
     point = max(float(np.quantile(np.abs(finite - np.median(finite)), 0.6827)), SPREAD_FLOOR)
     alpha = side_chance(step)
     means, spreads, uppers, lowers = [], [], [], []
-    for i, width in enumerate(conservative.windows):
+    for width in conservative.windows:
         if u.size < width * MIN_NULL_WINDOWS:
             return conservative
         view = sliding_window_view(u, width)

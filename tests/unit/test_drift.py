@@ -242,7 +242,7 @@ def shifted(monitor: drift.DriftMonitor, shift: float, count: int, start: int) -
     return start + count
 
 
-def test_a_moderate_shift_must_hold_for_a_whole_short_window_where_a_gross_one_needs_two_points() -> (
+def test_a_moderate_shift_must_hold_a_whole_short_window_and_a_gross_one_engages_within_it() -> (
     None
 ):
     null = measured_null(np.random.default_rng(5).normal(size=int(WEEK / STEP)))
