@@ -24,11 +24,11 @@ moderate shift), or for CONFIRM observations when the short window is also past 
 null's limit (a gross shift: x3, x0.3, an outage; `Null.gross`). FALLBACK -> OK after
 RELEASE_AFTER short windows in a row back within half the limit while the long window, restarted
 when fallback began, is full again and within its limit (hysteresis: entering needs half an hour
-of error, leaving a long window of accuracy). After a gross shift it also waits for a model
-trained on a whole RETRAIN_AGAIN (a daily cycle) of the new regime: a refit on mostly old data
-looks accurate in band units (its band is wide) while it still buys prewarm for load that has
-gone. Entering fallback raises `retrain_requested`, and so does every RETRAIN_AGAIN in it; the
-owner clears it with `take_retrain()` when it has scheduled the refit.
+of error, leaving a long window of accuracy). After a drop (load below the forecast) it also
+waits for a model trained on a whole RETRAIN_AGAIN (a daily cycle) of the new regime: a refit on
+mostly old data looks accurate in band units (its band is wide) while it still buys prewarm for
+load that has gone. Entering fallback raises `retrain_requested`, and so does every RETRAIN_AGAIN
+in it; the owner clears it with `take_retrain()` when it has scheduled the refit.
 
 `DriftTracker` keeps the forecasts made at each origin until their actuals arrive, and feeds the
 monitor the one made lead time before each actual: the live engine and the replay both use it.
@@ -348,8 +348,8 @@ class DriftMonitor:
     retrained_at: float = -math.inf
     """Time the newest refit was asked for in this fallback."""
     relearn_until: float = -math.inf
-    """After a gross alarm (a regime change), fallback holds until the model in use was
-    trained on data up to this time (a whole RETRAIN_AGAIN of the new regime)."""
+    """After an alarm on a drop (load below the forecast), fallback holds until the model in use
+    was trained on data up to this time (a whole RETRAIN_AGAIN of the new regime)."""
     fitted_until: float = -math.inf
     """End of the training data of the model whose null is in use (`DriftTracker.use`)."""
     recent: deque[tuple[bool, float, float]] = field(default_factory=lambda: deque(maxlen=WINDOW))
@@ -385,8 +385,10 @@ class DriftMonitor:
                 self.state = DriftState.FALLBACK
                 self.retrain_requested = True
                 self.entered_at = self.retrained_at = at
-                # a monitor told of no model (fed errors directly) holds on the errors alone
-                hold = math.isfinite(self.fitted_until)
+                # Only a forecast above the load buys phantom prewarm; a monitor told of no
+                # model (fed errors directly) holds on the errors alone.
+                below = short < null.means[0] or (math.isfinite(long) and long < null.means[1])
+                hold = math.isfinite(self.fitted_until) and below
                 self.relearn_until = at + RETRAIN_AGAIN if hold else -math.inf
                 self.healthy_run = self.tripped_run = 0
                 self.long.clear()  # leaving needs a whole long window of fresh evidence
