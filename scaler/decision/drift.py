@@ -19,13 +19,16 @@ measures it on AR(1) errors with phi 0.9. Without a measured null (no model yet,
 backtest) the `conservative` one assumes errors perfectly correlated across the window: a
 windowed mean as spread out as a single error, with the Gaussian limit for the design rate.
 
-State machine: OK -> FALLBACK when a window stays past its limit for CONFIRM observations;
-FALLBACK -> OK after RELEASE_AFTER short windows in a row back within half the limit while the long
-window, restarted when fallback began, is full again and within its limit (hysteresis: entering
-needs half an hour of error, leaving a long window of accuracy, so a forecast still biased after
-a drop, a refit on mostly old data, does not buy prewarm for load that has gone).
-Entering fallback raises `retrain_requested`, and so does every RETRAIN_AGAIN observations in it;
-the owner clears it with `take_retrain()` when it has scheduled the refit.
+State machine: OK -> FALLBACK when a window stays past its limit for a whole short window (a
+moderate shift), or for CONFIRM observations when the short window is also past the conservative
+null's limit (a gross shift: x3, x0.3, an outage; `Null.gross`). FALLBACK -> OK after
+RELEASE_AFTER short windows in a row back within half the limit while the long window, restarted
+when fallback began, is full again and within its limit (hysteresis: entering needs half an hour
+of error, leaving a long window of accuracy). After a drop (load below the forecast) it also
+waits for a model trained on a whole RETRAIN_AGAIN (a daily cycle) of the new regime: a refit on
+mostly old data looks accurate in band units (its band is wide) while it still buys prewarm for
+load that has gone. Entering fallback raises `retrain_requested`, and so does every RETRAIN_AGAIN
+in it; the owner clears it with `take_retrain()` when it has scheduled the refit.
 
 `DriftTracker` keeps the forecasts made at each origin until their actuals arrive, and feeds the
 monitor the one made lead time before each actual: the live engine and the replay both use it.
@@ -79,14 +82,17 @@ that just touches the limit is noise at the edge of the null (it moves by one er
 a regime change stays past it, at the cost of one step of delay."""
 RELEASE_AFTER = 6
 """Consecutive settled observations (`Null.settled`) needed to leave fallback."""
-RETRAIN_AGAIN = 288
-"""Observations in fallback (a day at a 5-minute step) after which another refit is requested:
-a refit right after a regime change sees little of the new regime, the next one sees more."""
+RETRAIN_AGAIN = DAY
+"""Seconds in fallback after which another refit is requested: a refit right after a regime
+change sees little of the new regime, the next one a whole daily cycle of it."""
 NULL_SPAN = WEEK
 """Newest stretch of a model's training history its null is measured on (models.calibrate's
 calibration window on a long history)."""
 MIN_NULL_WINDOWS = 8
 """Fewest independent windows a measured null needs; with fewer the conservative one is used."""
+TAIL = 0.9
+"""Quantile of a null's windowed deviations past which their tail is fitted (`tail_limit`):
+the top tenth, a few hundred windows of a week at a 5-minute step."""
 
 
 class DriftState(StrEnum):
@@ -106,9 +112,17 @@ class Null:
     z: float
     """Threshold in spreads (`z_for`)."""
     limits: tuple[float, float]
-    """|mean - means[i]| > limits[i] trips window i (see `null_from`)."""
+    """mean - means[i] > limits[i] trips window i (see `null_from`): the upper side."""
     samples: int
     """Backtest errors it was measured on (0: the conservative null)."""
+    lower: tuple[float, float] | None = None
+    """means[i] - mean > lower[i] trips window i: the lower side (None: the same as `limits`).
+    The sides are measured apart: a launch-day spike in the calibration week must not blind the
+    monitor to an outage."""
+
+    def sides(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """(upper, lower) limits of each window."""
+        return self.limits, self.limits if self.lower is None else self.lower
 
     @classmethod
     def conservative(cls, step: float) -> Null:
@@ -125,19 +139,29 @@ class Null:
         )
 
     def tripped(self, short: float, long: float) -> bool:
+        upper, lower = self.sides()
         return any(
-            math.isfinite(m) and abs(m - mu) > limit
-            for m, mu, limit in zip((short, long), self.means, self.limits, strict=True)
+            math.isfinite(m) and (m - mu > up or mu - m > low)
+            for m, mu, up, low in zip((short, long), self.means, upper, lower, strict=True)
         )
+
+    def gross(self, short: float) -> bool:
+        """The short window is past its limit and past the conservative null's (a windowed mean
+        as spread as one error: a shift no burst of healthy errors reaches at the design rate)."""
+        (up, _), (low, _) = self.sides()
+        d = short - self.means[0]
+        return math.isfinite(short) and (d > max(up, self.z) or -d > max(low, self.z))
 
     def settled(self, short: float, long: float) -> bool:
         """The short window is back within half its limit and the long one, full again since
         fallback began, within its limit: a forecast earns trust back over hours, not minutes."""
+        (up_s, up_l), (low_s, low_l) = self.sides()
+        ds, dl = short - self.means[0], long - self.means[1]
         return (
             math.isfinite(short)
             and math.isfinite(long)
-            and abs(short - self.means[0]) <= self.limits[0] / 2
-            and abs(long - self.means[1]) <= self.limits[1]
+            and -low_s / 2 <= ds <= up_s / 2
+            and -low_l <= dl <= up_l
         )
 
 
@@ -150,9 +174,7 @@ def windows(step: float) -> tuple[int, int]:
 def z_for(step: float) -> float:
     """The threshold (in spreads) whose two-sided, two-window exceedance chance per week of
     observations is ALARMS_PER_WEEK."""
-    per_week = max(WEEK / step, 1.0)
-    alpha = ALARMS_PER_WEEK / (4 * per_week)  # 2 windows x 2 sides
-    return NormalDist().inv_cdf(1 - alpha)
+    return NormalDist().inv_cdf(1 - side_chance(step))
 
 
 def band_units(actual: FloatArray, p50: FloatArray, upper: FloatArray, level: float) -> FloatArray:
@@ -192,13 +214,19 @@ def null_from(errors: FloatArray, *, step: float) -> Null:
 
     The point spread is the band's own: the calibration table was measured out of sample, so
     a healthy point is one band-sigma wide by construction. The backtest gives what the band
-    cannot: how much averaging over a window shrinks that spread (the autocorrelation), as the
-    ratio of robust spreads (68th percentiles of |deviation from the median|) of the windowed
-    means and of single errors, never below 1/sqrt(window) (independent errors). Robust,
-    because a calibration week may hold a regime change or an outage of its own, which must not
-    blind the monitor to the next one; and a ratio, because `null_for` forecasts with the final
-    model, which has seen that week (its errors there are smaller, not less correlated). The
-    limit is z_for(step) spreads; CONFIRM guards the edge of that Gaussian tail.
+    cannot: how far a window's mean strays, relative to the spread of single errors (robust
+    spreads: 68th percentiles of |deviation from the median|), which is where the
+    autocorrelation enters. A ratio, because `null_for` forecasts with the final model, which
+    has seen that week (its errors there are smaller, not less correlated).
+
+    Each side of each window gets its own limit, the larger of two: the Gaussian one (z_for
+    spreads, never below 1/sqrt(window) of a point) and the exponential tail of that side's
+    deviations (`tail_limit`), because forecast errors come in bursts (a news spike, a batch
+    job) whose windowed means reach far past what a Gaussian on their robust spread allows.
+    The short window is the fast path for gross shifts only: its limits are never below the
+    conservative null's (a windowed mean as spread as one error), so a half-hour burst that
+    a long window of accuracy contradicts is not an alarm; moderate shifts are the long
+    window's to find.
     """
     conservative = Null.conservative(step)
     u = np.clip(np.asarray(errors, dtype=np.float64), -Z_CLIP, Z_CLIP)
@@ -206,7 +234,8 @@ def null_from(errors: FloatArray, *, step: float) -> Null:
     if finite.size == 0:
         return conservative
     point = max(float(np.quantile(np.abs(finite - np.median(finite)), 0.6827)), SPREAD_FLOOR)
-    means, spreads, limits = [], [], []
+    alpha = side_chance(step)
+    means, spreads, uppers, lowers = [], [], [], []
     for width in conservative.windows:
         if u.size < width * MIN_NULL_WINDOWS:
             return conservative
@@ -215,20 +244,48 @@ def null_from(errors: FloatArray, *, step: float) -> Null:
         if windowed.size < width * MIN_NULL_WINDOWS:
             return conservative
         centre = float(np.median(windowed))
-        deviation = np.abs(windowed - centre)
-        shrink = float(np.quantile(deviation, 0.6827)) / point
+        deviation = (windowed - centre) / point  # in point spreads: band units when healthy
+        shrink = float(np.quantile(np.abs(deviation), 0.6827))
         spread = min(max(shrink, 1 / math.sqrt(width)), 1.0)
+        floor = conservative.z * spread
         means.append(centre)
         spreads.append(spread)
-        limits.append(conservative.z * spread)
+        uppers.append(max(floor, tail_limit(deviation, alpha)))
+        lowers.append(max(floor, tail_limit(-deviation, alpha)))
     return Null(
         windows=conservative.windows,
         means=(means[0], means[1]),
         spreads=(spreads[0], spreads[1]),
         z=conservative.z,
-        limits=(limits[0], limits[1]),
+        limits=(uppers[0], uppers[1]),
         samples=int(np.isfinite(u).sum()),
+        lower=(lowers[0], lowers[1]),
     )
+
+
+def side_chance(step: float) -> float:
+    """Chance per observation that one side of one window may pass its limit while healthy:
+    ALARMS_PER_WEEK spread over a week of observations, 2 windows and 2 sides."""
+    return ALARMS_PER_WEEK / (4 * max(WEEK / step, 1.0))
+
+
+def tail_limit(deviation: FloatArray, alpha: float) -> float:
+    """The level `deviation` passes with chance `alpha`, from an exponential tail fitted past
+    its TAIL quantile (peaks over threshold with a generalised Pareto of shape 0). Its scale is
+    the median excess over ln 2, not the mean (the maximum likelihood one): a calibration week
+    that holds an outage of its own has a few windows far out, which must not widen the limit
+    past the next outage. Heavier than a Gaussian tail, so a Gaussian sample gets a wider
+    limit than z sigmas (a margin), and a bursty one the width its bursts need."""
+    d = np.asarray(deviation, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return math.inf
+    if alpha >= 1 - TAIL:
+        return float(np.quantile(d, 1 - alpha))
+    start = float(np.quantile(d, TAIL))
+    excess = d[d > start] - start
+    scale = float(np.median(excess)) / math.log(2) if excess.size else 0.0
+    return start + scale * math.log((1 - TAIL) / alpha)
 
 
 def null_for(model: CalibratedModel, history: Series, *, lead_time: float, quantile: float) -> Null:
@@ -286,8 +343,15 @@ class DriftMonitor:
     healthy_run: int = 0
     tripped_run: int = 0
     """Consecutive observations with a window past its limit (CONFIRM engages fallback)."""
-    unhealthy_for: int = 0
-    """Observations since fallback was entered."""
+    entered_at: float = -math.inf
+    """Time fallback was last entered."""
+    retrained_at: float = -math.inf
+    """Time the newest refit was asked for in this fallback."""
+    relearn_until: float = -math.inf
+    """After an alarm on a drop (load below the forecast), fallback holds until the model in use
+    was trained on data up to this time (a whole RETRAIN_AGAIN of the new regime)."""
+    fitted_until: float = -math.inf
+    """End of the training data of the model whose null is in use (`DriftTracker.use`)."""
     recent: deque[tuple[bool, float, float]] = field(default_factory=lambda: deque(maxlen=WINDOW))
     """(covered, |actual - p50|, actual) of the last WINDOW observations."""
     short: deque[float] = field(default_factory=deque)
@@ -304,7 +368,6 @@ class DriftMonitor:
     def observe(self, at: float, actual: float, p50: float, upper: float) -> None:
         """Score one actual against the forecast made for it; a missing actual is not scored,
         a non-finite forecast counts as a full miss."""
-        del at  # kept in the signature so callers pass pairs in time order, and for logs
         if not math.isfinite(actual):
             return
         u = _band_unit(actual, p50, upper, self.level)
@@ -317,17 +380,24 @@ class DriftMonitor:
         short, long = self._means(null)
         if self.state is DriftState.OK:
             self.tripped_run = self.tripped_run + 1 if null.tripped(short, long) else 0
-            if self.tripped_run >= CONFIRM:
+            gross = null.gross(short)
+            if self.tripped_run >= (CONFIRM if gross else null.windows[0]):
                 self.state = DriftState.FALLBACK
                 self.retrain_requested = True
-                self.healthy_run = self.unhealthy_for = self.tripped_run = 0
+                self.entered_at = self.retrained_at = at
+                # Only a forecast above the load buys phantom prewarm; a monitor told of no
+                # model (fed errors directly) holds on the errors alone.
+                below = short < null.means[0] or (math.isfinite(long) and long < null.means[1])
+                hold = math.isfinite(self.fitted_until) and below
+                self.relearn_until = at + RETRAIN_AGAIN if hold else -math.inf
+                self.healthy_run = self.tripped_run = 0
                 self.long.clear()  # leaving needs a whole long window of fresh evidence
             return
         self.healthy_run = self.healthy_run + 1 if null.settled(short, long) else 0
-        self.unhealthy_for += 1
-        if self.unhealthy_for % RETRAIN_AGAIN == 0:
-            self.retrain_requested = True
-        if self.healthy_run >= RELEASE_AFTER:
+        if at - self.retrained_at >= RETRAIN_AGAIN - 1e-6:
+            self.retrain_requested, self.retrained_at = True, at
+        relearnt = self.fitted_until >= self.relearn_until - self.step - 1e-6
+        if self.healthy_run >= RELEASE_AFTER and relearnt:
             self.state = DriftState.OK
             self.healthy_run = 0
 
@@ -405,6 +475,7 @@ class DriftTracker:
     def use(self, model: CalibratedModel, null: Null) -> None:
         """Score from now on against `null`, measured for `model` by `null_of`."""
         self.adopted = _model_key(model)
+        self.monitor.fitted_until = model.trained_until
         self.monitor.level = model.calibration.floor
         self.monitor.null = null
 
