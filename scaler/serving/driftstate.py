@@ -115,10 +115,11 @@ def null_from_json(data: Any, spec: TargetSpec, step: float) -> drift.Null | Non
             z=float(data["z"]),
             limits=pair("limits"),
             samples=int(data["samples"]),
+            lower=None if data.get("lower") is None else pair("lower"),
         )
     except (KeyError, TypeError, ValueError, IndexError):
         return None
-    values = (*null.means, *null.spreads, *null.limits, null.z)
+    values = (*null.means, *null.spreads, *null.limits, *(null.lower or ()), null.z)
     if not all(math.isfinite(v) for v in values) or min(windows) < 1:
         return None
     return null
