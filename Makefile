@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
+# pytest workers: most integration tests wait on real servers, not the CPU, so 3 fit 2 cores.
+TEST_WORKERS ?= 3
 
 .PHONY: help venv demo test lint typecheck pytest proto bench figures real-traces real-figures \
 	prometheus kubectl clean image image-tools
@@ -65,7 +67,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP) prometheus kubectl image-tools
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

@@ -2,7 +2,8 @@
 
 A pod's cold start is the time from its creation (`kube_pod_created`) to Ready
 (`kube_pod_status_ready_time`; where that is absent, the first minute the pod's Ready condition
-is seen true, `kube_pod_status_ready{condition="true"}`). The lead time is the P90 over the pods
+is seen true, `kube_pod_status_ready{condition="true"}`, up to a scrape plus a minute late). The
+lead time is the P90 over the pods
 alive in the last week, found by the target's `podSelector` on `kube_pod_labels` (pod labels
 reach it only through kube-state-metrics' `--metric-labels-allowlist`). With fewer than
 MIN_STARTS pod starts, or no podSelector, or no answer, the target keeps the default
