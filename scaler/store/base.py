@@ -19,6 +19,7 @@ Must not: fit, score or decide which model is better (the retrain job does); tal
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -27,6 +28,8 @@ from models import artefact
 from models.base import ArtefactError
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_KEEP = 5
 """Versions kept per target (the champion is kept as well, however old)."""
@@ -153,6 +156,22 @@ class ModelStore(Protocol):
     def keys(self) -> list[StoreKey]:
         """Every key with a stored version."""
         ...
+
+
+def last_good(
+    store: ModelStore, key: StoreKey, *, skip: type[StoreError] = ArtefactRejected
+) -> Stored | None:
+    """The champion, or when it fails with `skip` the newest older version that loads (each
+    skipped one logged): a damaged champion never leaves a target without its last good model."""
+    top = store.champion_version(key)
+    if top is None:
+        return None
+    for version in reversed([v for v in store.versions(key) if v <= top]):
+        try:
+            return store.get(key, version)
+        except skip as exc:
+            logger.warning("%s: skipping v%d for an older version: %s", key, version, exc)
+    return None
 
 
 def validated(key: StoreKey, version: int | None, data: Any) -> dict[str, Any]:

@@ -112,15 +112,8 @@ class ConfigMapStore:
         return _champion_of(key, pointer)
 
     def champion(self, key: StoreKey) -> Stored | None:
-        top = self.champion_version(key)
-        if top is None:
-            return None
-        for version in reversed([v for v in self.versions(key) if v <= top]):
-            try:
-                return self.get(key, version)
-            except ArtefactRejected as exc:
-                logger.warning("%s: skipping v%d for an older version: %s", key, version, exc)
-        return None
+        # An API outage is not a bad artefact: only a rejected one falls back to an older version.
+        return base.last_good(self, key, skip=ArtefactRejected)
 
     def promote(self, key: StoreKey, version: int, *, expected: int | None) -> bool:
         self.get(key, version)  # ArtefactRejected before the pointer moves

@@ -103,15 +103,8 @@ class DirectoryStore:
             return None
 
     def champion(self, key: StoreKey) -> Stored | None:
-        top = self.champion_version(key)
-        if top is None:
-            return None
-        for version in reversed([v for v in self.versions(key) if v <= top]):
-            try:
-                return self.get(key, version)
-            except StoreError as exc:
-                logger.warning("%s: skipping v%d for an older version: %s", key, version, exc)
-        return None
+        # A file that cannot be read is as bad as a rejected one: fall back to an older version.
+        return base.last_good(self, key, skip=StoreError)
 
     def promote(self, key: StoreKey, version: int, *, expected: int | None) -> bool:
         self.get(key, version)  # ArtefactRejected before the pointer moves
