@@ -24,6 +24,8 @@ from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
 from scaler.kube.targets import Problem, Target
 from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard
+from scaler.settings import PrometheusSettings
+from scaler.sources import prometheus_flags
 from scaler.store import base as store_base
 from scaler.store.location import open_store
 
@@ -109,13 +111,10 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         default=env("PROMETHEUS_URL", "http://prometheus-operated.monitoring.svc:9090"),
         help="Prometheus for targets without serverAddress (env SCALER_PROMETHEUS_URL)",
     )
-    g.add_argument(
-        "--prometheus-timeout",
-        type=duration_arg,
-        metavar="DURATION",
-        default=30.0,
-        help="per request (30s)",
-    )
+    # The same connection flags as serve and backtest (credentials, TLS, headers, retries), so
+    # the job reaches the Prometheus the scaler reads; a 28-day range query gets 30 s, not 10.
+    prometheus_flags.add_flags(p, lambda name: env(name, None))
+    p.set_defaults(prometheus_timeout=env("PROMETHEUS_TIMEOUT", None) or "30s")
     g = p.add_argument_group("fitting")
     defaults = RetrainSettings()
     g.add_argument(
@@ -181,9 +180,13 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         shard.count,
         store,
     )
-    from scaler.sources.prometheus import PrometheusSource
-
-    source = PrometheusSource(args.prometheus_url, timeout=args.prometheus_timeout)
+    connection = PrometheusSettings(
+        url=args.prometheus_url,
+        timeout=args.prometheus_timeout,
+        retries=args.prometheus_retries,
+        auth=prometheus_flags.auth_from(args),
+    )
+    source = prometheus_flags.source(connection, args.prometheus_url)
     settings = RetrainSettings(
         model_step=args.model_step,
         history=args.history,

@@ -85,7 +85,7 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
         "--prometheus-timeout",
         type=duration_arg,
         default=env("PROMETHEUS_TIMEOUT") or "10s",
-        help="per request (env SCALER_PROMETHEUS_TIMEOUT; default 10s)",
+        help="per request (env SCALER_PROMETHEUS_TIMEOUT; default %(default)s)",
     )
     g.add_argument(
         "--prometheus-retries",
