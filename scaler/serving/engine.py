@@ -343,7 +343,7 @@ class Engine:
 
     def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:
         step, window = self.settings.model_step, self.settings.history
-        peaks = self.settings.step  # per-bucket peaks of what is decided on, as the backtest fits
+        peaks = self.settings.history_peaks  # bucket peaks, as the backtest fits (or None)
         end = quantise(now, step)
         old = state.history
         if old is None or old.step != step or end - old.end > window:

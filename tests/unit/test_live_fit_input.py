@@ -1,5 +1,6 @@
-"""The live engine fits on the series `scaler backtest` fits on: per-bucket peaks at the model
-step of the load sampled at the decision step, on first fetch and on every update after it."""
+"""With `history_peaks` the live engine fits on the series `scaler backtest` fits on: per-bucket
+peaks at the model step of the load sampled at the decision step, on first fetch and on every
+update after it."""
 
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def test_the_engines_history_is_the_backtests_bucket_peaks_first_and_after_updat
     clock = ManualClock(NOW)
     source = FileSource(path, clock=clock)
     engine = Engine(
-        settings=EngineSettings(step=30.0, model_step=300.0, history=43_200.0, fit_workers=0),
+        settings=EngineSettings(
+            step=30.0, model_step=300.0, history=43_200.0, history_peaks=30.0, fit_workers=0
+        ),
         source_for=lambda _spec: source,
         clock=clock,
         telemetry=Telemetry(CollectorRegistry()),
