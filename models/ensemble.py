@@ -92,10 +92,7 @@ def combine(models: Sequence[CalibratedModel], history: Series) -> CalibratedMod
     usable = [m for m in models if m.backtest is not None and m.kind in catalog.CANDIDATES]
     if len(usable) < 2 or len({m.backtest.p50.shape for m in usable if m.backtest}) != 1:
         return None
-    backtests = [m.backtest for m in usable if m.backtest is not None]
-    backtest = Backtest(
-        actual=backtests[0].actual, p50=np.median(np.stack([b.p50 for b in backtests]), axis=0)
-    )
+    backtest = median_backtest([m.backtest for m in usable if m.backtest is not None])
     in_sample = any(m.scores.get("in_sample", 0.0) > 0 for m in usable)
     return calibrated(
         Ensemble([m.model for m in usable]),
@@ -103,4 +100,11 @@ def combine(models: Sequence[CalibratedModel], history: Series) -> CalibratedMod
         backtest,
         quantile=usable[0].quantile,
         in_sample=in_sample,
+    )
+
+
+def median_backtest(backtests: Sequence[Backtest]) -> Backtest:
+    """The ensemble's backtest from its members' on the same origins: their median P50."""
+    return Backtest(
+        actual=backtests[0].actual, p50=np.median(np.stack([b.p50 for b in backtests]), axis=0)
     )

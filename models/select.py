@@ -17,6 +17,12 @@ the margin and the test. (Making it the default on a tie was measured and reject
 llm_serving the week before the fit favoured the median, 14.6 against 15.3, and the median then
 lost to the cheapest model by 120.6 to 68.1 on the week after; a short calibration window
 misleads a combination as much as a single model.)
+
+The losses compared are pooled over two windows (models.folds): the calibration window and the
+one of the same length before it, graded by a fit on the history before that, so a lucky
+stretch of one short window is not the whole evidence. When a candidate has no earlier window
+(a history too short, or a fit that fails there), every candidate is compared on the
+calibration window alone, so the pairs stay on the same origins.
 """
 
 from __future__ import annotations
@@ -26,9 +32,9 @@ import math
 
 import numpy as np
 
-from models import catalog, ensemble, fitcache
-from models.base import HOUR, FitError, ModelError, Series
-from models.calibrate import CalibratedModel, fit_calibrated
+from models import catalog, ensemble, fitcache, folds
+from models.base import HOUR, FitError, FloatArray, ModelError, Series
+from models.calibrate import Backtest, CalibratedModel, fit_calibrated, origin_losses
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +77,7 @@ def fit_best(
     combined = ensemble.combine(fitted, history)
     if combined is not None:
         fitted.append(combined)
-    best = choose(fitted)
+    best = choose(fitted, pooled_losses(fitted, history, steps=steps))
     for model in fitted:
         if math.isfinite(_loss(model)):
             best.scores[f"pinball.{model.kind}"] = _loss(model)
@@ -83,18 +89,59 @@ def fit_best(
     return best
 
 
-def choose(models: list[CalibratedModel]) -> CalibratedModel:
-    """The lowest pinball loss, cheaper first; ungraded models lose to graded ones."""
+def pooled_losses(
+    models: list[CalibratedModel], history: Series, *, steps: int
+) -> dict[str, FloatArray] | None:
+    """Per-origin losses of each model over the earlier window and the calibration window
+    (models.folds), by kind; None unless every model has both on the same origins."""
+    earlier: dict[str, Backtest] = {}
+    for model in models:
+        if model.kind in catalog.CANDIDATES:
+            found = folds.earlier_backtest(catalog.adapter(model.kind), history, steps=steps)
+            if found is None:
+                return None
+            earlier[model.kind] = found
+    if len({b.p50.shape for b in earlier.values()}) != 1:
+        return None
+    members = [earlier[m.kind] for m in models if m.kind in earlier]
+    pooled: dict[str, FloatArray] = {}
+    for model in models:
+        if model.kind in earlier:
+            backtest = earlier[model.kind]
+        elif model.kind == ensemble.Ensemble.kind and members:
+            backtest = ensemble.median_backtest(members)
+        else:
+            return None
+        losses = origin_losses(backtest, floor=model.calibration.floor, quantile=model.quantile)
+        if model.losses is None:
+            return None
+        pooled[model.kind] = np.concatenate([losses, model.losses])
+    return pooled
+
+
+def choose(
+    models: list[CalibratedModel], pooled: dict[str, FloatArray] | None = None
+) -> CalibratedModel:
+    """The lowest pinball loss, cheaper first; ungraded models lose to graded ones. With
+    `pooled` (per-origin losses by kind), the losses and the paired test are those."""
     ordered = sorted(models, key=lambda m: m.model.cost)
     best = ordered[0]
     for model in ordered[1:]:
-        if _beats(model, best):
+        if _beats(model, best, pooled):
             best = model
     return best
 
 
-def _beats(challenger: CalibratedModel, incumbent: CalibratedModel) -> bool:
+def _beats(
+    challenger: CalibratedModel,
+    incumbent: CalibratedModel,
+    pooled: dict[str, FloatArray] | None,
+) -> bool:
     """Lower loss by more than TIE, and by more than chance on the same origins."""
+    if pooled is not None:
+        a, b = pooled[incumbent.kind], pooled[challenger.kind]
+        lower = _mean(b) < _mean(a) * (1 - TIE)
+        return lower and _paired(a, b, step=challenger.step)
     return _loss(challenger) < _loss(incumbent) * (1 - TIE) and _significant(incumbent, challenger)
 
 
@@ -105,8 +152,15 @@ def _significant(incumbent: CalibratedModel, challenger: CalibratedModel) -> boo
         return True
     if a is None or b is None or a.shape != b.shape:
         return True  # nothing to pair (e.g. scores read from artefacts): the margin decides
+    return _paired(a, b, step=challenger.step)
+
+
+def _paired(a: FloatArray, b: FloatArray, *, step: float) -> bool:
+    """Paired sign test on hourly blocks: are losses `b` lower than `a` by more than chance?"""
+    if not math.isfinite(_mean(a)):
+        return True
     gain = a - b
-    size = max(1, round(BLOCK / challenger.step))
+    size = max(1, round(BLOCK / step))
     blocks = [gain[i : i + size] for i in range(0, gain.size, size)]
     means = np.array([np.nanmean(x) for x in blocks if np.isfinite(x).any()])
     better, worse = int((means > 0).sum()), int((means < 0).sum())
@@ -118,3 +172,8 @@ def _significant(incumbent: CalibratedModel, challenger: CalibratedModel) -> boo
 def _loss(model: CalibratedModel) -> float:
     loss = model.scores.get("pinball", math.nan)
     return loss if math.isfinite(loss) else math.inf
+
+
+def _mean(losses: FloatArray) -> float:
+    finite = losses[np.isfinite(losses)]
+    return float(finite.mean()) if finite.size else math.inf

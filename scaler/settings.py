@@ -118,6 +118,11 @@ class EngineSettings:
     """Resolution models are fitted and predict at (5 min is plenty for a 10-30 min horizon)."""
     history: float = 28 * 86400.0
     """Seconds of history fetched for a fit."""
+    history_peaks: float | None = None
+    """Sampling step (seconds, e.g. `step`) of per-bucket peaks for the fit history: each
+    model-step point the highest value in its bucket, the series `scaler backtest` fits on.
+    None: the value at each point. Off by default: as a Prometheus subquery over 4 weeks it
+    ran past the 1.5 s source timeout of the serve integration tests (docs/forecasting.md)."""
     refit_every: float = 7 * 86400.0
     """Seconds between refits of a target's model."""
     staleness: float = 300.0

@@ -343,13 +343,15 @@ class Engine:
 
     def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:
         step, window = self.settings.model_step, self.settings.history
+        peaks = self.settings.history_peaks  # bucket peaks, as the backtest fits (or None)
         end = quantise(now, step)
         old = state.history
         if old is None or old.step != step or end - old.end > window:
-            return source.history(state.spec, start=end - window + step, end=end, step=step)
+            start = end - window + step
+            return source.history(state.spec, start=start, end=end, step=step, resolution=peaks)
         if end <= old.end:
             return old
-        new = source.history(state.spec, start=old.end + step, end=end, step=step)
+        new = source.history(state.spec, start=old.end + step, end=end, step=step, resolution=peaks)
         values = np.concatenate([old.values, new.values])
         keep = int(window // step)
         merged = Series(old.start, step, values)

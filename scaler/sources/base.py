@@ -27,8 +27,20 @@ class Sample:
 class Source(Protocol):
     """Where load comes from. Implementations: prometheus.PrometheusSource, file.FileSource."""
 
-    def history(self, spec: TargetSpec, *, start: float, end: float, step: float) -> Series:
-        """Values of spec.query at start, start + step, ... <= end; NaN where there is no data."""
+    def history(
+        self,
+        spec: TargetSpec,
+        *,
+        start: float,
+        end: float,
+        step: float,
+        resolution: float | None = None,
+    ) -> Series:
+        """Values of spec.query at start, start + step, ... <= end; NaN where there is no data.
+
+        With `resolution` finer than `step`, the value at T is the highest of spec.query
+        sampled every `resolution` seconds in (T - step, T]: the per-bucket peak the models
+        are fitted on (scaler.decision.resolution), so live fits see what a backtest fits."""
         ...
 
     def latest(self, spec: TargetSpec, *, at: float) -> Sample:

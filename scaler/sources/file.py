@@ -12,6 +12,8 @@ the file, without `.csv`), so one server can replay many different targets.
 
 from __future__ import annotations
 
+import math
+import warnings
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -75,12 +77,29 @@ class FileSource:
         start = np.floor(self._start_wall / trace.step) * trace.step  # keep the trace's grid
         return float(start - (trace.start + warmup))
 
-    def history(self, spec: TargetSpec, *, start: float, end: float, step: float) -> Series:
+    def history(
+        self,
+        spec: TargetSpec,
+        *,
+        start: float,
+        end: float,
+        step: float,
+        resolution: float | None = None,
+    ) -> Series:
         trace = self.trace_for(spec)
         end = min(end, self.clock.now())
         count = max(0, int(np.floor((end - start) / step + 1e-9)) + 1)
         times = start + step * np.arange(count, dtype=np.float64)
-        return Series(start, step, self._values_at(trace, times))
+        if resolution is None or resolution >= step or trace.step >= step:
+            return Series(start, step, self._values_at(trace, times))
+        # The bucket's peak, sampled at the finer of the two steps (a sample of the trace
+        # covers its own step, so sampling it more finely would reach into the bucket before).
+        every = max(resolution, trace.step)
+        back = every * np.arange(max(1, math.ceil(step / every - 1e-9)), dtype=np.float64)
+        fine = self._values_at(trace, times[:, None] - back[None, :])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a bucket with no sample is NaN
+            return Series(start, step, np.nanmax(fine, axis=1))
 
     def latest(self, spec: TargetSpec, *, at: float) -> Sample:
         trace = self.trace_for(spec)

@@ -108,8 +108,17 @@ class PrometheusSource:
         self._clients: dict[Connection, PrometheusConnect] = {}
         self._lock = threading.Lock()
 
-    def history(self, spec: TargetSpec, *, start: float, end: float, step: float) -> Series:
+    def history(
+        self,
+        spec: TargetSpec,
+        *,
+        start: float,
+        end: float,
+        step: float,
+        resolution: float | None = None,
+    ) -> Series:
         """Values of spec.query at start, start + step, ... <= end; NaN where there is no sample.
+        With `resolution` finer than `step`, each value is the bucket's peak (`peak_query`).
 
         Raises NoData when the whole window holds no series at all.
         """
@@ -118,6 +127,7 @@ class PrometheusSource:
         values = np.full(grid.size, np.nan)
         found = False
         url = self._url(spec)
+        query = peak_query(spec.query, step, resolution)
         logger.debug(
             "%s: history of %d points in %d queries",
             spec.label,
@@ -125,7 +135,7 @@ class PrometheusSource:
             math.ceil(grid.size / MAX_POINTS),
         )
         for chunk in grid.chunks(MAX_POINTS):
-            call = partial(_query_range, query=spec.query, chunk=chunk)
+            call = partial(_query_range, query=query, chunk=chunk)
             result = self._ask(spec, call, kind="range", began=began)
             with _expecting(spec, url, RANGE_SHAPE):
                 series = _single_series(spec, url, result)
@@ -416,6 +426,20 @@ def _grid_size(start: float, end: float, step: float) -> int:
         return 0
     # The epsilon keeps `end` on the grid when float rounding puts it a hair short.
     return math.floor((end - start) / step + 1e-9) + 1
+
+
+def peak_query(query: str, step: float, resolution: float | None) -> str:
+    """`query` as a range query at `step` whose value at T is its highest sampled every
+    `resolution` in (T - step, T] (a PromQL subquery: the range stops 1 ms short of `step`,
+    so the point at T - step, which belongs to the bucket before, is left out whether the
+    Prometheus counts a range's left end in or not). `query` as it is when `resolution` is
+    None or not finer than `step`."""
+    if resolution is None or resolution >= step:
+        return query
+    if not (math.isfinite(resolution) and resolution >= 0.001):
+        raise ValueError(f"history resolution must be at least 1 ms, got {resolution}")
+    span, every = round(step * 1000) - 1, round(resolution * 1000)
+    return f"max_over_time(({query})[{span}ms:{every}ms])"
 
 
 def _query_range(

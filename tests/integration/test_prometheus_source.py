@@ -302,3 +302,24 @@ def test_a_prometheus_slower_than_the_timeout_is_unavailable(fake: FakeServer) -
     finally:
         src.close()
     assert time.monotonic() - began < 2.0
+
+
+def test_history_with_a_finer_resolution_holds_each_buckets_peak(
+    prometheus_server: PrometheusServer, source: PrometheusSource
+) -> None:
+    nasa = backfilled(prometheus_server, "nasa_http_5min")
+    bucket, every = 1800.0, 300.0
+    end = np.floor(nasa.end / bucket) * bucket
+    start = end - 2 * DAY + bucket
+
+    series = source.history(
+        target(nasa.selector), start=start, end=end, step=bucket, resolution=every
+    )
+
+    # The query sampled every 5 minutes in (T - 30 min, T], as the engine samples load.
+    inside = [as_prometheus_sees(nasa, series.times() - j * every) for j in range(6)]
+    np.testing.assert_array_equal(series.values, np.nanmax(inside, axis=0))
+    with_the_left_end = np.nanmax([*inside, as_prometheus_sees(nasa, series.times() - bucket)], 0)
+    assert (with_the_left_end > series.values).sum() > 5  # the bucket before is left out
+    plain = source.history(target(nasa.selector), start=start, end=end, step=bucket)
+    np.testing.assert_array_equal(plain.values, inside[0])  # no resolution: the point at T

@@ -46,7 +46,15 @@ class SeriesSource:
     data: Series
     clock: ManualClock
 
-    def history(self, spec: spec.TargetSpec, *, start: float, end: float, step: float) -> Series:
+    def history(
+        self,
+        spec: spec.TargetSpec,
+        *,
+        start: float,
+        end: float,
+        step: float,
+        resolution: float | None = None,
+    ) -> Series:
         known = self.data.until(min(end, self.clock.now()))
         return known.since(start)
 
