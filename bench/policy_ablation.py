@@ -1,19 +1,24 @@
-"""A policy mechanism against its ablation, on synthetic load (bench/synthetic.py).
+"""Policy mechanisms against their ablations, on synthetic load and on trace files.
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
+        [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
+        [--drift]
 
-For each synthetic kind it replays the policy (no drift: the policy's own figures) twice, with
-the experiment `insure_lead_time_only` (insured_peak: the P95 over the lead time, the median
-past it) and with the default (the P95 over the whole look-ahead), threshold = the trace's
-p99 / 20 as
-`scaler backtest` defaults, and prints frontier ratio / under-provisioned steps / GPU-hours x
-reactive / prewarm replica-hours for both. A benchmark, not a test: it never judges.
+Each load is replayed once per variant (inside one fit cache, so the variants see the very same
+forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no drift unless
+`--drift` (the policy's own figures). Variants:
+- `quantile`: the affordable quantile's peak (P95 sliding to the median as the budget empties);
+- `insured`: the same, the P95 only over the lead time (`insure_lead_time_only`);
+- `marginal`: decision.allocation (the replicas that cover the most steps per replica-hour).
+Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
+reactive / prewarm replica-hours per variant. A benchmark, not a test: it never judges.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,8 +27,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import synthetic
 
 from models import fitcache
+from models.base import Series
 from scaler.decision import budget
-from scaler.offline import replay
+from scaler.offline import replay, traces
+
+VARIANTS = {
+    "quantile": {"allocation": "quantile"},
+    "insured": {"allocation": "quantile", "insure_lead_time_only": True},
+    "marginal": {"allocation": "marginal"},
+    "marginal_lookahead": {"allocation": "marginal_lookahead"},
+    "marginal_every": {"allocation": "marginal_every"},
+}
+
+
+def loads(args: argparse.Namespace) -> list[tuple[str, Series]]:
+    found = [(k, synthetic.load(k, days=args.days)) for k in args.kinds.split(",") if k]
+    for name in (n for n in args.traces.split(",") if n):
+        found.append((Path(name).stem, traces.read_trace(Path(name))))
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,27 +53,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--days", type=int, default=28)
     p.add_argument("--budget", default=budget.DEFAULT_BUDGET)
     p.add_argument("--kinds", default=",".join(synthetic.KINDS))
+    p.add_argument("--traces", default="", help="comma-separated trace CSV files")
+    p.add_argument("--variants", default="quantile,marginal")
+    p.add_argument("--drift", action="store_true", help="replay with drift detection on")
     args = p.parse_args(argv)
     amount, share = budget.parse_budget(args.budget)
-    print("| load | insure_lead_time_only: ratio / under / GPU-h x / prewarm h | default: same |")
-    print("|---|---|---|")
-    for kind in args.kinds.split(","):
-        series = synthetic.load(kind, days=args.days)
+    names = args.variants.split(",")
+    print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")
+    print(
+        "| load | " + " | ".join(f"{n}: ratio / under / GPU-h x / prewarm h" for n in names) + " |"
+    )
+    print("|---|" + "---|" * len(names))
+    for name, series in loads(args):
         config = replay.ReplayConfig(
             threshold=replay.threshold_from("p99/20", series),
             budget=amount,
             budget_share=share,
-            drift=False,
+            drift=args.drift,
         )
         cells = []
         with fitcache.sharing():
-            for variant in (replace(config, insure_lead_time_only=True), config):
-                m = replay.replay(series, variant, make=args.model).summary["policy"]
+            for variant in names:
+                began = time.process_time()
+                options = VARIANTS[variant]
+                run = replace(config, **options)  # type: ignore[arg-type]
+                m = replay.replay(series, run, make=args.model).summary["policy"]
                 cells.append(
                     f"{m['frontier_ratio']:.2f} / {m['under_provisioned_pct']:.1f}% / "
                     f"{m['gpu_hours_x_reactive']:.2f}x / {m['prewarm']['replica_hours']:.0f}"
                 )
-        print(f"| {kind} | {cells[0]} | {cells[1]} |", flush=True)
+                print(
+                    f"  {name} {variant}: {time.process_time() - began:.0f} s CPU", file=sys.stderr
+                )
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
 

@@ -155,6 +155,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "it (offline only; docs/policy.md says why it is not the default)",
     )
     policy_flags.add_argument(
+        "--allocation",
+        choices=replay.ALLOCATIONS,
+        default=replay.ReplayConfig.allocation,
+        help="how prewarm spends the budget: the affordable quantile (default) or marginal "
+        "coverage per replica at a budget price (experiment, offline only; docs/policy.md)",
+    )
+    policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     live = p.add_argument_group(
@@ -269,6 +276,7 @@ def replay_config(
         drift=not args.no_drift,
         drift_margin=not args.no_drift_margin,
         insure_lead_time_only=args.insure_lead_time_only,
+        allocation=args.allocation,
     )
 
 

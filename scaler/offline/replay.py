@@ -28,7 +28,7 @@ from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler.decision import budget, drift, margin, policy, resolution
+from scaler.decision import allocation, budget, drift, margin, policy, resolution
 from scaler.errors import ConfigError
 from scaler.offline import baselines, yardstick
 
@@ -47,6 +47,8 @@ WARMUP = 14 * DAY
 """Unscored history at the start of a trace (DESIGN.md): 14 days, or half a shorter trace."""
 REPORTED_HEADROOMS = (0.1, 0.2, 0.5)
 """Static headrooms reported next to the policy (and drawn in the frontier notebook)."""
+ALLOCATIONS = ("quantile", "marginal", "marginal_lookahead", "marginal_every")
+"""ReplayConfig.allocation's choices (decision.allocation and docs/policy.md say what each does)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,13 @@ class ReplayConfig:
     """Read only the lead time at the insured quantile and the horizon past it at the median
     (policy.insured_peak). An experiment, not the default: it helped llm_serving and lost on
     mongodb_rps and on every kind of synthetic load (docs/policy.md)."""
+    allocation: str = "quantile"
+    """How prewarm spends the budget: "quantile" (the affordable quantile's peak, sliding from
+    the P95 to the median as the budget runs out), or an experiment of decision.allocation
+    (the replicas that cover the most steps per replica, at a price set by the budget left):
+    "marginal" (the mean coverage of the points within the lead time), "marginal_every" (the
+    probability of covering all of them), "marginal_lookahead" (the mean over the look-ahead).
+    Offline only: docs/policy.md has the ablation."""
 
     def limits(self) -> policy.Limits:
         return policy.Limits(
@@ -213,6 +222,18 @@ def simulate(
                 if config.insure_lead_time_only
                 else ahead,
             )
+            if config.allocation != "quantile":
+                peak = _allocated_peak(
+                    lambda q: band.upper(p50, q),  # noqa: B023 (called right here)
+                    config,
+                    floor_load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
+                    price=allocation.price(
+                        remaining=ledger.remaining(now), budget=ledger.limit(now)
+                    ),
+                    lead_points=resolution.lookahead_points(
+                        made_at, coarse.step, now=now, lookahead=config.lead_time
+                    ),
+                )
         decision = policy.decide(
             load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
             forecast_peak=peak,
@@ -254,6 +275,26 @@ def simulate(
     )
     extra = {"fallback_steps": fallback_steps, "episodes": episodes, "retrains": retrains}
     return frame, extra
+
+
+def _allocated_peak(
+    upper: allocation.Upper,
+    config: ReplayConfig,
+    *,
+    floor_load: float,
+    price: float,
+    lead_points: int,
+) -> float | None:
+    """The peak an allocation experiment buys for (ReplayConfig.allocation)."""
+    points = None if config.allocation == "marginal_lookahead" else lead_points
+    return allocation.allocated_peak(
+        lambda q: upper(q)[:points],
+        quantile=config.quantile,
+        floor_load=floor_load,
+        threshold=config.threshold,
+        price=price,
+        every=config.allocation == "marginal_every",
+    )
 
 
 def warmup_steps(series: Series, warmup: float | None = None) -> int:
