@@ -47,13 +47,14 @@ EARLY_REFIT_GAP = 3600.0
 every day it lasts (scaler/decision/drift.py), a flapping one must not keep a fit worker busy."""
 
 
-def open_store(where: str) -> ModelStore:
-    """The store `--store` names: DIR, or configmap:NAMESPACE (scaler/store/location.py)."""
+def open_store(where: str, *, kubeconfig: Path | None = None) -> ModelStore:
+    """The store `--store` names: DIR, or configmap:NAMESPACE (scaler/store/location.py),
+    the latter through --kubeconfig when given."""
     from scaler.store import location
 
     if not where.startswith(location.CONFIGMAP) and Path(where).is_file():
         raise ConfigError(f"--store {where}: not a directory; give a directory or configmap:NS")
-    return location.open_store(where)
+    return location.open_store(where, kubeconfig=kubeconfig)
 
 
 def key_of(spec: TargetSpec) -> StoreKey:
