@@ -1,11 +1,13 @@
 """`scaler serve --scaler-address --kube-events` as a process, on the real Prometheus and the
 Kubernetes API emulator: the cluster's targets are discovered and warm before SERVING, the
 watch follows new, edited and deleted ScaledObjects (resuming, and relisting after 410 Gone),
-and a promoted model becomes one Kubernetes Event on its ScaledObject, rate-limited."""
+a promoted model becomes one Kubernetes Event on its ScaledObject, rate-limited, and `scaler
+retrain` writes the drift state serve writes with its own fits."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -26,16 +28,25 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from models import artefact
 from models.base import DAY, HOUR, Series
+from scaler import cli
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
+from scaler.offline import retrain
 from scaler.record.notable import MODEL_PROMOTED
+from scaler.serving import driftstate
 from scaler.serving.state import forecast_steps
+from scaler.sources.prometheus import PrometheusSource
 from scaler.store.base import StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.contract import synthetic
 from tests.integration.kube_api import KubeAPI
-from tests.integration.prometheus_server import JOB, BackfilledTrace, PrometheusServer
+from tests.integration.prometheus_server import (
+    JOB,
+    BackfilledTrace,
+    CounterSeries,
+    PrometheusServer,
+)
 
 pytestmark = pytest.mark.prometheus
 
@@ -60,7 +71,15 @@ def jump_trace(now: float) -> BackfilledTrace:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]:
-    server = PrometheusServer(tmp_path_factory.mktemp("prom"), [jump_trace(time.time())])
+    now = time.time()
+    server = PrometheusServer(tmp_path_factory.mktemp("prom"), [jump_trace(now)])
+    times = np.arange(now - HOUR, now + AHEAD, 30.0)
+    for name, value in (("fresh-drifting", 1.0), ("fresh-calm", 0.0)):  # as replicas export
+        labels = {"job": "scaler", "pod": "scaler-a", "target": spec_of(name).key}
+        values = np.full(len(times), value)
+        server.counters.append(
+            CounterSeries("scaler_drift_fallback", labels, times, values, kind="gauge")
+        )
     server.start()
     try:
         yield server
@@ -257,3 +276,31 @@ def test_a_promoted_model_is_one_event_on_its_scaled_object_rate_limited(
         time.sleep(4)  # two decisions from v3
         assert len(promoted()) == 1  # the second promotion is held back (10 min per reason)
         assert second < third
+
+
+def test_retrain_writes_the_replicas_drift_fallback_and_the_null_with_a_model(
+    prometheus: PrometheusServer, tmp_path: Path
+) -> None:
+    read = retrain.live_fallback(PrometheusSource(prometheus.url))
+    now = time.time()
+    assert read(spec_of("fresh-drifting"), now) is True  # the gauge the replicas export
+    assert read(spec_of("fresh-calm"), now) is False
+    assert read(spec_of("never-served"), now) is None
+    manifest = tmp_path / "so.yaml"
+    names = ["fresh-drifting", "fresh-calm", "never-served"]
+    items = [scaled_object(name) for name in names]
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    code = cli.main(
+        ["retrain", "--targets", str(manifest), "--store", str(tmp_path / "store"),
+         "--prometheus-url", prometheus.url, "--workers", "0"]
+    )  # fmt: skip
+    assert code == 0
+    store = DirectoryStore(tmp_path / "store")
+    carried = {}
+    for name in names:
+        stored = store.champion(StoreKey.of(spec_of(name)))
+        assert stored is not None and stored.meta["quick"] is False
+        carried[name] = stored.meta["fallback_at_fit"]
+        null = stored.artefact[driftstate.NULL_KEY]  # what serve reads instead of measuring
+        assert driftstate.null_from_json(null, spec_of(name), STEP) is not None
+    assert carried == {"fresh-drifting": True, "fresh-calm": False, "never-served": False}
