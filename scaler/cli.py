@@ -408,9 +408,13 @@ async def run_server(
         if settings.store is None
         else champions.open_store(settings.store, kubeconfig=settings.kubeconfig)
     )
-    store_models = None if store is None else champions.Champions(store, poll=settings.store_poll)
     registry = CollectorRegistry()
     telemetry = Telemetry(registry)
+    store_models = None
+    if store is not None:
+        store_models = champions.Champions(
+            store, poll=settings.store_poll, on_status=champions.retrain_gauges(telemetry)
+        )
     source = make_source(settings, clock, telemetry)
     spend_record = make_spend_record(settings, telemetry)
     recorder, on_record = make_event_recorder(settings)

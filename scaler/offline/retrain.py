@@ -38,7 +38,7 @@ from scaler.sources.base import Source
 
 if TYPE_CHECKING:
     from scaler.sources.prometheus import PrometheusSource
-from scaler.store.base import ModelStore, StoreKey
+from scaler.store.base import ModelStore, StoreError, StoreKey
 
 logger = logging.getLogger(__name__)
 
@@ -217,6 +217,7 @@ class Retrainer:
         async def one(target: Target) -> Outcome:
             async with slots:
                 outcome = await self._one(target, now)
+                await self._record(target.key, outcome)
             on_done(outcome)
             return outcome
 
@@ -248,6 +249,20 @@ class Retrainer:
         except (ScalerError, ModelError) as exc:
             logger.warning("%s: retrain failed: %s", key, exc)
             return replace(base, reason=str(exc), failed=True, seconds=time.monotonic() - started)
+
+    async def _record(self, key: StoreKey, outcome: Outcome) -> None:
+        """Keep the outcome in the store, where serve exports it as the retrain gauges the
+        PrometheusRule alerts on; a store that refuses it costs the gauge, not the model."""
+        try:
+            await asyncio.to_thread(
+                self.store.record_retrain,
+                key,
+                ok=not outcome.failed,
+                at=time.time(),
+                reason=outcome.reason,
+            )
+        except StoreError as exc:
+            logger.warning("%s: retrain outcome not recorded in the store: %s", key, exc)
 
     async def _fallback(self, spec: TargetSpec, now: float) -> bool:
         if self.live is None:

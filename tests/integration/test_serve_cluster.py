@@ -218,6 +218,10 @@ def test_serve_warms_the_cluster_targets_before_serving_and_follows_the_watch(
 ) -> None:
     store = tmp_path / "store"
     store_champion(store, prometheus, "drifting", FIT_BEFORE)
+    failed_at = time.time() - 3600  # the last retrain of it failed, as the job records it
+    DirectoryStore(store).record_retrain(
+        StoreKey.of(spec_of("drifting")), ok=False, at=failed_at, reason="test"
+    )
     kube_api.add(scaled_object("drifting"))
     kube_api.add(scaled_object("foreign", scalerAddress="another-scaler:9000"))
     with serving(tmp_path, prometheus, store) as serve:
@@ -225,6 +229,10 @@ def test_serve_warms_the_cluster_targets_before_serving_and_follows_the_watch(
         assert gauges["scaler_drift_fallback{gpu/drifting}"] == 1.0, serve.log.read_text()
         assert serve.answer("drifting") >= gauges["scaler_reactive_replicas{gpu/drifting}"]
         assert serve.served() == {"gpu/drifting"}  # not the trigger naming another scaler
+        failure = "scaler_retrain_last_failure_timestamp_seconds{gpu/drifting}"
+        until(lambda: failure in serve.metrics(), "exported the retrain outcome", serve.log)
+        assert serve.metrics()[failure] == pytest.approx(failed_at)
+        assert "scaler_retrain_last_success_timestamp_seconds{gpu/drifting}" not in serve.metrics()
 
         kube_api.add(scaled_object("late"))
         until(lambda: "gpu/late" in serve.served(), "served the new ScaledObject", serve.log)
