@@ -1,8 +1,9 @@
 """`scaler serve --scaler-address --kube-events` as a process, on the real Prometheus and the
 Kubernetes API emulator: the cluster's targets are discovered and warm before SERVING, the
 watch follows new, edited and deleted ScaledObjects (resuming, and relisting after 410 Gone),
-a promoted model becomes one Kubernetes Event on its ScaledObject, rate-limited, and `scaler
-retrain` writes the drift state serve writes with its own fits."""
+a promoted model becomes one Kubernetes Event on its ScaledObject, rate-limited; `scaler
+retrain` writes the drift state serve writes with its own fits, and reads each target from its
+serverAddress with the credential rules serve keeps."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from scaler.sources.prometheus import PrometheusSource
 from scaler.store.base import StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.contract import synthetic
+from tests.integration.auth_proxy import ProxyState, auth_proxy
 from tests.integration.kube_api import KubeAPI
 from tests.integration.prometheus_server import (
     JOB,
@@ -312,3 +314,40 @@ def test_retrain_writes_the_replicas_drift_fallback_and_the_null_with_a_model(
         null = stored.artefact[driftstate.NULL_KEY]  # what serve reads instead of measuring
         assert driftstate.null_from_json(null, spec_of(name), STEP) is not None
     assert carried == {"fresh-drifting": True, "fresh-calm": False, "never-served": False}
+
+
+def test_retrain_reads_each_target_from_its_server_address_with_the_credentials_serve_sends(
+    prometheus: PrometheusServer, prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    guard = ProxyState(prometheus.url, expect=("Authorization", "Bearer s3cret"))
+    nasa = prometheus_server.traces["nasa_http_5min"].selector  # only in the default one
+    with auth_proxy(guard) as guarded:
+        items = [
+            scaled_object("own", serverAddress=prometheus.url),  # only in this one
+            scaled_object("guarded", serverAddress=guarded),  # the same, behind a token
+            scaled_object("default", query=f"sum({nasa})"),  # no serverAddress
+        ]
+        manifest = tmp_path / "so.yaml"
+        manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+        def run(store: str, *flags: str) -> dict[str, dict[str, Any]]:
+            out = tmp_path / f"{store}.json"
+            code = cli.main(
+                ["retrain", "--targets", str(manifest), "--store", str(tmp_path / store),
+                 "--prometheus-url", prometheus_server.url, "--prometheus-token-file",
+                 str(token), "--workers", "0", "--json", str(out), *flags]
+            )  # fmt: skip
+            rows = json.loads(out.read_text())["outcomes"]
+            assert code == (1 if any(r["failed"] for r in rows) else 0)
+            return {r["target"].split("/")[1]: r for r in rows}
+
+        trusted = run("trusted", "--prometheus-trusted-url", guarded)
+        assert all(r["promoted"] for r in trusted.values()), trusted
+        assert {s.headers.get("Authorization") for s in guard.seen} == {"Bearer s3cret"}
+        guard.seen.clear()
+        untrusted = run("untrusted")  # the token goes to the default Prometheus only
+        assert untrusted["own"]["promoted"] and untrusted["default"]["promoted"]
+        assert untrusted["guarded"]["failed"] and "401" in untrusted["guarded"]["reason"]
+        assert guard.seen and all("Authorization" not in s.headers for s in guard.seen)
