@@ -251,7 +251,8 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "--store-poll",
         type=duration_within(1.0, 3600.0),
         default=env("STORE_POLL", "60s"),
-        help="how often each target's champion pointer is read for a promotion "
+        help="how often every champion pointer and retrain outcome is read, one request for "
+        "the whole store, to hot-reload promotions and export the retrain gauges "
         "(env SCALER_STORE_POLL; 1s-1h; default 60s)",
     )
     e = p.add_argument_group("engine")
