@@ -344,7 +344,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         ),
         source=args.source,
         targets_file=args.targets,
-        scaler_address=args.scaler_address or None,
+        scaler_address=scaler_address(args.scaler_address),
         watch_namespace=args.namespace or None,
         store=args.store or None,
         store_poll=args.store_poll,
@@ -355,6 +355,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         kube_pod_selectors=args.kube_pod_selectors,
         kubeconfig=args.kubeconfig,
     )
+
+
+def scaler_address(text: str | None) -> str | None:
+    from scaler.kube import targets
+
+    return targets.scaler_address(text)
 
 
 def make_source(settings: Settings, clock: Clock, telemetry: Telemetry | None = None) -> Source:
@@ -631,11 +637,14 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the gRPC external scaler KEDA talks to",
         description="Run the KEDA external scaler (gRPC) with /metrics.\n\n"
-        "Targets are not configured here: each ScaledObject trigger's metadata is one target,\n"
-        "learnt on KEDA's first call. Every flag can also be set as SCALER_<FLAG>.",
+        "Each ScaledObject trigger's metadata is one target, learnt on KEDA's first call; with\n"
+        "--targets FILE or --scaler-address (the cluster's ScaledObjects naming this scaler,\n"
+        "then watched) they are warmed up before SERVING. Every flag can also be set as\n"
+        "SCALER_<FLAG>.",
         epilog="examples:\n"
         "  scaler serve --prometheus-url http://prometheus-operated.monitoring.svc:9090\n"
         "  scaler serve --source file: --step 30s          # the bundled trace, no Prometheus\n"
+        "  scaler serve --store configmap:keda --scaler-address scaler.keda.svc:9000  # discover\n"
         "  scaler serve --tls-cert tls.crt --tls-key tls.key --tls-client-ca ca.crt "
         "--tls-require-client-cert",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -219,6 +219,7 @@ def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
 
 
 def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]:
+    args.scaler_address = manifests.scaler_address(args.scaler_address)
     if args.targets is not None:
         objects = manifests.read_file(args.targets)
         if not objects:
