@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from scaler import cli
 from scaler.kube import api
 from scaler.kube.discovery import Change, Discovery
 from scaler.kube.scaledobjects import ScaledObjects
@@ -167,3 +168,14 @@ def test_an_unreachable_api_server_at_start_up_is_retried_by_the_watch_thread(
         assert changes.next() == (["llm"], [])
     finally:
         found.stop()
+
+
+def test_serve_without_rbac_for_discovery_exits_2_naming_the_grant(
+    kube_api: KubeAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kube_api.fail_next("GET", "scaledobjects", 403)
+    argv = ["serve", "--scaler-address", ADDRESS, "--kubeconfig", str(tmp_path / "kubeconfig")]
+    argv += ["--grpc-port", "0", "--http-port", "-1", "--source", "file:"]
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert "list scaledobjects" in error and "grant" in error
