@@ -235,9 +235,9 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     w.add_argument(
         "--namespace",
         metavar="NS",
-        default=env("WATCH_NAMESPACE"),
+        default=env("NAMESPACE"),
         help="with --scaler-address: read the ScaledObjects of this namespace only "
-        "(env SCALER_WATCH_NAMESPACE; default all namespaces)",
+        "(env SCALER_NAMESPACE; default all namespaces)",
     )
     w.add_argument(
         "--store",
