@@ -498,6 +498,9 @@ class Engine:
         """Stop refreshing target `key` (idle, or its ScaledObject left the cluster)."""
         if self.targets.pop(key, None) is None:
             return
+        running = self._running.pop(key, None)
+        if running is not None:  # it would publish the gauges forgotten below
+            running.cancel()
         self._tried.pop(key, None)
         self._problems.pop(key, None)
         self.telemetry.forget(key)
