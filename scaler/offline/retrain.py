@@ -10,6 +10,11 @@ same window, each forecast made from data before its origin (models.registry.bac
 A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
 has, which favours it: re-running the job promotes nothing new, rather than churning models.
 
+A promoted model carries what serve writes with its own fits: its drift null (in the artefact)
+and `fallback_at_fit`, whether the replicas hold the target in drift fallback (their exported
+gauge, `live_fallback`). Every target's outcome is recorded in the store, from which serve
+exports the retrain gauges.
+
 Must not: parse flags or print (retrain_cli.py does), or know which store backend it writes.
 """
 
@@ -35,10 +40,10 @@ from scaler.kube.targets import Target
 from scaler.serving import driftstate, workers
 from scaler.serving.state import forecast_steps
 from scaler.sources.base import Source
+from scaler.store.base import ModelStore, StoreError, StoreKey
 
 if TYPE_CHECKING:
     from scaler.sources.prometheus import PrometheusSource
-from scaler.store.base import ModelStore, StoreError, StoreKey
 
 logger = logging.getLogger(__name__)
 
