@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
@@ -20,7 +21,7 @@ from scaler.clock import Clock, WallClock
 from scaler.decision.spec import TargetSpec, duration_arg
 from scaler.errors import ConfigError, ScalerError
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import champions, warmup
+from scaler.serving import champions, discovered, warmup
 from scaler.serving import server as grpc_server
 from scaler.serving.engine import Engine
 from scaler.serving.explain_http import explain_app
@@ -34,6 +35,9 @@ from scaler.settings import (
 )
 from scaler.sources import prometheus_flags
 from scaler.sources.base import Source, SpendRecord
+
+if TYPE_CHECKING:
+    from scaler.kube.discovery import Discovery
 
 logger = logging.getLogger("scaler")
 
@@ -218,6 +222,24 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "gRPC health and /readyz say SERVING (env SCALER_TARGETS)",
     )
     w.add_argument(
+        "--scaler-address",
+        metavar="HOST:PORT",
+        default=env("SCALER_ADDRESS"),
+        help="the scalerAddress KEDA dials this scaler by, e.g. "
+        "predictive-scaler.keda.svc.cluster.local:9000: without --targets, the cluster's "
+        "ScaledObjects whose external trigger names it are listed and warmed up before "
+        "SERVING, then followed with a watch (needs list and watch on keda.sh scaledobjects, "
+        "deploy/discovery); with --targets, only that file's triggers naming it "
+        "(env SCALER_SCALER_ADDRESS, shared with `scaler retrain`)",
+    )
+    w.add_argument(
+        "--namespace",
+        metavar="NS",
+        default=env("NAMESPACE"),
+        help="with --scaler-address: read the ScaledObjects of this namespace only "
+        "(env SCALER_NAMESPACE; default all namespaces)",
+    )
+    w.add_argument(
         "--store",
         default=env("STORE"),
         help="model store shared by every replica: DIR, or configmap:NAMESPACE; answers come "
@@ -229,7 +251,8 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "--store-poll",
         type=duration_within(1.0, 3600.0),
         default=env("STORE_POLL", "60s"),
-        help="how often each target's champion pointer is read for a promotion "
+        help="how often every champion pointer and retrain outcome is read, one request for "
+        "the whole store, to hot-reload promotions and export the retrain gauges "
         "(env SCALER_STORE_POLL; 1s-1h; default 60s)",
     )
     e = p.add_argument_group("engine")
@@ -321,6 +344,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         ),
         source=args.source,
         targets_file=args.targets,
+        scaler_address=scaler_address(args.scaler_address),
+        watch_namespace=args.namespace or None,
         store=args.store or None,
         store_poll=args.store_poll,
         decision_log=args.decision_log,
@@ -330,6 +355,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         kube_pod_selectors=args.kube_pod_selectors,
         kubeconfig=args.kubeconfig,
     )
+
+
+def scaler_address(text: str | None) -> str | None:
+    from scaler.kube import targets
+
+    return targets.scaler_address(text)
 
 
 def make_source(settings: Settings, clock: Clock, telemetry: Telemetry | None = None) -> Source:
@@ -375,11 +406,22 @@ async def run_server(
     on_ready: Callable[[int, int, Engine], None] | None = None,
 ) -> None:
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
+    discovery = make_discovery(settings)
     targets = known_targets(settings)  # warmed up before health says SERVING
-    store = None if settings.store is None else champions.open_store(settings.store)
-    store_models = None if store is None else champions.Champions(store, poll=settings.store_poll)
+    if discovery is not None:
+        targets += discovery.initial()
+    store = (
+        None
+        if settings.store is None
+        else champions.open_store(settings.store, kubeconfig=settings.kubeconfig)
+    )
     registry = CollectorRegistry()
     telemetry = Telemetry(registry)
+    store_models = None
+    if store is not None:
+        store_models = champions.Champions(
+            store, poll=settings.store_poll, on_status=champions.retrain_gauges(telemetry)
+        )
     source = make_source(settings, clock, telemetry)
     spend_record = make_spend_record(settings, telemetry)
     recorder, on_record = make_event_recorder(settings)
@@ -423,6 +465,9 @@ async def run_server(
         background.append(asyncio.create_task(grpc_server.set_serving(health)))
         if store_models is not None:
             background.append(asyncio.create_task(store_models.poll(engine.targets)))
+        if discovery is not None:
+            following = discovered.follow(engine, discovery, load=load)
+            background.append(asyncio.create_task(following))
 
     load = None if store_models is None else store_models.load
     engine_task = asyncio.create_task(
@@ -488,14 +533,30 @@ def make_event_recorder(
     return recorder, on_record
 
 
+def make_discovery(settings: Settings) -> Discovery | None:
+    """Cluster discovery (scaler/kube/discovery.py) for --scaler-address without --targets."""
+    if settings.scaler_address is None or settings.targets_file is not None:
+        return None
+    from scaler.kube import api
+    from scaler.kube.discovery import Discovery
+    from scaler.kube.scaledobjects import ScaledObjects
+
+    objects = ScaledObjects(api.connect(settings.kubeconfig))
+    return Discovery(
+        objects, scaler_address=settings.scaler_address, namespace=settings.watch_namespace
+    )
+
+
 def known_targets(settings: Settings) -> list[TargetSpec]:
-    """The targets of --targets; a trigger that does not parse is logged and left to KEDA's
-    first call, which answers it INVALID_ARGUMENT naming the key."""
+    """The targets of --targets (those naming --scaler-address, when given); a trigger that
+    does not parse is logged and left to KEDA's first call, which answers it INVALID_ARGUMENT
+    naming the key."""
     if settings.targets_file is None:
         return []
     from scaler.kube import targets
 
-    found, problems = targets.from_objects(targets.read_file(settings.targets_file))
+    objects = targets.read_file(settings.targets_file)
+    found, problems = targets.from_objects(objects, scaler_address=settings.scaler_address)
     for problem in problems:
         logger.warning("--targets %s: %s: %s", settings.targets_file, problem.where, problem.error)
     return [t.spec for t in found]
@@ -576,11 +637,14 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the gRPC external scaler KEDA talks to",
         description="Run the KEDA external scaler (gRPC) with /metrics.\n\n"
-        "Targets are not configured here: each ScaledObject trigger's metadata is one target,\n"
-        "learnt on KEDA's first call. Every flag can also be set as SCALER_<FLAG>.",
+        "Each ScaledObject trigger's metadata is one target, learnt on KEDA's first call; with\n"
+        "--targets FILE or --scaler-address (the cluster's ScaledObjects naming this scaler,\n"
+        "then watched) they are warmed up before SERVING. Every flag can also be set as\n"
+        "SCALER_<FLAG>.",
         epilog="examples:\n"
         "  scaler serve --prometheus-url http://prometheus-operated.monitoring.svc:9090\n"
         "  scaler serve --source file: --step 30s          # the bundled trace, no Prometheus\n"
+        "  scaler serve --store configmap:keda --scaler-address scaler.keda.svc:9000  # discover\n"
         "  scaler serve --tls-cert tls.crt --tls-key tls.key --tls-client-ca ca.crt "
         "--tls-require-client-cert",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -162,6 +162,12 @@ class Settings:
     forgets; the file source, which has no place to store spend, always uses it)."""
     targets_file: Path | None = None
     """ScaledObject manifests whose targets are warmed up before the scaler says SERVING."""
+    scaler_address: str | None = None
+    """The scalerAddress KEDA dials this scaler by: without targets_file, the cluster's
+    ScaledObjects naming it are discovered and watched (scaler/kube/discovery.py); with it,
+    only the file's triggers naming it count."""
+    watch_namespace: str | None = None
+    """Discovery reads this namespace's ScaledObjects only; None: all namespaces."""
     store: str | None = None
     """Model store the champions are read from and new models written to: a directory, or
     `configmap:NAMESPACE`; None fits every model in-process and keeps it in memory."""

@@ -1,6 +1,7 @@
 """A connection to the Kubernetes API and the one boundary where the client's exceptions become
 the scaler's: `KubeError` -> `NotFound`, `Conflict` (409: stale resourceVersion or AlreadyExists),
-`KubeUnavailable` (cannot reach it, 5xx, 429), `Forbidden` (RBAC: names the verb to grant).
+`KubeUnavailable` (cannot reach it, 5xx, 429), `Forbidden` (RBAC: names the verb to grant),
+`Gone` (410: a watch's resourceVersion is older than the server keeps; list again).
 
 Must not: know what the objects mean (configmaps.py, scaledobjects.py do).
 """
@@ -44,6 +45,10 @@ class Forbidden(KubeError):
     pass
 
 
+class Gone(KubeError):
+    """410: the resourceVersion a watch resumed from was compacted away; relist."""
+
+
 class KubeUnavailable(KubeError):
     """Unreachable, 5xx or 429: worth a retry later."""
 
@@ -85,6 +90,8 @@ def _from_status(what: str, exc: ApiException) -> KubeError:
         return NotFound(text, status=status, reason=reason)
     if status == 409:
         return Conflict(text, status=status, reason=reason)
+    if status == 410:
+        return Gone(text, status=status, reason=reason)
     if status in (401, 403):
         return Forbidden(
             f"{text}; grant the scaler's service account this verb in its Role (deploy/)",

@@ -37,12 +37,15 @@ class ScaledObjects:
     def watch(
         self, *, resource_version: str, timeout: float, namespace: str | None = None
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(ADDED|MODIFIED|DELETED, object) after `resource_version`, for up to `timeout` s."""
+        """(ADDED|MODIFIED|DELETED|BOOKMARK, object) after `resource_version`, for up to
+        `timeout` s; `api.Gone` when that resourceVersion is too old (list again)."""
         stream = watch.Watch()
         where = f"in {namespace}" if namespace else "in all namespaces"
         kwargs: dict[str, Any] = {
             "resource_version": resource_version,
             "timeout_seconds": max(1, int(timeout)),
+            # A connection that dies silently is noticed past the server's own timeout.
+            "_request_timeout": (api.REQUEST_TIMEOUT[0], timeout + api.REQUEST_TIMEOUT[1]),
         }
         with api.translated(f"watch scaledobjects {where}"):
             if namespace:

@@ -46,6 +46,20 @@ class Problem:
     error: str
 
 
+def scaler_address(text: str | None) -> str | None:
+    """--scaler-address as the triggers' scalerAddress spells it, HOST:PORT; ConfigError naming
+    the fix for a URL or a missing port (it would silently match no trigger)."""
+    if not text or not text.strip():
+        return None
+    host, colon, port = text.strip().rpartition(":")
+    if "://" in text or "/" in text or not colon or not host or not port.isdigit():
+        raise ConfigError(
+            f"--scaler-address {text!r}: give HOST:PORT exactly as the triggers' scalerAddress, "
+            "e.g. predictive-scaler.keda.svc.cluster.local:9000 (no scheme, no path)"
+        )
+    return text.strip()
+
+
 def read_file(path: Path) -> list[dict[str, Any]]:
     """The ScaledObject dicts in a YAML file (documents, Lists flattened); ConfigError if the
     file cannot be read or is not YAML."""

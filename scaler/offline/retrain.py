@@ -10,6 +10,11 @@ same window, each forecast made from data before its origin (models.registry.bac
 A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
 has, which favours it: re-running the job promotes nothing new, rather than churning models.
 
+A promoted model carries what serve writes with its own fits: its drift null (in the artefact)
+and `fallback_at_fit`, whether the replicas hold the target in drift fallback (their exported
+gauge, `live_fallback`). Every target's outcome is recorded in the store, from which serve
+exports the retrain gauges.
+
 Must not: parse flags or print (retrain_cli.py does), or know which store backend it writes.
 """
 
@@ -23,19 +28,29 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models import artefact, registry
 from models.base import ModelError, Series
 from models.calibrate import calibration_window
+from scaler.decision import drift
+from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
 from scaler.kube.targets import Target
-from scaler.serving import workers
+from scaler.serving import driftstate, workers
 from scaler.serving.state import forecast_steps
 from scaler.sources.base import Source
-from scaler.store.base import ModelStore, StoreKey
+from scaler.store.base import ModelStore, StoreError, StoreKey
+
+if TYPE_CHECKING:
+    from scaler.sources.prometheus import PrometheusSource
 
 logger = logging.getLogger(__name__)
+
+DRIFT_GAUGE = "scaler_drift_fallback"
+"""What every serve replica exports per target, 1 while in drift fallback (serving/telemetry.py)."""
+LiveFallback = Callable[[TargetSpec, float], "bool | None"]
+"""(target, time) -> whether the serving replicas hold it in drift fallback; None: unknown."""
 
 
 @dataclass(frozen=True)
@@ -119,12 +134,19 @@ def verdict(
 
 
 def challenge(
-    kind: str, history: Series, steps: int, quantile: float, champion: dict[str, Any] | None
+    spec: TargetSpec, history: Series, steps: int, champion: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """Fit `kind` on `history` and score the champion on the challenger's calibration window.
-    Runs in a fit worker: plain data in and out. ModelError when the challenger cannot be fitted."""
-    data = artefact.fit(kind, history, steps, quantile=quantile)
+    """Fit the trigger's model on `history`, score the champion on the challenger's
+    calibration window, and measure the challenger's drift null as `scaler serve` does with a
+    model it fits (scaler/serving/champions.py publish), stored in the artefact so that no
+    replica measures it again. Runs in a fit worker: plain data in and out. ModelError when
+    the challenger cannot be fitted."""
+    quantile = spec.quantile
+    data = artefact.fit(spec.model, history, steps, quantile=quantile)
     loss = float(data.get("scores", {}).get("pinball", math.nan))
+    fitted = artefact.load(data)
+    null = drift.null_for(fitted, history, lead_time=spec.lead_time, quantile=quantile)
+    data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, fitted.step)}
     old, problem = math.nan, ""
     if champion is not None:
         try:
@@ -140,13 +162,38 @@ def challenge(
     return {"artefact": data, "loss": loss, "champion_loss": old, "problem": problem}
 
 
+def live_fallback(source: PrometheusSource) -> LiveFallback:
+    """Whether the replicas hold a target in drift fallback now, from the gauge they export
+    (DRIFT_GAUGE, max over replicas: they agree) in the Prometheus that scrapes them, the
+    default one (the ledger's): a refit made in fallback starts in it on every replica
+    (scaler/serving/driftstate.py `carried_fallback`), as with serve's own fits. None when no
+    replica exported it (never served, or that Prometheus does not scrape the scaler)."""
+
+    def read(spec: TargetSpec, at: float) -> bool | None:
+        target = spec.key.replace("\\", "\\\\").replace('"', '\\"')
+        query = f'max({DRIFT_GAUGE}{{target="{target}"}})'
+        found = source.values(replace(spec, server_address=None), query, at=at)
+        return None if not found else max(found) >= 1.0
+
+    return read
+
+
 class Retrainer:
     """Retrains targets into one store from one source; `run` them all, then `close`."""
 
-    def __init__(self, store: ModelStore, source: Source, settings: RetrainSettings) -> None:
+    def __init__(
+        self,
+        store: ModelStore,
+        source: Source,
+        settings: RetrainSettings,
+        *,
+        live: LiveFallback | None = None,
+    ) -> None:
         self.store = store
         self.source = source
         self.settings = settings
+        self.live = live
+        """The replicas' drift fallback per target (live_fallback); None: taken as none."""
         self._pool: workers.WorkerPool | None = None
         if settings.workers > 0:
             self._pool = workers.WorkerPool(
@@ -175,6 +222,7 @@ class Retrainer:
         async def one(target: Target) -> Outcome:
             async with slots:
                 outcome = await self._one(target, now)
+                await self._record(target.key, outcome)
             on_done(outcome)
             return outcome
 
@@ -196,20 +244,42 @@ class Retrainer:
                 champion = await asyncio.to_thread(self.store.champion, key)
             steps = forecast_steps(spec, step)
             job = functools.partial(
-                challenge,
-                spec.model,
-                history,
-                steps,
-                spec.quantile,
-                champion.artefact if champion else None,
+                challenge, spec, history, steps, champion.artefact if champion else None
             )
             result = await self._fit(job)
+            result["fallback"] = await self._fallback(spec, now)
             held = champion.version if champion else None
             outcome = await self._decide(base, key, result, held, pointer, now)
             return replace(outcome, seconds=time.monotonic() - started)
         except (ScalerError, ModelError) as exc:
             logger.warning("%s: retrain failed: %s", key, exc)
             return replace(base, reason=str(exc), failed=True, seconds=time.monotonic() - started)
+
+    async def _record(self, key: StoreKey, outcome: Outcome) -> None:
+        """Keep the outcome in the store, where serve exports it as the retrain gauges the
+        PrometheusRule alerts on; a store that refuses it costs the gauge, not the model."""
+        try:
+            await asyncio.to_thread(
+                self.store.record_retrain,
+                key,
+                ok=not outcome.failed,
+                at=time.time(),
+                reason=outcome.reason,
+            )
+        except StoreError as exc:
+            logger.warning("%s: retrain outcome not recorded in the store: %s", key, exc)
+
+    async def _fallback(self, spec: TargetSpec, now: float) -> bool:
+        if self.live is None:
+            return False
+        try:
+            held = await asyncio.to_thread(self.live, spec, now)
+        except ScalerError as exc:
+            logger.warning(
+                "%s: drift state of the replicas unreadable, taken as none: %s", spec.key, exc
+            )
+            return False
+        return bool(held)
 
     async def _fit(self, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         if self._pool is None:
@@ -239,7 +309,10 @@ class Retrainer:
         if not promote:
             return row
         meta = {"reason": reason, "scores": data.get("scores", {}), "champion": champion}
-        meta |= {"writer": "scaler retrain", "at": now}
+        # What serve writes with its own fits (champions.publish): a target in drift fallback
+        # when this model was fitted starts it in fallback on every replica.
+        meta |= {"writer": "scaler retrain", "at": now, "quick": False}
+        meta |= {"fallback_at_fit": bool(result.get("fallback", False))}
         version = await asyncio.to_thread(self.store.put, key, data, meta)
         won = await asyncio.to_thread(self.store.promote, key, version, expected=pointer)
         if not won:

@@ -23,7 +23,7 @@ from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
 from scaler.kube.targets import Problem, Target
-from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard
+from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard, live_fallback
 from scaler.settings import PrometheusSettings
 from scaler.sources import prometheus_flags
 from scaler.store import base as store_base
@@ -193,7 +193,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         workers=_bounded("--workers", args.workers, 0, 64),
         fit_timeout=args.fit_timeout,
     )
-    retrainer = Retrainer(store, source, settings)
+    retrainer = Retrainer(store, source, settings, live=live_fallback(source))
     try:
         outcomes = asyncio.run(retrainer.run(mine, now=time.time()))
     finally:
@@ -219,6 +219,7 @@ def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
 
 
 def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]:
+    args.scaler_address = manifests.scaler_address(args.scaler_address)
     if args.targets is not None:
         objects = manifests.read_file(args.targets)
         if not objects:

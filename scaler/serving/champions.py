@@ -4,10 +4,12 @@ the models fitted here so that every replica ends up on the same artefact.
 - `load`: a target's champion, read once when the target is first seen (at warm-up for the
   `--targets` ones). Its model, its drift null (stored with it by the replica that fitted it,
   scaler/serving/driftstate.py) and whether it was fitted in drift fallback go on the state.
-- `poll`: every `--store-poll`, each target's champion pointer (one small read); a new version is
-  loaded in a thread and swapped in whole on the event loop, between two refreshes, so every
-  answer comes from the old model or the new one and none is missing. A pointer that cannot be
-  read keeps the model in use.
+- `poll`: every `--store-poll`, every champion pointer and retrain outcome in one read
+  (`statuses`: one LIST for the ConfigMap store, whatever the number of targets); each target's
+  retrain outcome goes on its scaler_retrain_last_*_timestamp_seconds gauges, and a new version
+  is loaded in a thread and swapped in whole on the event loop, between two refreshes, so every
+  answer comes from the old model or the new one and none is missing. A store that cannot be
+  read keeps the models in use.
 - `publish`: the fit pool's result for a target is stored as a new version and offered as champion
   by a compare-and-set on the version this replica was serving (None for the first model). The
   first writer wins; a replica that lost the race adopts the winner's artefact, so replicas never
@@ -28,6 +30,7 @@ import logging
 import math
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,8 @@ from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
 from scaler.serving import driftstate
 from scaler.serving.state import TargetState
-from scaler.store.base import ModelStore, Stored, StoreError, StoreKey
+from scaler.serving.telemetry import Telemetry
+from scaler.store.base import ModelStore, Status, Stored, StoreError, StoreKey
 
 logger = logging.getLogger(__name__)
 
@@ -47,13 +51,14 @@ EARLY_REFIT_GAP = 3600.0
 every day it lasts (scaler/decision/drift.py), a flapping one must not keep a fit worker busy."""
 
 
-def open_store(where: str) -> ModelStore:
-    """The store `--store` names: DIR, or configmap:NAMESPACE (scaler/store/location.py)."""
+def open_store(where: str, *, kubeconfig: Path | None = None) -> ModelStore:
+    """The store `--store` names: DIR, or configmap:NAMESPACE (scaler/store/location.py),
+    the latter through --kubeconfig when given."""
     from scaler.store import location
 
     if not where.startswith(location.CONFIGMAP) and Path(where).is_file():
         raise ConfigError(f"--store {where}: not a directory; give a directory or configmap:NS")
-    return location.open_store(where)
+    return location.open_store(where, kubeconfig=kubeconfig)
 
 
 def key_of(spec: TargetSpec) -> StoreKey:
@@ -61,10 +66,35 @@ def key_of(spec: TargetSpec) -> StoreKey:
     return StoreKey.of(spec)
 
 
+def retrain_gauges(telemetry: Telemetry) -> Callable[[str, Status], None]:
+    """Export the retrain job's last outcome per target, as read from the store, on
+    scaler_retrain_last_{success,failure}_timestamp_seconds (deploy/prometheus alerts on them):
+    the pods Prometheus already scrapes report the job's result, no Pushgateway needed."""
+    per_target = telemetry.per_target
+
+    def export(target: str, status: Status) -> None:
+        for gauge, at in (
+            (per_target.retrain_success, status.retrain_success),
+            (per_target.retrain_failure, status.retrain_failure),
+        ):
+            if at is not None:
+                gauge.labels(target).set(at)
+
+    return export
+
+
 class Champions:
-    def __init__(self, store: ModelStore, *, poll: float) -> None:
+    def __init__(
+        self,
+        store: ModelStore,
+        *,
+        poll: float,
+        on_status: Callable[[str, Status], None] = lambda _key, _status: None,
+    ) -> None:
         self.store = store
         self.poll_every = poll
+        self.on_status = on_status
+        """Hears each served target's store status every poll (retrain_gauges)."""
         self.writer = f"{socket.gethostname()}/{os.getpid()}"
         """Who wrote a version, in its meta (for people reading the store)."""
         self._early: dict[str, float] = {}
@@ -93,14 +123,28 @@ class Champions:
         logger.info("%s: %s", spec.key, state.model_note)
 
     async def poll(self, states: dict[str, TargetState]) -> None:
-        """Hot reload, until cancelled (module docstring)."""
+        """Hot reload and the retrain gauges, until cancelled (module docstring)."""
         while True:
+            await self.poll_once(states)
             await asyncio.sleep(self.poll_every)
-            for state in list(states.values()):
-                try:
-                    await self.refresh(state)
-                except ScalerError as exc:
-                    logger.warning("%s: champion not reloaded: %s", state.spec.key, exc)
+
+    async def poll_once(self, states: dict[str, TargetState]) -> None:
+        """One read of every pointer and retrain outcome (`statuses`: one request, however
+        many targets), then the new champions loaded, one target at a time."""
+        try:
+            statuses = await asyncio.to_thread(self.store.statuses)
+        except ScalerError as exc:
+            logger.warning("model store unreadable, champions not reloaded: %s", exc)
+            return
+        for state in list(states.values()):
+            status = statuses.get(key_of(state.spec), Status())
+            self.on_status(state.spec.key, status)
+            if status.champion is None or status.champion == state.model_version:
+                continue
+            try:
+                await self._reload(state)
+            except ScalerError as exc:
+                logger.warning("%s: champion not reloaded: %s", state.spec.key, exc)
 
     async def refresh(self, state: TargetState) -> bool:
         """Adopt a champion other than the one in use; True when it did."""
@@ -108,7 +152,10 @@ class Champions:
         version = await asyncio.to_thread(self.store.champion_version, key)
         if version is None or version == state.model_version:
             return False
-        stored = await asyncio.to_thread(self.store.champion, key)
+        return await self._reload(state)
+
+    async def _reload(self, state: TargetState) -> bool:
+        stored = await asyncio.to_thread(self.store.champion, key_of(state.spec))
         if stored is None or stored.version == state.model_version:
             return False
         self._use(state, stored)

@@ -496,15 +496,24 @@ class Engine:
             decisionrecord.build(state, now=now, load=load, step=self.settings.step, cost=cost)
         )
 
+    def forget(self, key: str, why: str = "idle") -> None:
+        """Stop refreshing target `key` (idle, or its ScaledObject left the cluster)."""
+        if self.targets.pop(key, None) is None:
+            return
+        running = self._running.pop(key, None)
+        if running is not None:  # it would publish the gauges forgotten below
+            running.cancel()
+        self._tried.pop(key, None)
+        self._problems.pop(key, None)
+        self.telemetry.forget(key)
+        self.telemetry.targets.set(len(self.targets))
+        logger.info("dropped %s target %s", why, key)
+
     def _expire_idle(self) -> None:
         now = self.clock.now()
         for key, state in list(self.targets.items()):
             if now - state.last_asked > self.settings.idle_expiry:
-                del self.targets[key]
-                self._tried.pop(key, None)
-                self._problems.pop(key, None)
-                self.telemetry.forget(key)
-                logger.info("dropped idle target %s", key)
+                self.forget(key)
         self.telemetry.targets.set(len(self.targets))
         used = {self._endpoint(s.spec) for s in self.targets.values()} | {SPEND_RECORD}
         self.isolation.forget(used)

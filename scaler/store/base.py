@@ -124,6 +124,44 @@ class Stored:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Status:
+    """What `scaler serve` polls per key: the champion pointer, and the retrain job's last
+    outcome (epoch seconds of its last success and last failure, and why)."""
+
+    champion: int | None = None
+    retrain_success: float | None = None
+    retrain_failure: float | None = None
+    retrain_reason: str = ""
+
+    @staticmethod
+    def retrain_record(old: Status | None, *, ok: bool, at: float, reason: str) -> dict[str, Any]:
+        """The retrain record to store: `old`'s, with this outcome's time and reason."""
+        success = old.retrain_success if old else None
+        failure = old.retrain_failure if old else None
+        return {
+            "success_at": at if ok else success,
+            "failure_at": failure if ok else at,
+            "reason": reason[:MAX_REASON],
+        }
+
+
+MAX_REASON = 1000
+"""Characters of a retrain outcome's reason kept in the store."""
+
+
+def status_from(champion: int | None, record: Any) -> Status:
+    """A Status from a champion pointer and a stored retrain record (ignored when malformed)."""
+    if not isinstance(record, dict):
+        return Status(champion)
+
+    def at(name: str) -> float | None:
+        value = record.get(name)
+        return float(value) if isinstance(value, int | float) and value >= 0 else None
+
+    return Status(champion, at("success_at"), at("failure_at"), str(record.get("reason", "")))
+
+
 class ModelStore(Protocol):
     """What every backend offers (module docstring for the rules)."""
 
@@ -155,6 +193,15 @@ class ModelStore(Protocol):
 
     def keys(self) -> list[StoreKey]:
         """Every key with a stored version."""
+        ...
+
+    def statuses(self) -> dict[StoreKey, Status]:
+        """Every key's champion pointer and retrain outcome in one read (one LIST for the
+        ConfigMap backend): what serve polls, however many targets it serves."""
+        ...
+
+    def record_retrain(self, key: StoreKey, *, ok: bool, at: float, reason: str) -> None:
+        """Keep the retrain job's outcome for `key` (its last success and last failure)."""
         ...
 
 

@@ -4,8 +4,10 @@ clusters where the scaler has no shared volume.
 Per key: one immutable ConfigMap per version, `scaler-model-<slug>-v000003`, holding the
 artefact gzip-compressed in binaryData (artefacts compress about 5x; the API server refuses an
 object past 1 MiB, so a version larger than MAX_BYTES is refused here with its size and the fix),
-and one pointer ConfigMap, `scaler-model-<slug>`, whose data names the champion. Both carry the
-labels below, so a version list is one label-selected LIST.
+one pointer ConfigMap, `scaler-model-<slug>`, whose data names the champion, and, once the
+retrain job has run for the key, `scaler-model-<slug>-retrain` with its last outcome. All carry
+the labels below, so a version list is one label-selected LIST, and `statuses` (every pointer
+and outcome, what serve polls) is one LIST for the whole store.
 - put: the next version number is claimed by *creating* its ConfigMap; AlreadyExists (409) means
   another writer took it, so re-list and try the next, a bounded number of times.
 - promote: compare-and-set on the pointer's resourceVersion; a 409 means another writer moved
@@ -38,8 +40,11 @@ object limit with room for names, labels and annotations."""
 ATTEMPTS = 8
 """Conflicts tolerated in one put or promote before giving up (each means another writer
 succeeded, so the loop ends quickly unless dozens write the same key at once)."""
-MANAGED = {"app.kubernetes.io/managed-by": "predictive-gpu-scaler"}
+MANAGED_LABEL = "app.kubernetes.io/managed-by"
+MANAGED = {MANAGED_LABEL: "predictive-gpu-scaler"}
 ROLE, KEY = "scaler.store/role", "scaler.store/key"
+RETRAIN_ROLE = "retrain"
+"""Role of `scaler-model-<slug>-retrain`: the retrain job's last outcome for the key."""
 ARTEFACT = "artefact.json.gz"
 
 
@@ -156,6 +161,55 @@ class ConfigMapStore:
             except (ValueError, StoreError) as exc:
                 logger.warning("ConfigMap %s: unreadable store key (%s)", cm.name, exc)
         return sorted(keys)
+
+    def statuses(self) -> dict[StoreKey, base.Status]:
+        # One LIST for the whole store: the pointers and the retrain records, not the versions.
+        with _as_store_error(None, None):
+            found = self.maps.list(f"{MANAGED_LABEL}={MANAGED[MANAGED_LABEL]},{ROLE}!=version")
+        pointers: dict[StoreKey, int | None] = {}
+        records: dict[StoreKey, Any] = {}
+        for cm in found:
+            try:
+                key = StoreKey.from_dict(json.loads(cm.data.get("key", "")))
+            except (ValueError, StoreError) as exc:
+                logger.warning("ConfigMap %s: unreadable store key (%s)", cm.name, exc)
+                continue
+            role = cm.labels.get(ROLE)
+            if role == "pointer":
+                pointers[key] = _champion_of(key, cm)
+            elif role == RETRAIN_ROLE:
+                try:
+                    records[key] = json.loads(cm.data.get("outcome", ""))
+                except ValueError:
+                    logger.warning("ConfigMap %s: unreadable retrain outcome", cm.name)
+        return {
+            key: base.status_from(pointers.get(key), records.get(key))
+            for key in sorted(set(pointers) | set(records))
+        }
+
+    def record_retrain(self, key: StoreKey, *, ok: bool, at: float, reason: str) -> None:
+        name = f"{PREFIX}-{key.slug}-{RETRAIN_ROLE}"
+        for _ in range(ATTEMPTS):
+            with _as_store_error(key, None):
+                old = self.maps.get(name)
+            previous = None
+            if old is not None:
+                with contextlib.suppress(ValueError):
+                    previous = base.status_from(None, json.loads(old.data.get("outcome", "")))
+            record = base.Status.retrain_record(previous, ok=ok, at=at, reason=reason)
+            cm = ConfigMap(
+                name,
+                data={"key": json.dumps(key.to_dict()), "outcome": json.dumps(record)},
+                labels=self._labels(key, RETRAIN_ROLE),
+                resource_version=old.resource_version if old else None,
+            )
+            try:
+                with _as_store_error(key, None):
+                    (self.maps.replace if old else self.maps.create)(cm)
+            except _Taken:
+                continue
+            return
+        raise StoreError(f"{key}: the retrain record kept changing under {ATTEMPTS} tries")
 
     def _labels(self, key: StoreKey, role: str) -> dict[str, str]:
         return MANAGED | {ROLE: role, KEY: key.digest}

@@ -1,7 +1,8 @@
 """The directory backend: the default model store, a PVC in a cluster.
 
 Layout: ROOT/<key slug>/key.json (the key, for `keys()`), v000001.json, v000002.json, ... (one
-version each: {"version", "key", "meta", "artefact"}) and champion.json ({"version": n}).
+version each: {"version", "key", "meta", "artefact"}), champion.json ({"version": n}) and
+retrain.json (the retrain job's last success and failure, for serve's gauges).
 Every file is written to a temporary file in the same directory, fsynced, moved into place with
 os.replace, and the directory is fsynced: after a crash (SIGKILL, power loss) a reader finds the
 old file or the new one, never half of one. Writers of one key (replicas, the retrain job)
@@ -32,6 +33,8 @@ from scaler.store.base import ArtefactRejected, Stored, StoreError, StoreKey
 logger = logging.getLogger(__name__)
 
 _VERSION = re.compile(r"v(\d{6,})\.json")
+RETRAIN = "retrain.json"
+"""The retrain job's last outcome for the key: {"success_at", "failure_at", "reason", "key"}."""
 STALE_TEMP_SECONDS = 3600.0
 """A temporary file this old was left by a killed writer (a write takes well under a second)."""
 
@@ -128,6 +131,30 @@ class DirectoryStore:
                 logger.warning("%s: unreadable store key (%s)", path, exc)
         return found
 
+    def statuses(self) -> dict[StoreKey, base.Status]:
+        found: dict[StoreKey, base.Status] = {}
+        try:
+            folders = sorted(p for p in self.root.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return found
+        except OSError as exc:
+            raise StoreError(f"model store {self.root}: cannot list it ({exc})") from exc
+        for folder in folders:
+            record = _read_json(folder / RETRAIN)
+            key_data = _read_json(folder / "key.json") or (record or {}).get("key")
+            try:
+                key = StoreKey.from_dict(key_data)
+            except StoreError:
+                continue  # not a key's folder (or its key.json is being written)
+            found[key] = base.status_from(self.champion_version(key), record)
+        return found
+
+    def record_retrain(self, key: StoreKey, *, ok: bool, at: float, reason: str) -> None:
+        with self._locked(key):
+            old = base.status_from(None, _read_json(self._folder(key) / RETRAIN))
+            record = base.Status.retrain_record(old, ok=ok, at=at, reason=reason)
+            _write_json(self._folder(key) / RETRAIN, record | {"key": key.to_dict()}, key)
+
     def _folder(self, key: StoreKey) -> Path:
         return self.root / key.slug
 
@@ -157,6 +184,15 @@ class DirectoryStore:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A small JSON object, or None when missing or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _write_json(path: Path, data: dict[str, Any], key: StoreKey) -> None:

@@ -6,15 +6,18 @@ Resource-generic, like the real server: any `/api/v1[/namespaces/NS]/PLURAL[/NAM
 `/apis/GROUP/VERSION[/namespaces/NS]/PLURAL[/NAME]` path supports
 - GET one (404 NotFound), list (`labelSelector` with `k=v`, `k!=v`, `k`; `fieldSelector`
   `metadata.name=`/`metadata.namespace=`), and watch (`?watch=true`: chunked JSON lines of
-  ADDED/MODIFIED/DELETED from `resourceVersion`, ending after `timeoutSeconds`);
+  ADDED/MODIFIED/DELETED from `resourceVersion`, ending after `timeoutSeconds`; a
+  resourceVersion older than the last `compact` gets the ERROR event of 410 Expired, as from
+  a real API server whose etcd history was compacted);
 - POST create (409 AlreadyExists), PUT replace (409 Conflict when `metadata.resourceVersion`
   is stale, 404 when absent), PATCH (JSON merge patch), DELETE.
 Objects get a uid, creationTimestamp and a cluster-wide increasing resourceVersion, so
 ScaledObjects (keda.sh/v1alpha1), Deployments, ConfigMaps and Events all behave alike.
 
 Tests seed objects with `add`, read what the code wrote with `objects`/`get`, count requests
-with `requests`, and inject failures with `fail_next` (e.g. a 409 that a concurrent writer would
-cause, or a 500).
+with `requests`, inject failures with `fail_next` (e.g. a 409 that a concurrent writer would
+cause, or a 500), forget the event history with `compact` and cut open watches with
+`end_watches` (an API server restart: clients resume, or relist on 410).
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ class _State:
     revision: int = 100
     requests: list[tuple[str, str]] = field(default_factory=list)
     failures: list[_Failure] = field(default_factory=list)
+    compacted: int = 0
+    """Watches from a resourceVersion below this get 410 Expired."""
+    generation: int = 0
+    """Bumped by end_watches: open watch streams end."""
 
 
 class KubeAPI:
@@ -157,6 +164,19 @@ class KubeAPI:
         """Answer the next `count` matching requests with `code` (409 Conflict, 500...)."""
         with self._changed:
             self._state.failures.append(_Failure(method, path_contains, code, count))
+
+    def compact(self) -> None:
+        """Forget the event history so far, as etcd compaction does."""
+        with self._changed:
+            self._state.compacted = self._state.revision
+            self._state.events.clear()
+            self._changed.notify_all()
+
+    def end_watches(self) -> None:
+        """End every open watch stream now (their clients see the response end)."""
+        with self._changed:
+            self._state.generation += 1
+            self._changed.notify_all()
 
     # -- the API -----------------------------------------------------------------------------
 
@@ -262,12 +282,20 @@ class KubeAPI:
     def _watch(self, res: Resource, ns: str, query: dict[str, str]) -> Iterator[dict[str, Any]]:
         deadline = time.monotonic() + float(query.get("timeoutSeconds", "30"))
         since = int(query.get("resourceVersion") or 0)
+        with self._changed:
+            generation, compacted = self._state.generation, self._state.compacted
+        if since and since < compacted:
+            message = f"too old resource version: {since} ({compacted})"
+            yield {"type": "ERROR", "object": _status(410, "Expired", message)}
+            return
         if not since:
             for obj in self._list(res, ns, query)["items"]:
                 yield {"type": "ADDED", "object": obj}
             since = self._state.revision
         while time.monotonic() < deadline:
             with self._changed:
+                if self._state.generation != generation:
+                    return
                 fresh = [e for e in self._state.events if e[0] > since and e[1] == res]
                 if not fresh:
                     self._changed.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import math
 import os
 import shutil
@@ -60,6 +61,8 @@ WEEKLY = "retrain/weekly"
 SHARDED = "retrain/sharded"
 CONFIGMAP_STORE = "retrain/configmap-store"
 RETRAINS = (WEEKLY, SHARDED, CONFIGMAP_STORE)
+# The scaler with cluster discovery: the base plus the grant `serve --scaler-address` needs.
+DISCOVERY = "discovery"
 
 # Kinds that need CRDs these tests cannot load offline, by apiVersion.
 OTHER_CRDS = {
@@ -194,7 +197,7 @@ def build(name: str) -> tuple[Doc, ...]:
     return tuple(Doc(name, i, b) for i, b in enumerate(bodies))
 
 
-DOCS = [doc for name in (*BUILDS, *RETRAINS) for doc in build(name)]
+DOCS = [doc for name in (*BUILDS, *RETRAINS, DISCOVERY) for doc in build(name)]
 
 
 def needs_other_crds(doc: Doc) -> bool:
@@ -587,12 +590,12 @@ def test_services_disruption_budgets_and_policies_select_pods_of_their_namespace
 # ---- the scaler -----------------------------------------------------------------------------
 
 
-def scaler_settings(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+def scaler_settings(monkeypatch: pytest.MonkeyPatch, where: str = BASE) -> tuple[Any, Any]:
     """What `scaler serve` makes of the container's command, args and environment."""
     for name in list(os.environ):
         if name.startswith("SCALER_"):
             monkeypatch.delenv(name)
-    container = scaler_container()
+    container = scaler_container(where)
     for var in container.get("env", []):
         monkeypatch.setenv(var["name"], var["value"])
     args = cli.build_parser().parse_args(container.get("args", []))
@@ -1254,8 +1257,12 @@ def test_the_configmap_store_job_has_no_volume_for_models(monkeypatch: pytest.Mo
 
 
 def grants(where: str) -> set[tuple[str, str, str, str]]:
-    """(kind of role, namespace or '*', resource, verb) the retrain service account holds."""
-    account = retrain_pod(where)["serviceAccountName"]
+    """(namespace or '*', group, resource, verb) the retrain service account holds."""
+    return held_by(retrain_pod(where)["serviceAccountName"], where)
+
+
+def held_by(account: str, where: str) -> set[tuple[str, str, str, str]]:
+    """(namespace or '*', group, resource, verb) service account `account` holds."""
     held = set()
     for binding in all_of("RoleBinding", where) + all_of("ClusterRoleBinding", where):
         if not any(s["name"] == account for s in binding.body["subjects"]):
@@ -1286,3 +1293,40 @@ def test_the_sharded_job_runs_one_shard_per_index(monkeypatch: pytest.MonkeyPatc
     assert job["completionMode"] == "Indexed"
     shards = retrain_args(SHARDED, monkeypatch).shards
     assert job["completions"] == shards == job["parallelism"] > 1
+
+
+# ---- cluster discovery (deploy/discovery) ------------------------------------------------------
+
+
+def test_discovery_lets_the_scaler_list_and_watch_scaled_objects_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pod = scaler_deployment(DISCOVERY).spec["template"]["spec"]
+    assert held_by(pod["serviceAccountName"], DISCOVERY) == {
+        ("*", "keda.sh", "scaledobjects", verb) for verb in ("list", "watch")
+    }
+    assert pod["automountServiceAccountToken"] is True  # the token it calls the API with
+    _, settings = scaler_settings(monkeypatch, DISCOVERY)
+    addresses = {
+        trigger["metadata"]["scalerAddress"]
+        for so in all_of("ScaledObject", ACTIVE)
+        for trigger in so.spec["triggers"]
+        if trigger["type"] == "external"
+    }
+    assert addresses == {settings.scaler_address}  # it finds the examples' triggers
+    assert settings.targets_file is None  # which is what turns discovery on
+
+
+def test_discovery_changes_nothing_else_in_the_base() -> None:
+    def without_token(doc: Doc) -> dict[str, Any]:
+        body = json.loads(json.dumps(doc.body))
+        if doc.kind == "Deployment":
+            pod = body["spec"]["template"]["spec"]
+            pod.pop("automountServiceAccountToken")
+            env = pod["containers"][0]["env"]
+            pod["containers"][0]["env"] = [e for e in env if e["name"] != "SCALER_SCALER_ADDRESS"]
+        return body
+
+    base = {(d.kind, d.name): without_token(d) for d in build(BASE)}
+    found = {(d.kind, d.name): without_token(d) for d in build(DISCOVERY)}
+    assert {k: v for k, v in found.items() if not k[0].startswith("ClusterRole")} == base

@@ -101,6 +101,12 @@ def test_the_checks_interface_promotes_first_models_and_reports_a_broken_trigger
     champion = DirectoryStore(tmp_path / "store").champion(key_of(good))
     assert champion is not None and champion.version == 1
     assert artefact.load(champion.artefact).kind == "seasonal"
+    # Each outcome is kept in the store, for serve's scaler_retrain_last_*_timestamp_seconds.
+    statuses = DirectoryStore(tmp_path / "store").statuses()
+    ok, failed = statuses[key_of(good)], statuses[key_of(empty)]
+    assert ok.champion == 1 and ok.retrain_success is not None and ok.retrain_failure is None
+    assert failed.champion is None and failed.retrain_success is None
+    assert failed.retrain_failure is not None and "absent_metric" in failed.retrain_reason
 
 
 def test_a_worse_champion_is_replaced_and_a_fresh_one_is_kept(

@@ -1,16 +1,23 @@
 """The ConfigMap model store through the official client and the Kubernetes API emulator:
 versions as immutable ConfigMaps, the champion pointer as a compare-and-set on resourceVersion
-(409 -> re-read, bounded), the 1 MiB object limit, and damaged versions skipped."""
+(409 -> re-read, bounded), the 1 MiB object limit, damaged versions skipped, and serve's poll of
+every pointer and retrain outcome as one LIST."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import threading
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from scaler.decision import budget, spec
 from scaler.errors import ConfigError
+from scaler.serving import champions
+from scaler.serving.state import TargetState
+from scaler.serving.telemetry import Telemetry
 from scaler.store import configmap
 from scaler.store.base import ArtefactRejected, StoreError, StoreKey
 from scaler.store.configmap import ConfigMapStore
@@ -131,3 +138,46 @@ def test_an_unreachable_api_is_a_store_error_naming_the_key(tmp_path: Path) -> N
 def test_a_store_location_that_names_nothing_is_refused(location: str) -> None:
     with pytest.raises(ConfigError, match="--store"):
         open_store(location)
+
+
+def serving_states(count: int) -> dict[str, TargetState]:
+    states = {}
+    for i in range(count):
+        parsed = spec.parse("gpu", f"llm-{i}", {"query": f"load{i}", "threshold": "20"})
+        ledger = budget.Ledger(budget=1.0, window=86400.0)
+        states[parsed.key] = TargetState(spec=parsed, ledger=ledger, last_asked=0)
+    return states
+
+
+@pytest.mark.parametrize("count", [3, 20])
+def test_serve_polls_every_champion_and_retrain_outcome_with_one_list(
+    kube_api: KubeAPI, tmp_path: Path, count: int
+) -> None:
+    models = store(tmp_path)
+    states = serving_states(count)
+    keys = [StoreKey.of(s.spec) for s in states.values()]
+    for key in keys:
+        models.promote(key, models.put(key, fitted()), expected=None)
+    models.record_retrain(keys[0], ok=True, at=1000.0, reason="kept v1")
+    models.record_retrain(keys[0], ok=False, at=2000.0, reason="no data")
+    telemetry = Telemetry(CollectorRegistry())
+    seen = champions.Champions(models, poll=60.0, on_status=champions.retrain_gauges(telemetry))
+    asyncio.run(seen.poll_once(states))  # adopts every v1
+    assert all(s.model_version == 1 for s in states.values())
+    before = len(kube_api.requests())
+    asyncio.run(seen.poll_once(states))  # nothing new: one request for the whole store
+    assert [m for m, _ in kube_api.requests()[before:]] == ["GET"]
+    (path,) = [p for _, p in kube_api.requests()[before:]]
+    assert "labelSelector" in path and "/configmaps/" not in path
+    registry = telemetry.registry
+    first = next(iter(states))
+    success = "scaler_retrain_last_success_timestamp_seconds"
+    failure = "scaler_retrain_last_failure_timestamp_seconds"
+    assert registry.get_sample_value(success, {"target": first}) == 1000.0
+    assert registry.get_sample_value(failure, {"target": first}) == 2000.0
+    other = list(states)[1]
+    assert registry.get_sample_value(success, {"target": other}) is None  # never retrained
+    key = keys[1]
+    models.promote(key, models.put(key, fitted(1)), expected=1)
+    asyncio.run(seen.poll_once(states))
+    assert states[other].model_version == 2 and states[first].model_version == 1

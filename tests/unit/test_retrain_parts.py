@@ -114,3 +114,16 @@ def test_retrain_help_names_every_flag_and_the_checks_interface(
     assert exit_.value.code == 0
     for flag in ("--targets FILE", "--store DIR|configmap:NS", "--prometheus-url URL", "--shard"):
         assert flag in shown
+
+
+@pytest.mark.parametrize(
+    "text", ["http://scaler.keda.svc:9000", "scaler.keda.svc", "scaler:90x0", ":9000", "a:1/x"]
+)
+def test_a_scaler_address_that_no_trigger_could_name_is_refused_naming_the_form(text: str) -> None:
+    with pytest.raises(ConfigError, match="HOST:PORT"):
+        targets.scaler_address(text)
+
+
+def test_a_scaler_address_is_kept_as_the_triggers_spell_it() -> None:
+    assert targets.scaler_address(" scaler.keda.svc:9000 ") == "scaler.keda.svc:9000"
+    assert targets.scaler_address("") is None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scaler.errors import ConfigError
-from scaler.store.base import ArtefactRejected, StoreKey
+from scaler.store.base import ArtefactRejected, Status, StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.store_artefacts import fitted
 
@@ -131,3 +131,24 @@ def test_the_champion_pointer_file_holds_the_version(tmp_path: Path) -> None:
     store = DirectoryStore(tmp_path)
     store.promote(KEY, store.put(KEY, fitted()), expected=None)
     assert json.loads((tmp_path / KEY.slug / "champion.json").read_text())["version"] == 1
+
+
+def test_statuses_give_every_champion_and_the_last_retrain_success_and_failure(
+    tmp_path: Path,
+) -> None:
+    store = DirectoryStore(tmp_path / "models")
+    assert store.statuses() == {}
+    other = StoreKey("gpu", "never-fitted", "s0-x")
+    store.promote(KEY, store.put(KEY, fitted()), expected=None)
+    store.record_retrain(KEY, ok=True, at=100.0, reason="kept v1")
+    store.record_retrain(KEY, ok=False, at=200.0, reason="Prometheus unreachable")
+    store.record_retrain(other, ok=False, at=300.0, reason="no data")
+    statuses = store.statuses()
+    assert statuses[KEY] == Status(1, 100.0, 200.0, "Prometheus unreachable")
+    assert statuses[other] == Status(None, None, 300.0, "no data")
+    assert store.keys() == [KEY]  # a failed target has no version
+    store.record_retrain(KEY, ok=True, at=400.0, reason="promoted v2")
+    assert store.statuses()[KEY].retrain_success == 400.0
+    assert store.statuses()[KEY].retrain_failure == 200.0  # kept: the alert compares the two
+    (tmp_path / "models" / KEY.slug / "retrain.json").write_text("{not json")
+    assert store.statuses()[KEY] == Status(1)  # a damaged record costs the gauges only

@@ -1,0 +1,353 @@
+"""`scaler serve --scaler-address --kube-events` as a process, on the real Prometheus and the
+Kubernetes API emulator: the cluster's targets are discovered and warm before SERVING, the
+watch follows new, edited and deleted ScaledObjects (resuming, and relisting after 410 Gone),
+a promoted model becomes one Kubernetes Event on its ScaledObject, rate-limited; `scaler
+retrain` writes the drift state serve writes with its own fits, and reads each target from its
+serverAddress with the credential rules serve keeps."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from models import artefact
+from models.base import DAY, HOUR, Series
+from scaler import cli
+from scaler._pb import externalscaler_pb2 as pb
+from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.decision import spec as specs
+from scaler.offline import retrain
+from scaler.record.notable import MODEL_PROMOTED
+from scaler.serving import driftstate
+from scaler.serving.state import forecast_steps
+from scaler.sources.prometheus import PrometheusSource
+from scaler.store.base import StoreKey
+from scaler.store.directory import DirectoryStore
+from tests.contract import synthetic
+from tests.integration.auth_proxy import ProxyState, auth_proxy
+from tests.integration.kube_api import KubeAPI
+from tests.integration.prometheus_server import (
+    JOB,
+    BackfilledTrace,
+    CounterSeries,
+    PrometheusServer,
+)
+
+pytestmark = pytest.mark.prometheus
+
+STEP = 300.0
+DAYS = 30
+"""Longer than serve's 28-day window, so every history it asks for has data."""
+AHEAD = 2 * HOUR
+"""Samples written past the session's start, so the load stays fresh while the tests run."""
+FIT_BEFORE = 6 * HOUR
+"""The first champion was fitted this long before the module started, before the jump."""
+
+
+def jump_trace(now: float) -> BackfilledTrace:
+    """30 days of synthetic load that triples 4 hours before `now`."""
+    end = math.floor(now / STEP) * STEP + AHEAD
+    base = synthetic.load(DAYS, seed=7, start=end - DAYS * DAY + STEP)
+    values = base.values.copy()
+    values[base.times() >= end - AHEAD - 4 * HOUR] *= 3
+    times = base.times().astype(np.float64)
+    return BackfilledTrace("cluster", "trace_cluster", STEP, 0.0, times, values)
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]:
+    now = time.time()
+    server = PrometheusServer(tmp_path_factory.mktemp("prom"), [jump_trace(now)])
+    times = np.arange(now - HOUR, now + AHEAD, 30.0)
+    for name, value in (("fresh-drifting", 1.0), ("fresh-calm", 0.0)):  # as replicas export
+        labels = {"job": "scaler", "pod": "scaler-a", "target": spec_of(name).key}
+        values = np.full(len(times), value)
+        server.counters.append(
+            CounterSeries("scaler_drift_fallback", labels, times, values, kind="gauge")
+        )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+ADDRESS = "scaler.keda.svc:9000"
+META = {
+    "scalerAddress": ADDRESS,
+    "query": f'sum(trace_cluster{{job="{JOB}",trace="cluster"}})',
+    "threshold": "20",
+    "model": "seasonal",
+    "prewarmBudget": "100000",
+}
+
+
+def spec_of(name: str) -> specs.TargetSpec:
+    return specs.parse("gpu", name, META)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+SO = ("keda.sh/v1alpha1", "scaledobjects")
+
+
+def scaled_object(name: str, **meta: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": name, "namespace": "gpu"},
+        "spec": {
+            "scaleTargetRef": {"name": name},
+            "triggers": [{"type": "external", "metadata": META | meta}],
+        },
+    }
+
+
+def store_champion(store: Path, prometheus: PrometheusServer, name: str, before: float) -> int:
+    """A seasonal model of `name` fitted on the history up to `before` seconds before the
+    trace's present, stored and promoted over the current champion."""
+    trace = prometheus.traces["cluster"]
+    fit_at = math.floor((trace.end - AHEAD - before) / STEP) * STEP
+    keep = trace.times <= fit_at
+    history = Series(float(trace.times[0]), STEP, trace.values[keep])
+    spec = spec_of(name)
+    data = artefact.fit("seasonal", history, forecast_steps(spec, STEP), quantile=spec.quantile)
+    target, key = DirectoryStore(store), StoreKey.of(spec)
+    current = target.champion_version(key)
+    version = target.put(key, data, {"writer": "test"})
+    assert target.promote(key, version, expected=current)
+    return version
+
+
+class Serve:
+    """`scaler serve --scaler-address --kubeconfig --store --kube-events`, as a process."""
+
+    def __init__(self, log: Path, *, prometheus: str, store: Path, kubeconfig: Path) -> None:
+        self.grpc_port, self.http_port = free_port(), free_port()
+        self.log = log
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SCALER_")}
+        argv = [
+            sys.executable, "-m", "scaler", "serve", "--host", "127.0.0.1",
+            "--grpc-port", str(self.grpc_port), "--http-port", str(self.http_port),
+            "--prometheus-url", prometheus, "--store", str(store),
+            "--scaler-address", ADDRESS, "--kubeconfig", str(kubeconfig), "--kube-events",
+            "--step", "2s", "--staleness", "1h", "--fit-workers", "1", "--store-poll", "1s",
+        ]  # fmt: skip
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.grpc_port}")
+
+    def wait_serving(self, within: float = 90) -> None:
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        began = time.monotonic()
+        while True:
+            assert self.proc.poll() is None, self.log.read_text()
+            with contextlib.suppress(grpc.RpcError):
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            assert time.monotonic() - began < within, f"never SERVING:\n{self.log.read_text()}"
+            time.sleep(0.05)
+
+    def metrics(self) -> dict[str, float]:
+        """`name{namespace/name}` -> value of every per-target gauge."""
+        url = f"http://127.0.0.1:{self.http_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            text = reply.read().decode()
+        found = re.findall(r'^(scaler_\w+)\{target="([^"]+)"\} (\S+)$', text, re.M)
+        return {f"{name}{{{target.split('#')[0]}}}": float(v) for name, target, v in found}
+
+    def served(self) -> set[str]:
+        """namespace/name of every target the engine decides for."""
+        prefix = "scaler_desired_replicas{"
+        return {k[len(prefix) : -1] for k in self.metrics() if k.startswith(prefix)}
+
+    def answer(self, name: str) -> float:
+        stub = pb_grpc.ExternalScalerStub(self.channel)  # type: ignore[no-untyped-call]
+        ref = pb.ScaledObjectRef(name=name, namespace="gpu", scalerMetadata=META)
+        request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="m")
+        return float(stub.GetMetrics(request, timeout=5).metricValues[0].metricValueFloat)
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.channel.close()
+
+
+@contextlib.contextmanager
+def serving(tmp: Path, prometheus: PrometheusServer, store: Path) -> Iterator[Serve]:
+    running = Serve(
+        tmp / "serve.log", prometheus=prometheus.url, store=store, kubeconfig=tmp / "kubeconfig"
+    )
+    try:
+        running.wait_serving()
+        yield running
+    finally:
+        running.stop()
+
+
+def until(check: Callable[[], bool], what: str, log: Path, within: float = 60.0) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"never {what}:\n{log.read_text()[-6000:]}"
+        time.sleep(0.2)
+
+
+def test_serve_warms_the_cluster_targets_before_serving_and_follows_the_watch(
+    prometheus: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    store_champion(store, prometheus, "drifting", FIT_BEFORE)
+    failed_at = time.time() - 3600  # the last retrain of it failed, as the job records it
+    DirectoryStore(store).record_retrain(
+        StoreKey.of(spec_of("drifting")), ok=False, at=failed_at, reason="test"
+    )
+    kube_api.add(scaled_object("drifting"))
+    kube_api.add(scaled_object("foreign", scalerAddress="another-scaler:9000"))
+    with serving(tmp_path, prometheus, store) as serve:
+        gauges = serve.metrics()  # read at once: warm from the cluster before SERVING
+        assert gauges["scaler_drift_fallback{gpu/drifting}"] == 1.0, serve.log.read_text()
+        assert serve.answer("drifting") >= gauges["scaler_reactive_replicas{gpu/drifting}"]
+        assert serve.served() == {"gpu/drifting"}  # not the trigger naming another scaler
+        failure = "scaler_retrain_last_failure_timestamp_seconds{gpu/drifting}"
+        until(lambda: failure in serve.metrics(), "exported the retrain outcome", serve.log)
+        assert serve.metrics()[failure] == pytest.approx(failed_at)
+        assert "scaler_retrain_last_success_timestamp_seconds{gpu/drifting}" not in serve.metrics()
+
+        kube_api.add(scaled_object("late"))
+        until(lambda: "gpu/late" in serve.served(), "served the new ScaledObject", serve.log)
+        kube_api.delete(*SO, "gpu", "late")
+        until(lambda: "gpu/late" not in serve.served(), "dropped the deleted one", serve.log)
+
+        # An API server that restarts with its history compacted: the watch's resourceVersion
+        # is gone (410), so discovery lists again and finds what changed meanwhile.
+        kube_api.fail_next("GET", "watch=", 500)
+        kube_api.end_watches()
+        kube_api.add(scaled_object("after-gone"))
+        kube_api.compact()
+        until(lambda: "gpu/after-gone" in serve.served(), "relisted after 410", serve.log)
+        assert "listing again" in serve.log.read_text()
+        lists = [p for _, p in kube_api.requests("GET", "scaledobjects") if "watch=" not in p]
+        assert len(lists) == 2  # start-up, and after the 410: resumes do not list
+    assert "Traceback" not in serve.log.read_text()
+
+
+def test_a_promoted_model_is_one_event_on_its_scaled_object_rate_limited(
+    prometheus: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    store_champion(store, prometheus, "llm", FIT_BEFORE)
+    kube_api.add(scaled_object("llm"))
+
+    def promoted() -> list[dict[str, Any]]:
+        return [e for e in kube_api.objects("v1", "events", "gpu") if e["reason"] == MODEL_PROMOTED]
+
+    with serving(tmp_path, prometheus, store) as serve:
+        time.sleep(3)  # a few decisions from v1: a model already in use at start is no news
+        assert promoted() == []
+        second = store_champion(store, prometheus, "llm", FIT_BEFORE - 2 * HOUR)
+        until(lambda: len(promoted()) == 1, "posted the promotion", serve.log)
+        (event,) = promoted()
+        assert event["involvedObject"] == {
+            "apiVersion": "keda.sh/v1alpha1",
+            "kind": "ScaledObject",
+            "name": "llm",
+            "namespace": "gpu",
+        }
+        assert event["type"] == "Normal" and "replaces" in event["message"]
+        third = store_champion(store, prometheus, "llm", FIT_BEFORE - 4 * HOUR)
+        until(
+            lambda: f"seasonal v{third} from the model store" in serve.log.read_text(),
+            f"adopted v{third}",
+            serve.log,
+        )
+        time.sleep(4)  # two decisions from v3
+        assert len(promoted()) == 1  # the second promotion is held back (10 min per reason)
+        assert second < third
+
+
+def test_retrain_writes_the_replicas_drift_fallback_and_the_null_with_a_model(
+    prometheus: PrometheusServer, tmp_path: Path
+) -> None:
+    read = retrain.live_fallback(PrometheusSource(prometheus.url))
+    now = time.time()
+    assert read(spec_of("fresh-drifting"), now) is True  # the gauge the replicas export
+    assert read(spec_of("fresh-calm"), now) is False
+    assert read(spec_of("never-served"), now) is None
+    manifest = tmp_path / "so.yaml"
+    names = ["fresh-drifting", "fresh-calm", "never-served"]
+    items = [scaled_object(name) for name in names]
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    code = cli.main(
+        ["retrain", "--targets", str(manifest), "--store", str(tmp_path / "store"),
+         "--prometheus-url", prometheus.url, "--workers", "0"]
+    )  # fmt: skip
+    assert code == 0
+    store = DirectoryStore(tmp_path / "store")
+    carried = {}
+    for name in names:
+        stored = store.champion(StoreKey.of(spec_of(name)))
+        assert stored is not None and stored.meta["quick"] is False
+        carried[name] = stored.meta["fallback_at_fit"]
+        null = stored.artefact[driftstate.NULL_KEY]  # what serve reads instead of measuring
+        assert driftstate.null_from_json(null, spec_of(name), STEP) is not None
+    assert carried == {"fresh-drifting": True, "fresh-calm": False, "never-served": False}
+
+
+def test_retrain_reads_each_target_from_its_server_address_with_the_credentials_serve_sends(
+    prometheus: PrometheusServer, prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    guard = ProxyState(prometheus.url, expect=("Authorization", "Bearer s3cret"))
+    nasa = prometheus_server.traces["nasa_http_5min"].selector  # only in the default one
+    with auth_proxy(guard) as guarded:
+        items = [
+            scaled_object("own", serverAddress=prometheus.url),  # only in this one
+            scaled_object("guarded", serverAddress=guarded),  # the same, behind a token
+            scaled_object("default", query=f"sum({nasa})"),  # no serverAddress
+        ]
+        manifest = tmp_path / "so.yaml"
+        manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+        def run(store: str, *flags: str) -> dict[str, dict[str, Any]]:
+            out = tmp_path / f"{store}.json"
+            code = cli.main(
+                ["retrain", "--targets", str(manifest), "--store", str(tmp_path / store),
+                 "--prometheus-url", prometheus_server.url, "--prometheus-token-file",
+                 str(token), "--workers", "0", "--json", str(out), *flags]
+            )  # fmt: skip
+            rows = json.loads(out.read_text())["outcomes"]
+            assert code == (1 if any(r["failed"] for r in rows) else 0)
+            return {r["target"].split("/")[1]: r for r in rows}
+
+        trusted = run("trusted", "--prometheus-trusted-url", guarded)
+        assert all(r["promoted"] for r in trusted.values()), trusted
+        assert {s.headers.get("Authorization") for s in guard.seen} == {"Bearer s3cret"}
+        guard.seen.clear()
+        untrusted = run("untrusted")  # the token goes to the default Prometheus only
+        assert untrusted["own"]["promoted"] and untrusted["default"]["promoted"]
+        assert untrusted["guarded"]["failed"] and "401" in untrusted["guarded"]["reason"]
+        assert guard.seen and all("Authorization" not in s.headers for s in guard.seen)
