@@ -46,6 +46,8 @@ COLUMNS = (
 WARMUP = 14 * DAY
 """Unscored history at the start of a trace (DESIGN.md): 14 days, or half a shorter trace."""
 REPORTED_HEADROOMS = (0.1, 0.2, 0.5)
+FALLBACK_AT = "fallback_at"
+"""simulate's extra: which steps were decided in drift fallback (summarise counts, not stores)."""
 """Static headrooms reported next to the policy (and drawn in the frontier notebook)."""
 
 
@@ -155,7 +157,9 @@ def simulate(
     reactive = np.zeros(len(series), dtype=np.int64)
     reasons: list[str] = []
     spent = np.zeros(len(series))
+    fell_back = np.zeros(len(series), dtype=bool)
     fallback_steps = episodes = retrains = 0
+    starts: list[int] = []
     held = config.min_replicas
     for t in range(len(series)):
         now = series.start + t * step
@@ -174,7 +178,9 @@ def simulate(
                 )
                 if tracker.monitor.take_retrain():
                     origins, retrains = forecasts(i), retrains + 1
-            episodes += int(was_ok and tracker.monitor.in_fallback)
+            if was_ok and tracker.monitor.in_fallback:
+                episodes += 1
+                starts.append(t)
             origin = next(origins)
             band = None
             if origin.forecast is not None and config.drift:
@@ -184,6 +190,7 @@ def simulate(
                 band = origin.model.calibration_for(known, points)
                 if config.drift:  # the null of each new model, measured once
                     tracker.adopt(origin.model, known)
+        fell_back[t] = config.drift and tracker.monitor.in_fallback
         if not math.isfinite(load[t - 1]):
             desired[t], reactive[t] = held, 0
             reasons.append(policy.Reason.NO_DATA.value)
@@ -252,7 +259,13 @@ def simulate(
         },
         columns=list(COLUMNS),
     )
-    extra = {"fallback_steps": fallback_steps, "episodes": episodes, "retrains": retrains}
+    extra = {
+        "fallback_steps": fallback_steps,
+        "episodes": episodes,
+        "retrains": retrains,
+        "episode_starts": [str(frame["timestamp"].iloc[t]) for t in starts],
+        FALLBACK_AT: fell_back,
+    }
     return frame, extra
 
 
@@ -316,6 +329,15 @@ def summarise(
             "prewarm": _spend(series, extra_hours, reactive_hours, config),
         }
     reasons = frame["reason"][scored].value_counts().sort_index()
+    drift_counts = {k: v for k, v in extra.items() if k != FALLBACK_AT}
+    if FALLBACK_AT in extra:
+        # Episodes and fallback steps in the scored span alone, as the yardstick scores steps:
+        # an alarm in the warm-up (a model fitted on its first days) is not one of the
+        # scored weeks'.
+        fell_back = np.asarray(extra[FALLBACK_AT], dtype=bool)
+        begun = fell_back & ~np.concatenate([[False], fell_back[:-1]])
+        drift_counts["scored_episodes"] = int((begun & scored).sum())
+        drift_counts["scored_fallback_steps"] = int((fell_back & scored).sum())
     return {
         "trace": {
             "start": frame["timestamp"].iloc[0],
@@ -327,7 +349,7 @@ def summarise(
         },
         "config": {**asdict(config), "cold_start_steps": k},
         **results,
-        "drift": {**extra, "reasons": {str(r): int(n) for r, n in reasons.items()}},
+        "drift": {**drift_counts, "reasons": {str(r): int(n) for r, n in reasons.items()}},
         "frontier": {
             "headrooms": list(front.headrooms),
             "gpu_hours": list(front.gpu_hours),
