@@ -331,8 +331,10 @@ def miss_limit(
 
 def effective_size(series: FloatArray, width: int) -> float:
     """Independent observations a window of `width` consecutive ones of `series` is worth:
-    width / (1 + 2 sum_{k<width} (1 - k/width) max(rho_k, 0)), rho_k its lag-k autocorrelation
-    over the pairs with both values finite. In [1, width]."""
+    width / (1 + 2 sum_{k<K} (1 - k/width) rho_k), rho_k its lag-k autocorrelation over the
+    pairs with both values finite, summed up to the first lag K < width where it is no longer
+    positive (beyond it, summing sampling noise would shrink the size of independent errors).
+    In [1, width]."""
     x = np.asarray(series, dtype=np.float64)
     ok = np.isfinite(x)
     if ok.sum() < 2:
@@ -347,7 +349,9 @@ def effective_size(series: FloatArray, width: int) -> float:
         if not both.any():
             continue
         rho = float(np.mean((centred[k:] * centred[:-k])[both])) / var
-        inflation += 2 * (1 - k / width) * max(rho, 0.0)
+        if rho <= 0:  # past here the sample autocorrelations are noise around zero
+            break
+        inflation += 2 * (1 - k / width) * rho
     return min(max(width / inflation, 1.0), float(width))
 
 
