@@ -85,9 +85,15 @@ def main() -> None:
     parser.add_argument("--factor", type=float, default=0.3)
     parser.add_argument("--threshold", default="p99/20")
     parser.add_argument("--model", default="seasonal", help="a catalog model or auto")
+    parser.add_argument(
+        "--no-drift-margin", action="store_true", help="plain reactive fallback (the ablation)"
+    )
     args = parser.parse_args()
     series = read_trace(args.trace)
-    config = replay.ReplayConfig(threshold=replay.threshold_from(args.threshold, series))
+    config = replay.ReplayConfig(
+        threshold=replay.threshold_from(args.threshold, series),
+        drift_margin=not args.no_drift_margin,
+    )
     make: Callable[[], Forecaster] | str = (
         SeasonalBaseline if args.model == "seasonal" else args.model
     )

@@ -8,7 +8,9 @@ one mechanism taken out by replacing one function of scaler.decision.drift:
 
 - `gaussian`: limits from a Gaussian on the robust spread only (no exponential tail);
 - `short-alone`: the short window trips alone after CONFIRM observations, gross or not;
-- `no-hold`: fallback may end before a model trained a day after the alarm is in use.
+- `no-hold`: fallback may end before a model trained a day after the alarm is in use;
+- `no-miss`: no coverage-miss test (`Null.missed` never trips);
+- `no-stale`: load back after a long gap is scored as any other (no restart of trust).
 
 It prints fallback episodes per week of scored replay (after the 14-day warm-up) and the share
 of scored steps in fallback. A benchmark, not a test:
@@ -79,6 +81,10 @@ def ablated(name: str) -> Iterator[None]:
             self.monitor.fitted_until = math.inf
 
         swap(drift.DriftTracker, "use", no_hold)
+    elif name == "no-miss":
+        swap(drift.Null, "missed", lambda self, misses: False)
+    elif name == "no-stale":
+        swap(drift, "STALE_AFTER", math.inf)
     try:
         yield
     finally:
@@ -100,7 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weeks", type=float, default=8.0)
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--variants", default="full,gaussian,short-alone,no-hold")
+    parser.add_argument("--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale")
     args = parser.parse_args()
     print("| load | " + " | ".join(args.variants.split(",")) + " |")
     print("|---" * (1 + len(args.variants.split(","))) + "|")

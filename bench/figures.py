@@ -155,8 +155,12 @@ def _row(name: str, drift: bool, s: dict[str, Any], *, wall: float, cpu: float) 
         frontier_ratio=float(policy["frontier_ratio"]),
         under_provisioned_pct=float(policy["under_provisioned_pct"]),
         gpu_hours_x_reactive=float(policy["gpu_hours_x_reactive"]),
-        drift_episodes_per_week=float(d["drift"]["episodes"]) / weeks,
-        fallback_steps_pct=100.0 * float(d["drift"]["fallback_steps"]) / max(scored, 1.0),
+        # episodes and fallback steps of the scored span, over the scored span's weeks
+        drift_episodes_per_week=float(d["drift"].get("scored_episodes", d["drift"]["episodes"]))
+        / weeks,
+        fallback_steps_pct=100.0
+        * float(d["drift"].get("scored_fallback_steps", d["drift"]["fallback_steps"]))
+        / max(scored, 1.0),
         max_window_spend=float(
             prewarm["max_window_share"] if share else prewarm["max_window_spend"]
         ),

@@ -80,6 +80,11 @@ CONFIRM = 2
 """Consecutive observations a window must stay past its limit to engage fallback: one window
 that just touches the limit is noise at the edge of the null (it moves by one error per step);
 a regime change stays past it, at the cost of one step of delay."""
+STALE_AFTER = LONG_SPAN
+"""Seconds without a scored actual after which the forecast is not trusted on the next one
+(fallback until it earns trust back): a gap longer than the long window, such as NASA's
+37-hour outage, leaves the monitor no evidence, and the load that returns after it is
+rarely the load the model expects (the recovery)."""
 RELEASE_AFTER = 6
 """Consecutive settled observations (`Null.settled`) needed to leave fallback."""
 RETRAIN_AGAIN = DAY
@@ -90,6 +95,12 @@ NULL_SPAN = WEEK
 calibration window on a long history)."""
 MIN_NULL_WINDOWS = 8
 """Fewest independent windows a measured null needs; with fewer the conservative one is used."""
+MIN_MISSES = 10
+"""Fewest misses of one side in a backtest whose own clustering the miss test reads
+(`miss_limit`); with fewer it reads the errors' autocorrelation instead."""
+TESTS = 3
+"""Tests the design rate is shared by: the short and the long window's means and the long
+window's coverage misses, each on two sides."""
 TAIL = 0.9
 """Quantile of a null's windowed deviations past which their tail is fitted (`tail_limit`):
 the top tenth, a few hundred windows of a week at a 5-minute step."""
@@ -119,6 +130,10 @@ class Null:
     """means[i] - mean > lower[i] trips window i: the lower side (None: the same as `limits`).
     The sides are measured apart: a launch-day spike in the calibration week must not blind the
     monitor to an outage."""
+    misses: tuple[int, int] | None = None
+    """More actuals than this above the upper band (u > 1.645), or below its mirror image
+    (u < -1.645), in the long window trip it (`miss_limit`); None: no miss test (the
+    conservative null, or a null stored before the test existed)."""
 
     def sides(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """(upper, lower) limits of each window."""
@@ -138,11 +153,19 @@ class Null:
             samples=0,
         )
 
-    def tripped(self, short: float, long: float) -> bool:
+    def tripped(self, short: float, long: float, misses: tuple[int, int] = (0, 0)) -> bool:
+        """A window's mean past its limit, or the long window's (upper, lower) `misses` count
+        past the miss test's."""
         upper, lower = self.sides()
-        return any(
+        return self.missed(misses) or any(
             math.isfinite(m) and (m - mu > up or mu - m > low)
             for m, mu, up, low in zip((short, long), self.means, upper, lower, strict=True)
+        )
+
+    def missed(self, misses: tuple[int, int]) -> bool:
+        """More misses above or below the band in the long window than the miss test allows."""
+        return self.misses is not None and (
+            misses[0] > self.misses[0] or misses[1] > self.misses[1]
         )
 
     def gross(self, short: float) -> bool:
@@ -207,7 +230,7 @@ def _band_unit(actual: float, p50: float, upper: float, level: float) -> float:
     return min(max(u, -Z_CLIP), Z_CLIP)
 
 
-def null_from(errors: FloatArray, *, step: float) -> Null:
+def null_from(errors: FloatArray, *, step: float, quantile: float = 0.95) -> Null:
     """The null of band-unit `errors` observed every `step` seconds, in time order (NaN where
     there was no actual), over every window of the series that has no gap. Too few windows give
     the conservative null.
@@ -252,6 +275,8 @@ def null_from(errors: FloatArray, *, step: float) -> Null:
         spreads.append(spread)
         uppers.append(max(floor, tail_limit(deviation, alpha)))
         lowers.append(max(floor, tail_limit(-deviation, alpha)))
+    long = conservative.windows[1]
+    rate = min(max(1 - quantile, 1e-3), 0.5)  # the band's nominal miss rate, each side
     return Null(
         windows=conservative.windows,
         means=(means[0], means[1]),
@@ -260,13 +285,87 @@ def null_from(errors: FloatArray, *, step: float) -> Null:
         limits=(uppers[0], uppers[1]),
         samples=int(np.isfinite(u).sum()),
         lower=(lowers[0], lowers[1]),
+        misses=(
+            miss_limit(u, u > Z_P95, long, alpha=alpha, rate=rate),
+            miss_limit(u, u < -Z_P95, long, alpha=alpha, rate=rate),
+        ),
     )
 
 
+def miss_limit(
+    errors: FloatArray, missed: np.ndarray, width: int, *, alpha: float, rate: float
+) -> int:
+    """The most misses of one side of the band a healthy window of `width` consecutive
+    observations holds, passed with chance `alpha`: `errors` the calibration backtest's band-unit
+    errors in time order (NaN: no actual), `missed` where they miss that side.
+
+    Misses of an autocorrelated forecast come in runs, so a window holds fewer independent
+    chances to miss than observations: its count is read as a binomial of an effective size,
+    n_eff = width / (1 + 2 sum_k (1 - k/width) rho_k) (`effective_size`, the variance inflation
+    of a windowed sum), at the larger of the nominal `rate` and the measured one. The empirical
+    exponential tail of the backtest's own windowed counts (`tail_limit`) is a floor, for
+    bursts the autocorrelation does not describe. `width` (never trips) when even a window of
+    nothing but misses is within the binomial's chance.
+    """
+    finite = np.isfinite(errors)
+    hits = np.where(finite, missed, False).astype(np.float64)
+    if finite.sum() < width * MIN_NULL_WINDOWS:
+        return width
+    p = min(max(rate, float(hits[finite].mean())), 0.5)
+    indicator = np.where(finite, hits, np.nan)
+    # Few misses say little about how they cluster: then the errors' own autocorrelation, which
+    # bounds the indicators' (for Gaussian errors) and so errs towards fewer independent chances.
+    source = indicator if hits.sum() >= MIN_MISSES else errors
+    size = max(1, math.floor(effective_size(source, width) + 1e-9))
+    allowed = size  # misses among the effective observations a healthy window may reach
+    for count in range(size + 1):
+        if _binomial_tail(size, p, count + 1) <= alpha:
+            allowed = count
+            break
+    binomial = width if allowed >= size else math.ceil((allowed + 1) * width / size) - 1
+    view = sliding_window_view(np.where(finite, hits, np.nan), width)
+    counts = view[np.isfinite(view).all(axis=1)].sum(axis=1)
+    empirical = tail_limit(counts, alpha) if counts.size else 0.0
+    return min(width, max(binomial, math.floor(empirical)))
+
+
+def effective_size(series: FloatArray, width: int) -> float:
+    """Independent observations a window of `width` consecutive ones of `series` is worth:
+    width / (1 + 2 sum_{k<K} (1 - k/width) rho_k), rho_k its lag-k autocorrelation over the
+    pairs with both values finite, summed up to the first lag K < width where it is no longer
+    positive (beyond it, summing sampling noise would shrink the size of independent errors).
+    In [1, width]."""
+    x = np.asarray(series, dtype=np.float64)
+    ok = np.isfinite(x)
+    if ok.sum() < 2:
+        return 1.0
+    centred = np.where(ok, x - float(np.mean(x[ok])), 0.0)
+    var = float(np.mean(centred[ok] ** 2))
+    if var <= 0:
+        return 1.0
+    inflation = 1.0
+    for k in range(1, min(width, x.size - 1)):
+        both = ok[k:] & ok[:-k]
+        if not both.any():
+            continue
+        rho = float(np.mean((centred[k:] * centred[:-k])[both])) / var
+        if rho <= 0:  # past here the sample autocorrelations are noise around zero
+            break
+        inflation += 2 * (1 - k / width) * rho
+    return min(max(width / inflation, 1.0), float(width))
+
+
+def _binomial_tail(n: int, p: float, k: int) -> float:
+    """P(X >= k) for X binomial(n, p)."""
+    if k <= 0:
+        return 1.0
+    return float(sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(k, n + 1)))
+
+
 def side_chance(step: float) -> float:
-    """Chance per observation that one side of one window may pass its limit while healthy:
-    ALARMS_PER_WEEK spread over a week of observations, 2 windows and 2 sides."""
-    return ALARMS_PER_WEEK / (4 * max(WEEK / step, 1.0))
+    """Chance per observation that one side of one test may pass its limit while healthy:
+    ALARMS_PER_WEEK spread over a week of observations, TESTS tests and 2 sides."""
+    return ALARMS_PER_WEEK / (2 * TESTS * max(WEEK / step, 1.0))
 
 
 def tail_limit(deviation: FloatArray, alpha: float) -> float:
@@ -303,7 +402,7 @@ def null_for(model: CalibratedModel, history: Series, *, lead_time: float, quant
     offset = model.calibration.offsets(ahead, quantile)[ahead - 1]
     upper = np.maximum(p50 + offset * model.calibration.scale(p50), p50)
     units = band_units(actual, p50, upper, model.calibration.floor)
-    return null_from(units, step=history.step)
+    return null_from(units, step=history.step, quantile=quantile)
 
 
 @dataclass(frozen=True)
@@ -350,6 +449,8 @@ class DriftMonitor:
     relearn_until: float = -math.inf
     """After an alarm on a drop (load below the forecast), fallback holds until the model in use
     was trained on data up to this time (a whole RETRAIN_AGAIN of the new regime)."""
+    last_at: float = -math.inf
+    """Time of the newest scored actual (a gap past STALE_AFTER restarts trust)."""
     fitted_until: float = -math.inf
     """End of the training data of the model whose null is in use (`DriftTracker.use`)."""
     recent: deque[tuple[bool, float, float]] = field(default_factory=lambda: deque(maxlen=WINDOW))
@@ -375,23 +476,33 @@ class DriftMonitor:
         covered = math.isfinite(upper) and actual <= upper + 1e-9
         self.recent.append((covered, abs(actual - p50) if math.isfinite(p50) else actual, actual))
         null = self.current_null()
+        stale = math.isfinite(self.last_at) and at - self.last_at > STALE_AFTER + 1e-6
+        self.last_at = at
+        if stale and self.state is DriftState.OK:
+            # Load came back after a gap longer than the long window (an outage, a lost
+            # scraper): no evidence says the forecast still holds, so it earns trust afresh.
+            self.short.clear()
+            self.long.clear()
+            _push(self.short, u, null.windows[0])
+            _push(self.long, u, null.windows[1])
+            self._enter(at, hold=False)
+            return
         _push(self.short, u, null.windows[0])
         _push(self.long, u, null.windows[1])
         short, long = self._means(null)
         if self.state is DriftState.OK:
-            self.tripped_run = self.tripped_run + 1 if null.tripped(short, long) else 0
+            misses = self.misses(null)
+            self.tripped_run = self.tripped_run + 1 if null.tripped(short, long, misses) else 0
             gross = null.gross(short)
             if self.tripped_run >= (CONFIRM if gross else null.windows[0]):
-                self.state = DriftState.FALLBACK
-                self.retrain_requested = True
-                self.entered_at = self.retrained_at = at
                 # Only a forecast above the load buys phantom prewarm; a monitor told of no
                 # model (fed errors directly) holds on the errors alone.
-                below = short < null.means[0] or (math.isfinite(long) and long < null.means[1])
-                hold = math.isfinite(self.fitted_until) and below
-                self.relearn_until = at + RETRAIN_AGAIN if hold else -math.inf
-                self.healthy_run = self.tripped_run = 0
-                self.long.clear()  # leaving needs a whole long window of fresh evidence
+                below = (
+                    short < null.means[0]
+                    or (math.isfinite(long) and long < null.means[1])
+                    or misses[1] > misses[0]
+                )
+                self._enter(at, hold=math.isfinite(self.fitted_until) and below)
             return
         self.healthy_run = self.healthy_run + 1 if null.settled(short, long) else 0
         if at - self.retrained_at >= RETRAIN_AGAIN - 1e-6:
@@ -400,6 +511,23 @@ class DriftMonitor:
         if self.healthy_run >= RELEASE_AFTER and relearnt:
             self.state = DriftState.OK
             self.healthy_run = 0
+
+    def _enter(self, at: float, *, hold: bool) -> None:
+        """OK -> FALLBACK at `at`, asking for a refit; `hold`: after a drop, stay until a model
+        trained RETRAIN_AGAIN later is in use."""
+        self.state = DriftState.FALLBACK
+        self.retrain_requested = True
+        self.entered_at = self.retrained_at = at
+        self.relearn_until = at + RETRAIN_AGAIN if hold else -math.inf
+        self.healthy_run = self.tripped_run = 0
+        self.long.clear()  # leaving needs a whole long window of fresh evidence
+
+    def misses(self, null: Null) -> tuple[int, int]:
+        """Observations of the long window above the upper band and below its mirror image;
+        (0, 0) while it is not full."""
+        if len(self.long) < null.windows[1]:
+            return 0, 0
+        return sum(1 for u in self.long if u > Z_P95), sum(1 for u in self.long if u < -Z_P95)
 
     def take_retrain(self) -> bool:
         """True when a refit is due (on entering fallback, then every RETRAIN_AGAIN points in

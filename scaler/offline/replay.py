@@ -46,6 +46,8 @@ COLUMNS = (
 WARMUP = 14 * DAY
 """Unscored history at the start of a trace (DESIGN.md): 14 days, or half a shorter trace."""
 REPORTED_HEADROOMS = (0.1, 0.2, 0.5)
+FALLBACK_AT = "fallback_at"
+"""simulate's extra: which steps were decided in drift fallback (summarise counts, not stores)."""
 """Static headrooms reported next to the policy (and drawn in the frontier notebook)."""
 ALLOCATIONS = ("quantile", "marginal", "marginal_lookahead", "marginal_every")
 """ReplayConfig.allocation's choices (decision.allocation and docs/policy.md say what each does)."""
@@ -159,12 +161,20 @@ def simulate(
 
     origins = forecasts(0)
     origin = Origin(index=-1, forecast=None, model=None)
+    # An early refit on drift comes on top of the weekly ones, not instead: they keep the
+    # schedule of the first fit (`anchor`), as the weekly retrain CronJob does. Restarting the
+    # week at every drift refit left mongodb_rps' scored week on a model fitted on 4 days.
+    weekly = max(1, round(config.refit_every / coarse.step))
+    anchor: int | None = None
+    off_schedule = False
     band: Calibration | None = None
     desired = np.zeros(len(series), dtype=np.int64)
     reactive = np.zeros(len(series), dtype=np.int64)
     reasons: list[str] = []
     spent = np.zeros(len(series))
+    fell_back = np.zeros(len(series), dtype=bool)
     fallback_steps = episodes = retrains = 0
+    starts: list[int] = []
     held = config.min_replicas
     for t in range(len(series)):
         now = series.start + t * step
@@ -183,8 +193,15 @@ def simulate(
                 )
                 if tracker.monitor.take_retrain():
                     origins, retrains = forecasts(i), retrains + 1
-            episodes += int(was_ok and tracker.monitor.in_fallback)
+                    off_schedule = True
+                elif off_schedule and anchor is not None and (i - anchor) % weekly == 0:
+                    origins = forecasts(i)  # the weekly refit, on its own schedule
+            if was_ok and tracker.monitor.in_fallback:
+                episodes += 1
+                starts.append(t)
             origin = next(origins)
+            if anchor is None and origin.model is not None:
+                anchor = round((origin.model.trained_until - coarse.start) / coarse.step)
             band = None
             if origin.forecast is not None and config.drift:
                 tracker.record(origin.forecast)
@@ -193,6 +210,7 @@ def simulate(
                 band = origin.model.calibration_for(known, points)
                 if config.drift:  # the null of each new model, measured once
                     tracker.adopt(origin.model, known)
+        fell_back[t] = config.drift and tracker.monitor.in_fallback
         if not math.isfinite(load[t - 1]):
             desired[t], reactive[t] = held, 0
             reasons.append(policy.Reason.NO_DATA.value)
@@ -273,7 +291,13 @@ def simulate(
         },
         columns=list(COLUMNS),
     )
-    extra = {"fallback_steps": fallback_steps, "episodes": episodes, "retrains": retrains}
+    extra = {
+        "fallback_steps": fallback_steps,
+        "episodes": episodes,
+        "retrains": retrains,
+        "episode_starts": [str(frame["timestamp"].iloc[t]) for t in starts],
+        FALLBACK_AT: fell_back,
+    }
     return frame, extra
 
 
@@ -357,6 +381,15 @@ def summarise(
             "prewarm": _spend(series, extra_hours, reactive_hours, config),
         }
     reasons = frame["reason"][scored].value_counts().sort_index()
+    drift_counts = {k: v for k, v in extra.items() if k != FALLBACK_AT}
+    if FALLBACK_AT in extra:
+        # Episodes and fallback steps in the scored span alone, as the yardstick scores steps:
+        # an alarm in the warm-up (a model fitted on its first days) is not one of the
+        # scored weeks'.
+        fell_back = np.asarray(extra[FALLBACK_AT], dtype=bool)
+        begun = fell_back & ~np.concatenate([[False], fell_back[:-1]])
+        drift_counts["scored_episodes"] = int((begun & scored).sum())
+        drift_counts["scored_fallback_steps"] = int((fell_back & scored).sum())
     return {
         "trace": {
             "start": frame["timestamp"].iloc[0],
@@ -368,7 +401,7 @@ def summarise(
         },
         "config": {**asdict(config), "cold_start_steps": k},
         **results,
-        "drift": {**extra, "reasons": {str(r): int(n) for r, n in reasons.items()}},
+        "drift": {**drift_counts, "reasons": {str(r): int(n) for r, n in reasons.items()}},
         "frontier": {
             "headrooms": list(front.headrooms),
             "gpu_hours": list(front.gpu_hours),

@@ -116,6 +116,9 @@ def null_from_json(data: Any, spec: TargetSpec, step: float) -> drift.Null | Non
             limits=pair("limits"),
             samples=int(data["samples"]),
             lower=None if data.get("lower") is None else pair("lower"),
+            misses=None
+            if data.get("misses") is None
+            else (int(data["misses"][0]), int(data["misses"][1])),
         )
     except (KeyError, TypeError, ValueError, IndexError):
         return None

@@ -3,6 +3,7 @@ tracker's alignment, and fallback on a regime change (x3, x0.3, an outage) in a 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -286,3 +287,55 @@ def test_after_a_rise_fallback_needs_no_new_model_to_end() -> None:
     assert monitor.in_fallback
     shifted(monitor, 0.0, null.windows[1] + drift.RELEASE_AFTER, t)
     assert not monitor.in_fallback
+
+
+def steady(monitor: drift.DriftMonitor, u: np.ndarray, start: int) -> int:
+    """Feed errors `u` (band-sigmas, a band 1 wide) from step `start` on; returns the next step."""
+    for i, e in enumerate(u):
+        monitor.observe((start + i) * STEP, 100.0 + float(e), 100.0, 100.0 + Z95)
+    return start + len(u)
+
+
+def test_a_window_of_misses_inside_a_wide_band_trips_the_miss_test_and_not_the_means() -> None:
+    # A drop on a wide (autocorrelated) band: every point a little past the band's lower edge,
+    # the windowed mean still within its limit (NASA's midnight drop). The ablation has no
+    # miss test and never engages.
+    rng = np.random.default_rng(7)
+    null = measured_null(ar1(int(WEEK / STEP), 0.8, rng))
+    assert null.misses is not None
+    long = null.windows[1]
+    lower = null.sides()[1][1]
+    assert null.misses[1] < long
+    shift = null.means[1] - 0.8 * lower  # past the band's edge, inside the long mean's limit
+    assert shift < -Z95
+    drop = shift + 0.05 * rng.normal(size=2 * long)
+    for test, engaged in ((null, True), (dataclasses.replace(null, misses=None), False)):
+        monitor = drift.DriftMonitor(step=STEP, null=test)
+        steady(monitor, drop, steady(monitor, np.zeros(long), 0))
+        assert monitor.in_fallback is engaged
+
+
+def test_the_miss_test_allows_more_misses_to_autocorrelated_errors_than_to_independent_ones() -> (
+    None
+):
+    rng = np.random.default_rng(8)
+    n = int(WEEK / STEP)
+    correlated, independent = measured_null(ar1(n, 0.9, rng)), measured_null(rng.normal(size=n))
+    assert correlated.misses is not None and independent.misses is not None
+    long = correlated.windows[1]
+    # independent errors: a binomial(long, 5%) passes 20% of the window with a chance of 1e-5
+    assert independent.misses[0] < 0.35 * long
+    assert correlated.misses[0] > 1.5 * independent.misses[0]
+    assert drift.effective_size(ar1(n, 0.9, rng), long) < 0.2 * long
+    assert drift.effective_size(rng.normal(size=n), long) > 0.7 * long
+
+
+def test_load_back_after_a_gap_longer_than_the_long_window_restarts_in_fallback() -> None:
+    null = measured_null(np.random.default_rng(9).normal(size=int(WEEK / STEP)))
+    long_steps = int(drift.STALE_AFTER / STEP)
+    for gap, engaged in ((long_steps + 1, True), (long_steps - 1, False)):
+        monitor = drift.DriftMonitor(step=STEP, null=null)
+        t = steady(monitor, np.zeros(20), 0)
+        steady(monitor, np.zeros(1), t + gap)  # accurate, but after `gap` steps without data
+        assert monitor.in_fallback is engaged
+        assert monitor.take_retrain() is engaged
