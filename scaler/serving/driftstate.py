@@ -26,7 +26,8 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from models.base import Series
+from models import manyorigin
+from models.base import Forecast, Series
 from models.calibrate import CalibratedModel
 from scaler.decision import drift
 from scaler.decision.spec import TargetSpec
@@ -65,20 +66,48 @@ def rebuild(
     keep = int(window // history.step)
     first = max(model.trained_until, history.start)
     origins = math.floor((history.end - first) / history.step + 1e-9) + 1
+    if origins <= 0:
+        return tracker
+    at = round((first - history.start) / history.step)
+    made = manyorigin.forecasts(
+        model, history, first=at, steps=steps, quantile=spec.quantile, keep=keep
+    )
+    if made is None:  # no many-origin shortcut for this model: one forecast per origin
+        made = _one_by_one(spec, model, history, first=first, origins=origins, keep=keep)
     asked = False
-    for i in range(max(origins, 0)):
-        end = first + i * history.step
-        known = history.until(end)
-        if len(known) > keep:
-            known = known.since(known.end - (keep - 1) * history.step)
-        forecast = model.forecast(known, steps=steps, quantile=spec.quantile)
-        tracker.score(known)
+    for k, forecast in enumerate(made):
+        # Only the newest actual is new at each origin: score it alone (DriftTracker.score
+        # reads the points past the last one scored), as the live engine's step does.
+        i = at + k
+        tracker.score(
+            Series(history.start + i * history.step, history.step, history.values[i : i + 1])
+        )
         tracker.record(forecast)
         # A refit asked for in the past was the live engine's to make then (and its result is
         # the next champion); only one asked for by the newest origin is still due.
         asked = tracker.monitor.take_retrain()
     tracker.monitor.retrain_requested = asked
     return tracker
+
+
+def _one_by_one(
+    spec: TargetSpec,
+    model: CalibratedModel,
+    history: Series,
+    *,
+    first: float,
+    origins: int,
+    keep: int,
+) -> list[Forecast]:
+    """`model.forecast` from the newest `keep` points known at each origin, one at a time."""
+    steps = forecast_steps(spec, history.step)
+    out = []
+    for i in range(origins):
+        known = history.until(first + i * history.step)
+        if len(known) > keep:
+            known = known.since(known.end - (keep - 1) * history.step)
+        out.append(model.forecast(known, steps=steps, quantile=spec.quantile))
+    return out
 
 
 def null_to_json(null: drift.Null, spec: TargetSpec, step: float) -> dict[str, Any]:
