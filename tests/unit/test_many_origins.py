@@ -119,7 +119,7 @@ def test_calibrated_forecasts_at_every_origin_since_the_fit_are_the_forecasts_on
     assert (a_aci.widen, a_aci.start) == (b_aci.widen, b_aci.start)
     assert np.array_equal(a_aci.seen, b_aci.seen, equal_nan=True)
     assert [t for t, _ in a_aci.rows] == [t for t, _ in b_aci.rows]
-    assert all(np.array_equal(x, y) for (_, x), (_, y) in zip(a_aci.rows, b_aci.rows))
+    assert all(np.array_equal(x, y) for (_, x), (_, y) in zip(a_aci.rows, b_aci.rows, strict=True))
     later = data.until(end + 4 * STEP).since(end + 4 * STEP - WINDOW + STEP)
     next_fast = fast_model.forecast(later, steps=steps, quantile=0.95)
     next_slow = slow_model.forecast(later, steps=steps, quantile=0.95)
