@@ -382,6 +382,9 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             f"after start (goal under {GOAL_WARM_S:.0f}s)"
         )
 
+        if args.only == "warm":
+            a.server.stop()
+            return out
         await asyncio.sleep(2 * float(args.step.rstrip("s")))  # past the first refreshes
         q0, c0, t0 = (
             prometheus_queries(prometheus.url),
@@ -411,6 +414,9 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             f"(goal under {GOAL_CPU:.2f})"
         )
 
+        if args.only == "steady":
+            a.server.stop()
+            return out
         print(
             f"  rolling restart under a client polling every target every {args.poll:g}s "
             f"(drain delay {args.drain_delay}):"
@@ -429,6 +435,7 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def main() -> int:
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows in a log file as it happens
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -450,6 +457,12 @@ def main() -> int:
     p.add_argument("--poll", type=float, default=10.0)
     p.add_argument("--window", type=float, default=120.0)
     p.add_argument("--startup-timeout", type=float, default=600.0)
+    p.add_argument(
+        "--only",
+        choices=("warm", "steady", "all"),
+        default="all",
+        help="stop after the fresh replica's start (warm), after its steady state, or run all",
+    )
     p.add_argument("--json", type=Path)
     p.add_argument("--keep", type=Path)
     args = p.parse_args()

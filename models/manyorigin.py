@@ -159,36 +159,33 @@ def _widen(
         tracker.rate,
         adaptive.ceiling(tracker.miss_target),
     )
-    values = history.values
-    cache: dict[int, tuple[list[float], list[float], float, list[int]]] = {}
-    bands: list[list[float]] = []
+    # Each band point is read once, when its actual is graded: drawn then, from arrays made
+    # up front (Calibration.offsets and .upper's operations, in their order, on scalars).
+    median, spread = np.empty_like(p50), np.empty_like(p50)
+    for table, rows in _by_table(tables):
+        column, mid = _columns(table, model.quantile)
+        index = np.minimum(np.arange(steps), table.table.shape[0] - 1)
+        median[rows], spread[rows] = mid[index], (column - mid)[index]
+    floors = np.array([t.floor for t in tables])[:, None]
+    p_l, m_l, s_l = p50.tolist(), median.tolist(), spread.tolist()
+    scale_l, zero_l = np.maximum(p50, floors).tolist(), np.maximum(p50, 0.0).tolist()
+    actuals = history.values[ends].tolist()
+    factors: list[float] = []
     widen = np.empty(ends.size)
     w = 0.0
-    for k, i in enumerate(ends.tolist()):
-        actual = float(values[i])
+    for k, actual in enumerate(actuals):
         if math.isfinite(actual):  # adaptive.Tracker._grade
             misses = hits = 0
             for j in range(max(0, k - steps), k):
-                lag = k - j  # the band of origin j, `lag` steps on
-                if lag <= steps:
-                    hits += 1
-                    misses += actual > bands[j][lag - 1] + 1e-9
+                s = k - j - 1  # the band of origin j, k - j steps on
+                band = p_l[j][s] + (m_l[j][s] + s_l[j][s] * factors[j]) * scale_l[j][s]
+                misses += actual > max(band, zero_l[j][s]) + 1e-9
+                hits += 1
             if hits:
                 moved = w + rate * (misses / hits - miss_target)
                 w = float(min(max(moved, -1.0), top)) if math.isfinite(moved) else w
         widen[k] = w
-        table = tables[k]
-        if id(table) not in cache:
-            column, median = _columns(table, model.quantile)
-            rows = np.minimum(np.arange(steps), table.table.shape[0] - 1).tolist()
-            cache[id(table)] = (median.tolist(), (column - median).tolist(), table.floor, rows)
-        median_l, spread_l, floor, rows_l = cache[id(table)]
-        factor = 1 + w
-        band = []
-        for s, r in enumerate(rows_l):
-            p = float(p50[k, s])
-            band.append(max(p + (median_l[r] + spread_l[r] * factor) * max(p, floor), max(p, 0.0)))
-        bands.append(band)
+        factors.append(1 + w)
     _install(
         tracker,
         history,

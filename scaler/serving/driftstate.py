@@ -74,18 +74,20 @@ def rebuild(
     )
     if made is None:  # no many-origin shortcut for this model: one forecast per origin
         made = _one_by_one(spec, model, history, first=first, origins=origins, keep=keep)
-    asked = False
-    for k, forecast in enumerate(made):
-        # Only the newest actual is new at each origin: score it alone (DriftTracker.score
-        # reads the points past the last one scored), as the live engine's step does.
-        i = at + k
-        tracker.score(
-            Series(history.start + i * history.step, history.step, history.values[i : i + 1])
-        )
+    # The live engine scores the newest actual, then records the step's forecast. Recording
+    # them all first and scoring once matches every actual with the same forecast (the one
+    # made lead time before it), in the same order, without a Series per origin. The newest
+    # actual is scored on its own: a refit asked for in the past was the live engine's to
+    # make then (and its result is the next champion); only one asked for now is still due.
+    step = history.step
+    tracker.score(history.until(first))  # nothing pending yet: marks where scoring begins
+    for forecast in made:
         tracker.record(forecast)
-        # A refit asked for in the past was the live engine's to make then (and its result is
-        # the next champion); only one asked for by the newest origin is still due.
-        asked = tracker.monitor.take_retrain()
+    if len(made) > 1:
+        tracker.score(history.until(history.end - step))
+        tracker.monitor.take_retrain()
+        tracker.score(history)
+    asked = tracker.monitor.take_retrain()
     tracker.monitor.retrain_requested = asked
     return tracker
 
