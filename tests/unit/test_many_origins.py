@@ -191,11 +191,14 @@ def test_the_one_pass_replay_makes_no_per_origin_predict_calls(
     data = synthetic.load(33, seed=2)  # no gaps: every origin goes through predict_at
     model = fitted(data)
     history = data.until(FIT_AT + 2 * DAY).since(FIT_AT - WINDOW + STEP)
-    calls = []
+    calls: list[int] = []
     real = SeasonalBaseline.predict
-    monkeypatch.setattr(
-        SeasonalBaseline, "predict", lambda self, *a: calls.append(1) or real(self, *a)
-    )
+
+    def counted(self: SeasonalBaseline, recent: Series, steps: int) -> FloatArray:
+        calls.append(steps)
+        return real(self, recent, steps)
+
+    monkeypatch.setattr(SeasonalBaseline, "predict", counted)
     driftstate.rebuild(SPEC, model, history, window=WINDOW)
     assert calls == []
     monkeypatch.setattr(manyorigin, "forecasts", lambda *_a, **_k: None)
