@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEADLINE = "no answer within the refresh deadline"
+IDLE_SECONDS = 120.0
+"""How long an endpoint's thread waits for a call before it ends (well past a step)."""
 
 
 @dataclass
@@ -247,27 +249,51 @@ class Isolation:
 
 
 class _Workers:
-    """`size` daemon threads running the calls of one endpoint, started as first needed; the
-    bulkhead lets at most `size` calls in, so a call never waits for a thread."""
+    """Up to `size` daemon threads running the calls of one endpoint: an idle one takes the
+    next call, a new one starts only when none is idle, and one idle for IDLE_SECONDS ends (an
+    engine that is dropped leaves no threads behind). The bulkhead lets at most `size` calls
+    in, so a call never waits for a thread."""
 
     def __init__(self, endpoint: str, size: int) -> None:
         self.endpoint, self.size = endpoint, size
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
         self._threads = 0
+        self._idle = 0
+        """Threads waiting for a call that no submitted call has claimed yet."""
 
     def submit(self, job: Callable[[], None]) -> None:
-        if self._threads < self.size:
-            name = f"source {self.endpoint} {self._threads}"
-            threading.Thread(target=self._serve, name=name, daemon=True).start()
+        with self._lock:
+            self._jobs.put(job)
+            if self._idle > 0:
+                self._idle -= 1
+                return
+            if self._threads >= self.size:
+                return  # all busy: the first to finish takes it
             self._threads += 1
-        self._jobs.put(job)
+            name = f"source {self.endpoint} {self._threads}"
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
 
     def stop(self) -> None:
         """Each thread ends after the call it is running, if any."""
-        for _ in range(self._threads):
-            self._jobs.put(None)
-        self._threads = 0
+        with self._lock:
+            for _ in range(self._threads):
+                self._jobs.put(None)
+            self._threads = self._idle = 0
 
     def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle == 0:  # every idle thread is claimed: a call is queued
+                        continue
+                    self._idle -= 1
+                    self._threads -= 1
+                    return
+            if job is None:
+                return
             job()
+            with self._lock:
+                self._idle += 1

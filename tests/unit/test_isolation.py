@@ -238,3 +238,22 @@ def test_an_endpoint_reuses_its_threads_instead_of_starting_one_per_call(
     bulkhead.forget(set())  # its threads end; a later call starts them again
     assert asyncio.run(many()) == list(range(200))
     assert len(started) <= 8
+
+
+def test_an_endpoints_idle_threads_end_so_a_dropped_engine_leaves_none_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(isolation, "IDLE_SECONDS", 0.05)
+    limits = isolation.Limits.for_step(step=STEP, staleness=300.0, concurrency=4)
+    bulkhead = isolation.Isolation(limits, now=time.monotonic)
+
+    async def some() -> list[int]:
+        calls = [bulkhead.run("idle-e", functools.partial(int, i)) for i in range(20)]
+        return list(await asyncio.gather(*calls))
+
+    assert asyncio.run(some()) == list(range(20))
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("source idle-e") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "idle source threads never ended"
+        time.sleep(0.02)
+    assert asyncio.run(some()) == list(range(20))  # and new ones start when needed
