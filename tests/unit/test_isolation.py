@@ -251,9 +251,12 @@ def test_an_endpoints_idle_threads_end_so_a_dropped_engine_leaves_none_behind(
         calls = [bulkhead.run("idle-e", functools.partial(int, i)) for i in range(20)]
         return list(await asyncio.gather(*calls))
 
-    assert asyncio.run(some()) == list(range(20))
-    deadline = time.monotonic() + 5
-    while any(t.name.startswith("source idle-e") for t in threading.enumerate()):
-        assert time.monotonic() < deadline, "idle source threads never ended"
-        time.sleep(0.02)
-    assert asyncio.run(some()) == list(range(20))  # and new ones start when needed
+    async def twice() -> None:
+        assert await some() == list(range(20))
+        deadline = time.monotonic() + 5
+        while any(t.name.startswith("source idle-e") for t in threading.enumerate()):
+            assert time.monotonic() < deadline, "idle source threads never ended"
+            await asyncio.sleep(0.02)
+        assert await some() == list(range(20))  # and new ones start when needed
+
+    asyncio.run(twice())
