@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import io
 import json
 import math
 import re
@@ -463,7 +464,8 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    sys.stdout.reconfigure(line_buffering=True)  # progress shows in a log file as it happens
+    if isinstance(sys.stdout, io.TextIOWrapper):  # progress shows in a log file as it happens
+        sys.stdout.reconfigure(line_buffering=True)
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
