@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+REDECIDE_PASSES = 3
+"""Passes at most over targets whose first decision got old during a long warm-up."""
+
 Loader = Callable[[TargetState], Awaitable[None]]
 """Loads a target's champion into its state (scaler/serving/champions.py)."""
 
@@ -75,10 +78,14 @@ async def warm_up(
     await asyncio.gather(*(_warm(engine, state, load, slots) for state in states))
     # A warm-up longer than a few steps leaves its first targets' decisions old: decide again,
     # at the step now, for those older than half the staleness bound, so that none turns stale
-    # (UNAVAILABLE) while the engine's first steps after SERVING work through every target.
-    now = _step_now(engine)
-    old = [s for s in states if now - s.decided_at > engine.settings.staleness / 2]
-    await asyncio.gather(*(_decide(engine, state, slots) for state in old))
+    # (UNAVAILABLE) while the engine's first steps after SERVING work through every target. A
+    # long second pass can age the rest in turn: a few passes, each over fewer targets.
+    for _ in range(REDECIDE_PASSES):
+        now = _step_now(engine)
+        old = [s for s in states if now - s.decided_at > engine.settings.staleness / 2]
+        if not old:
+            break
+        await asyncio.gather(*(_decide(engine, state, slots) for state in old))
 
 
 def _step_now(engine: Engine) -> float:
