@@ -31,6 +31,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
+import io
 import json
 import math
 import re
@@ -70,6 +72,30 @@ HEALTH_EVERY = 1.0
 GOAL_WARM_S = 30.0
 GOAL_CPU = 0.20
 MODEL_STEP = 300.0
+LOOKBACK = 300.0
+"""Prometheus' default lookback for a sample, in seconds."""
+SCRAPE = 120.0
+"""Seconds between the samples of a backfilled trace over SCRAPED_SPAN (`scraped`)."""
+SCRAPED_SPAN = 40 * 86400.0
+"""The newest part of each trace that the replicas read: the 28-day window, a week-old
+champion's fit before it, and room to spare."""
+
+
+def scraped(trace: promtest.BackfilledTrace, *, now: float) -> promtest.BackfilledTrace:
+    """`trace` as a scraped gauge reads: each row's value again every SCRAPE seconds until the
+    next row, over the SCRAPED_SPAN the replicas read. A 10- or 30-minute trace as it is has no
+    sample in Prometheus' 5-minute lookback for most of each row, so the replicas' instant
+    query found nothing and answered UNAVAILABLE for a reason no real cluster has."""
+    if trace.step <= SCRAPE:
+        return trace
+    begin = max(trace.start, now - SCRAPED_SPAN)
+    older = trace.times < begin
+    fine = np.arange(begin, trace.end + trace.step, SCRAPE)
+    rows = np.clip(np.floor((fine - trace.start) / trace.step).astype(np.int64), 0, None)
+    rows = np.minimum(rows, trace.values.size - 1)
+    times = np.concatenate([trace.times[older], fine])
+    values = np.concatenate([trace.values[older], trace.values[rows]])
+    return dataclasses.replace(trace, times=times, values=values)
 
 
 def target_objects(count: int, traces: dict[str, promtest.BackfilledTrace]) -> list[dict[str, Any]]:
@@ -112,13 +138,15 @@ def spec_of(obj: dict[str, Any]) -> specs.TargetSpec:
 
 
 def history_of(trace: promtest.BackfilledTrace, *, until: float) -> Series:
-    """The trace at the model step up to `until`, as the engine reads it from Prometheus."""
+    """The trace at the model step up to `until`, as the engine reads it from Prometheus: at
+    each grid time the newest sample at or before it, within the 5-minute lookback."""
     start = math.ceil(trace.start / MODEL_STEP) * MODEL_STEP
     end = math.floor(until / MODEL_STEP) * MODEL_STEP
-    grid = [start + MODEL_STEP * k for k in range(int((end - start) // MODEL_STEP) + 1)]
-    idx = [int((t - trace.start) // trace.step) for t in grid]
-    values = [float(trace.values[i]) if 0 <= i < trace.values.size else math.nan for i in idx]
-    return Series(start, MODEL_STEP, np.array(values))
+    grid = start + MODEL_STEP * np.arange(int((end - start) // MODEL_STEP) + 1)
+    newest = np.searchsorted(trace.times, grid, side="right") - 1
+    fresh = (newest >= 0) & (grid - trace.times[np.maximum(newest, 0)] < LOOKBACK)
+    values = np.where(fresh, trace.values[np.maximum(newest, 0)], np.nan)
+    return Series(start, MODEL_STEP, values)
 
 
 def warm_store(
@@ -334,6 +362,7 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     print(f"Prometheus: backfilling the traces up to {AHEAD / 60:.0f} min past now ...")
     (work / "prom").mkdir(parents=True, exist_ok=True)
     prometheus = promtest.backfilled_server(work / "prom", now=now + AHEAD)
+    prometheus.traces = {name: scraped(t, now=now) for name, t in prometheus.traces.items()}
     prometheus.start()
     try:
         objects = target_objects(args.targets, prometheus.traces)
@@ -382,6 +411,9 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             f"after start (goal under {GOAL_WARM_S:.0f}s)"
         )
 
+        if args.only == "warm":
+            a.server.stop()
+            return out
         await asyncio.sleep(2 * float(args.step.rstrip("s")))  # past the first refreshes
         q0, c0, t0 = (
             prometheus_queries(prometheus.url),
@@ -411,6 +443,9 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             f"(goal under {GOAL_CPU:.2f})"
         )
 
+        if args.only == "steady":
+            a.server.stop()
+            return out
         print(
             f"  rolling restart under a client polling every target every {args.poll:g}s "
             f"(drain delay {args.drain_delay}):"
@@ -429,6 +464,8 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def main() -> int:
+    if isinstance(sys.stdout, io.TextIOWrapper):  # progress shows in a log file as it happens
+        sys.stdout.reconfigure(line_buffering=True)
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -450,6 +487,12 @@ def main() -> int:
     p.add_argument("--poll", type=float, default=10.0)
     p.add_argument("--window", type=float, default=120.0)
     p.add_argument("--startup-timeout", type=float, default=600.0)
+    p.add_argument(
+        "--only",
+        choices=("warm", "steady", "all"),
+        default="all",
+        help="stop after the fresh replica's start (warm), after its steady state, or run all",
+    )
     p.add_argument("--json", type=Path)
     p.add_argument("--keep", type=Path)
     args = p.parse_args()

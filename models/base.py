@@ -12,11 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any, ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
+
+if TYPE_CHECKING:  # imported where used: `scaler serve` never needs pandas (0.7 s, 40 MiB)
+    import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -111,6 +113,8 @@ class Series:
         return Series(self.start + i * self.step, self.step, self.values[i:])
 
     def to_pandas(self) -> pd.Series:
+        import pandas as pd
+
         index = pd.DatetimeIndex((self.times() * 1e9).astype("datetime64[ns]"), tz="UTC")
         return pd.Series(self.values, index=index, name="value")
 

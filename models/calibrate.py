@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from models import adaptive
+from models import adaptive, origins
 from models.base import (
     DAY,
     HOUR,
@@ -135,16 +135,8 @@ def rolling(
 ) -> Backtest:
     """Forecast from every origin at or after `since` (every `stride`-th) to the series' end."""
     first = max(1, int(np.ceil((since - history.start) / history.step - 1e-9)))
-    actual, p50 = [], []
-    for i in range(first, len(history) - 1, stride):
-        past = Series(history.start, history.step, history.values[: i + 1])
-        row_actual = np.full(steps, np.nan)
-        seen = history.values[i + 1 : i + 1 + steps]
-        row_actual[: seen.size] = seen
-        actual.append(row_actual)
-        p50.append(model.predict(past, steps))
-    shape = (len(actual), steps)
-    return Backtest(actual=np.array(actual).reshape(shape), p50=np.array(p50).reshape(shape))
+    actual, p50 = origins.rolling(model, history, first=first, steps=steps, stride=stride)
+    return Backtest(actual=actual, p50=p50)
 
 
 def residuals(
@@ -296,8 +288,16 @@ class CalibratedModel:
         table = self.measured_for(recent, steps)
         if not self.aci or recent.step != self.step or recent.end < self.trained_until:
             return table
+        data = recent.since(self.trained_until - CONTEXT)
+        first = int(np.ceil((self.trained_until - data.start) / data.step - 1e-9))
+        widen = self.aci_tracker(steps).advance(data, first=first, band=self._band(steps))
+        return replace(table, widen=widen)
+
+    def aci_tracker(self, steps: int) -> adaptive.Tracker:
+        """The adaptive tracker of forecasts `steps` long (one path length per target is ever
+        asked for); models.manyorigin advances it many origins at once."""
         if steps not in self._trackers:
-            self._trackers.clear()  # one path length per target is ever asked for
+            self._trackers.clear()
             self._trackers[steps] = adaptive.Tracker(
                 miss_target=1 - self.quantile,
                 rate=adaptive.learning_rate(
@@ -305,10 +305,7 @@ class CalibratedModel:
                 ),
                 steps=steps,
             )
-        data = recent.since(self.trained_until - CONTEXT)
-        first = int(np.ceil((self.trained_until - data.start) / data.step - 1e-9))
-        widen = self._trackers[steps].advance(data, first=first, band=self._band(steps))
-        return replace(table, widen=widen)
+        return self._trackers[steps]
 
     def _band(self, steps: int) -> adaptive.Band:
         def band(past: Series, widen: float) -> FloatArray:

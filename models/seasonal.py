@@ -11,6 +11,7 @@ import warnings
 from typing import Any, ClassVar, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from models.base import (
     HOUR,
@@ -82,6 +83,36 @@ class SeasonalBaseline:
     def predict(self, recent: Series, steps: int) -> FloatArray:
         times = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
         return np.maximum(self.expected(times) * self.level(recent), 0.0)
+
+    def predict_at(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
+        """`predict` from every origin `history.values[: i + 1]`, i in `ends`, in one numpy
+        pass: row k equals `predict(history.until(origin k), steps)` bit for bit (models.origins
+        relies on that; an origin whose level hour has a gap takes `predict` itself)."""
+        if self.profile.size == 0:
+            raise FitError("seasonal baseline used before fit")
+        ends = np.asarray(ends, dtype=np.int64)
+        step, start, values = history.step, history.start, history.values
+        end_times = start + ends * step
+        ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
+        out = self.expected(end_times[:, None] + ahead[None, :])
+        # The level hour of each origin, as Series.since finds it on the prefix.
+        begin = np.ceil((end_times - LEVEL_WINDOW + step / 2 - start) / step - 1e-9)
+        begin = np.clip(begin, 0, ends + 1).astype(np.int64)
+        width = ends + 1 - begin
+        level = np.ones(ends.size)
+        for w in np.unique(width[width > 0]).tolist():
+            rows = np.flatnonzero(width == w)
+            index = begin[rows, None] + np.arange(w)[None, :]
+            seen = values[index]
+            whole = ~np.isnan(seen).any(axis=1)
+            full, gappy = rows[whole], rows[~whole]
+            times = (start + begin[full] * step)[:, None] + step * np.arange(w)[None, :]
+            floor = max(float(np.abs(self.profile).mean()) * 0.05, 1e-9) * w
+            ratio = (seen[whole].sum(axis=1) + floor) / (self.expected(times).sum(axis=1) + floor)
+            level[full] = np.clip(ratio, *LEVEL_CLIP)
+            for k in gappy.tolist():
+                level[k] = self.level(Series(start, step, values[: ends[k] + 1]))
+        return np.maximum(out * level[:, None], 0.0)
 
     def interval(self, p50: FloatArray, quantile: float) -> FloatArray:
         """Spread of the cycles around their median profile, read as log-normal (flat in h)."""

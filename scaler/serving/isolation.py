@@ -3,10 +3,12 @@
 Each endpoint (a Prometheus URL, or the spend record) gets its own bulkhead and its own circuit
 breaker:
 
-- The bulkhead bounds the requests in flight to one endpoint. Each runs in a daemon thread of
-  its own (a blocked read can neither be cancelled nor hold up the process' exit), and its slot
-  is freed when the thread ends, not when the caller gives up: an endpoint that never answers
-  holds at most `concurrency` threads, and never one of another endpoint's.
+- The bulkhead bounds the requests in flight to one endpoint. Each runs in one of the endpoint's
+  own `concurrency` daemon threads (a blocked read can neither be cancelled nor hold up the
+  process' exit), and its slot is freed when the call ends, not when the caller gives up: an
+  endpoint that never answers holds at most its own threads, and never one of another
+  endpoint's. The threads are started once and reused: starting one per call blocks the event
+  loop until the new thread gets the GIL, milliseconds each under load (at start-up, thousands).
 - The breaker (`Breaker`, a pure state machine on the times it is given) refuses requests to an
   endpoint that has only failed for a while, so that its targets fail in microseconds with the
   reason instead of each waiting for a timeout, and probes it again after a cooldown.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import queue
 import threading
 from collections.abc import Callable
 from contextlib import suppress
@@ -35,6 +38,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEADLINE = "no answer within the refresh deadline"
+IDLE_SECONDS = 120.0
+"""How long an endpoint's thread waits for a call before it ends (well past a step)."""
 
 
 @dataclass
@@ -145,6 +150,7 @@ class Isolation:
         self._now = now
         self._breakers: dict[str, Breaker] = {}
         self._slots: dict[str, asyncio.Semaphore] = {}
+        self._workers: dict[str, _Workers] = {}
 
     def breaker(self, endpoint: str) -> Breaker:
         found = self._breakers.get(endpoint)
@@ -203,6 +209,8 @@ class Isolation:
             del self._breakers[endpoint]
         for endpoint in set(self._slots) - keep:
             del self._slots[endpoint]
+        for endpoint in set(self._workers) - keep:
+            self._workers.pop(endpoint).stop()
 
     def open_endpoints(self) -> list[str]:
         return sorted(e for e, b in self._breakers.items() if b.is_open)
@@ -229,9 +237,63 @@ class Isolation:
             with suppress(RuntimeError):  # the loop closed meanwhile: nobody is listening
                 loop.call_soon_threadsafe(settle, report)
 
+        workers = self._workers.get(endpoint)
+        if workers is None:
+            workers = self._workers[endpoint] = _Workers(endpoint, self.limits.concurrency)
         try:
-            threading.Thread(target=work, name=f"source {endpoint}", daemon=True).start()
+            workers.submit(work)
         except BaseException:
             slots.release()
             raise
         return await done
+
+
+class _Workers:
+    """Up to `size` daemon threads running the calls of one endpoint: an idle one takes the
+    next call, a new one starts only when none is idle, and one idle for IDLE_SECONDS ends (an
+    engine that is dropped leaves no threads behind). The bulkhead lets at most `size` calls
+    in, so a call never waits for a thread."""
+
+    def __init__(self, endpoint: str, size: int) -> None:
+        self.endpoint, self.size = endpoint, size
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+        """Threads waiting for a call that no submitted call has claimed yet."""
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            self._jobs.put(job)
+            if self._idle > 0:
+                self._idle -= 1
+                return
+            if self._threads >= self.size:
+                return  # all busy: the first to finish takes it
+            self._threads += 1
+            name = f"source {self.endpoint} {self._threads}"
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def stop(self) -> None:
+        """Each thread ends after the call it is running, if any."""
+        with self._lock:
+            for _ in range(self._threads):
+                self._jobs.put(None)
+            self._threads = self._idle = 0
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle == 0:  # every idle thread is claimed: a call is queued
+                        continue
+                    self._idle -= 1
+                    self._threads -= 1
+                    return
+            if job is None:
+                return
+            job()
+            with self._lock:
+                self._idle += 1

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+REDECIDE_PASSES = 3
+"""Passes at most over targets whose first decision got old during a long warm-up."""
+
 Loader = Callable[[TargetState], Awaitable[None]]
 """Loads a target's champion into its state (scaler/serving/champions.py)."""
 
@@ -71,13 +74,26 @@ async def warm_up(
     first decision), `concurrency` at a time: all at once, each refresh's deadline would run
     out in the bulkheads' queues (and count against the endpoint's breaker)."""
     states = [engine.ensure(spec) for spec in targets]
-    now = float(np.floor(engine.clock.now() / engine.settings.step) * engine.settings.step)
     slots = asyncio.Semaphore(engine.settings.concurrency)
-    await asyncio.gather(*(_warm(engine, state, load, slots, now) for state in states))
+    await asyncio.gather(*(_warm(engine, state, load, slots) for state in states))
+    # A warm-up longer than a few steps leaves its first targets' decisions old: decide again,
+    # at the step now, for those older than half the staleness bound, so that none turns stale
+    # (UNAVAILABLE) while the engine's first steps after SERVING work through every target. A
+    # long second pass can age the rest in turn: a few passes, each over fewer targets.
+    for _ in range(REDECIDE_PASSES):
+        now = _step_now(engine)
+        old = [s for s in states if now - s.decided_at > engine.settings.staleness / 2]
+        if not old:
+            break
+        await asyncio.gather(*(_decide(engine, state, slots) for state in old))
+
+
+def _step_now(engine: Engine) -> float:
+    return float(np.floor(engine.clock.now() / engine.settings.step) * engine.settings.step)
 
 
 async def _warm(
-    engine: Engine, state: TargetState, load: Loader | None, slots: asyncio.Semaphore, now: float
+    engine: Engine, state: TargetState, load: Loader | None, slots: asyncio.Semaphore
 ) -> None:
     async with slots:
         try:
@@ -87,7 +103,13 @@ async def _warm(
                 await adopt(engine, state)
         except ScalerError as exc:  # the engine's refresh retries and reports it
             logger.warning("%s: not warm at start-up, the engine retries: %s", state.spec.key, exc)
-        await engine._guarded_refresh(state, now)  # errors are kept on the state, as each step
+        # Stamped with the step it is made in (errors are kept on the state, as each step).
+        await engine._guarded_refresh(state, _step_now(engine))
+
+
+async def _decide(engine: Engine, state: TargetState, slots: asyncio.Semaphore) -> None:
+    async with slots:
+        await engine._guarded_refresh(state, _step_now(engine))
 
 
 async def adopt(engine: Engine, state: TargetState) -> None:

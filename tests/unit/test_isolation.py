@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -212,3 +213,50 @@ def test_a_caller_that_gives_up_counts_as_a_failure_of_the_endpoint() -> None:
 
     asyncio.run(main())
     release.set()
+
+
+def test_an_endpoint_reuses_its_threads_instead_of_starting_one_per_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def counted(self: threading.Thread) -> None:
+        started.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    limits = isolation.Limits.for_step(step=STEP, staleness=300.0, concurrency=4)
+    bulkhead = isolation.Isolation(limits, now=time.monotonic)
+
+    async def many() -> list[int]:
+        calls = [bulkhead.run("e", functools.partial(int, i)) for i in range(200)]
+        return list(await asyncio.gather(*calls))
+
+    assert asyncio.run(many()) == list(range(200))
+    assert 1 <= len(started) <= 4  # a thread per call would start 200
+    bulkhead.forget(set())  # its threads end; a later call starts them again
+    assert asyncio.run(many()) == list(range(200))
+    assert len(started) <= 8
+
+
+def test_an_endpoints_idle_threads_end_so_a_dropped_engine_leaves_none_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(isolation, "IDLE_SECONDS", 0.05)
+    limits = isolation.Limits.for_step(step=STEP, staleness=300.0, concurrency=4)
+    bulkhead = isolation.Isolation(limits, now=time.monotonic)
+
+    async def some() -> list[int]:
+        calls = [bulkhead.run("idle-e", functools.partial(int, i)) for i in range(20)]
+        return list(await asyncio.gather(*calls))
+
+    async def twice() -> None:
+        assert await some() == list(range(20))
+        deadline = time.monotonic() + 5
+        while any(t.name.startswith("source idle-e") for t in threading.enumerate()):
+            assert time.monotonic() < deadline, "idle source threads never ended"
+            await asyncio.sleep(0.02)
+        assert await some() == list(range(20))  # and new ones start when needed
+
+    asyncio.run(twice())

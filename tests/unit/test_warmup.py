@@ -1,0 +1,95 @@
+"""Ready means warm (scaler/serving/warmup.py): when SERVING is said, every target known at
+start-up has a decision fresh enough to stay within the staleness bound, even after a warm-up
+that took longer than that bound."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from models import artefact
+from models.base import DAY, Series
+from scaler.clock import ManualClock
+from scaler.decision import spec
+from scaler.serving import warmup
+from scaler.serving.engine import Engine
+from scaler.serving.state import TargetState, forecast_steps
+from scaler.serving.telemetry import Telemetry
+from scaler.settings import EngineSettings
+from scaler.sources.base import Sample
+from tests.contract import synthetic
+
+STEP = 300.0
+STALENESS = 300.0
+SLOW = 120.0
+"""Seconds a long history read (the warm-up's weeks) takes on the test's clock: a Prometheus
+that answers slowly; the engine's reads of a few new points take no time."""
+SPECS = [
+    spec.parse("gpu", f"llm-{i}", {"query": "load", "threshold": "20", "model": "seasonal"})
+    for i in range(4)
+]
+
+
+@dataclass
+class SlowSource:
+    """The Source seam over one Series; a read of more than a day moves the clock on by SLOW."""
+
+    data: Series
+    clock: ManualClock
+
+    def history(self, target: spec.TargetSpec, *, start: float, end: float, step: float) -> Series:
+        if end - start > DAY:
+            self.clock.advance(SLOW)
+        return self.data.until(end).since(start)
+
+    def latest(self, target: spec.TargetSpec, *, at: float) -> Sample:
+        known = self.data.until(at)
+        return Sample(at=known.end, value=float(known.values[-1]))
+
+
+def test_a_warm_up_longer_than_the_staleness_bound_serves_no_stale_decision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = synthetic.load(20, seed=4)
+    fit_at = synthetic.START + 16 * DAY
+    known = data.until(fit_at).since(fit_at - 14 * DAY + STEP)
+    stored = artefact.fit("seasonal", known, forecast_steps(SPECS[0], STEP))
+    clock = ManualClock(fit_at + 2 * STEP)
+    settings = EngineSettings(
+        step=30.0,
+        model_step=STEP,
+        history=14 * DAY,
+        staleness=STALENESS,
+        concurrency=1,  # one target at a time: four slow reads are eight minutes
+        fit_workers=0,
+    )
+    engine = Engine(
+        settings=settings,
+        source_for=lambda _spec: SlowSource(data, clock),
+        clock=clock,
+        telemetry=Telemetry(CollectorRegistry()),
+    )
+    engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]  # the store's model
+    decided: list[str] = []
+    refresh = engine._guarded_refresh
+
+    async def counted(state: TargetState, now: float) -> None:
+        decided.append(state.spec.key)
+        await refresh(state, now)
+
+    monkeypatch.setattr(engine, "_guarded_refresh", counted)
+
+    async def load(state: TargetState) -> None:
+        state.model = artefact.load(stored)
+
+    asyncio.run(warmup.warm_up(engine, SPECS, load=load))
+    states = [engine.targets[s.key] for s in SPECS]
+    assert clock.now() - fit_at > len(SPECS) * SLOW > STALENESS  # the warm-up ran that long
+    assert all(s.decision is not None for s in states)
+    assert all(clock.now() - s.decided_at <= STALENESS / 2 + settings.step for s in states)
+    for s in states:
+        engine.answer(s)  # none UNAVAILABLE at SERVING
+    assert len(decided) > len(SPECS)  # the first ones were decided again: the mechanism ran
