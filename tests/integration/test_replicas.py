@@ -256,10 +256,13 @@ def test_a_sigkill_in_the_middle_of_store_writes_loses_no_artefact(
     prometheus: PrometheusServer, tmp_path: Path
 ) -> None:
     store, targets = tmp_path / "store", tmp_path / "targets.yaml"
-    names = [f"t{i}" for i in range(8)]
-    targets.write_text(manifest(names))
+    names: list[str] = []
     rng = np.random.default_rng(1)
     for attempt in range(3):
+        # Targets of their own, so every attempt has writes to interrupt: a warm-up that
+        # finished the last attempt's writes would otherwise load them all and write nothing.
+        names += [f"k{attempt}t{i}" for i in range(8)]
+        targets.write_text(manifest(names))
         with replica(tmp_path, f"kill{attempt}", prometheus, store, targets) as r:
             deadline = time.monotonic() + 90
             while "stored v" not in r.log.read_text():  # writes have begun

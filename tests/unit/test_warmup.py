@@ -40,7 +40,15 @@ class SlowSource:
     data: Series
     clock: ManualClock
 
-    def history(self, target: spec.TargetSpec, *, start: float, end: float, step: float) -> Series:
+    def history(
+        self,
+        target: spec.TargetSpec,
+        *,
+        start: float,
+        end: float,
+        step: float,
+        resolution: float | None = None,
+    ) -> Series:
         if end - start > DAY:
             self.clock.advance(SLOW)
         return self.data.until(end).since(start)
