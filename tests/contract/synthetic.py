@@ -22,3 +22,13 @@ def load(days: float, *, seed: int = 0, scale: float = 200.0, start: float = STA
     rate = scale * daily * weekly
     values = np.random.default_rng(seed).poisson(rate).astype(np.float64)
     return Series(start, STEP, values)
+
+
+def ramps(days: int = 8, seed: int = 3) -> Series:
+    """A daily morning ramp with Poisson noise, 5-minute steps: rises the forecast sees coming."""
+    step = 300.0
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(days * DAY / step)) * step
+    hour = (t % DAY) / 3600.0
+    mean = 100 + 900 / (1 + np.exp(-(hour - 8.0) * 3)) - 900 / (1 + np.exp(-(hour - 20.0) * 3))
+    return Series(1_700_006_400.0, step, rng.poisson(mean).astype(float))

@@ -53,6 +53,28 @@ Resource = tuple[str, str]
 """(apiVersion, plural), e.g. ("keda.sh/v1alpha1", "scaledobjects")."""
 
 
+def scaled_object(
+    namespace: str,
+    name: str,
+    *,
+    address: str = "scaler:9090",
+    threshold: str = "5",
+    query: str = "sum(x)",
+    before: tuple[dict[str, Any], ...] = (),
+) -> dict[str, Any]:
+    """A ScaledObject whose one external trigger points at `address`, after `before`'s."""
+    meta = {"scalerAddress": address, "query": query, "threshold": threshold}
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {
+            "scaleTargetRef": {"name": name},
+            "triggers": [*before, {"type": "external", "metadata": meta}],
+        },
+    }
+
+
 @dataclass
 class _Failure:
     method: str

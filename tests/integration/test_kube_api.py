@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client
@@ -14,24 +13,7 @@ from kubernetes import client
 from scaler.kube import api
 from scaler.kube.configmaps import ConfigMap, ConfigMaps
 from scaler.kube.scaledobjects import ScaledObjects
-from tests.integration.kube_api import KubeAPI
-
-
-def scaled_object(namespace: str, name: str, address: str = "scaler:9090") -> dict[str, Any]:
-    return {
-        "apiVersion": "keda.sh/v1alpha1",
-        "kind": "ScaledObject",
-        "metadata": {"namespace": namespace, "name": name},
-        "spec": {
-            "scaleTargetRef": {"name": name},
-            "triggers": [
-                {
-                    "type": "external",
-                    "metadata": {"scalerAddress": address, "query": "sum(x)", "threshold": "5"},
-                }
-            ],
-        },
-    }
+from tests.integration.kube_api import KubeAPI, scaled_object
 
 
 def connected(tmp_path: Path) -> client.ApiClient:

@@ -16,27 +16,16 @@ from scaler.kube import api
 from scaler.kube.discovery import Change, Discovery
 from scaler.kube.scaledobjects import ScaledObjects
 from tests.integration.kube_api import KubeAPI
+from tests.integration.kube_api import scaled_object as external_trigger_object
 
 ADDRESS = "scaler.keda.svc:9000"
 SO = ("keda.sh/v1alpha1", "scaledobjects")
 
 
-def scaled_object(
-    namespace: str, name: str, *, address: str = ADDRESS, threshold: str = "5"
-) -> dict[str, Any]:
-    meta = {"scalerAddress": address, "query": f"sum({name})", "threshold": threshold}
-    return {
-        "apiVersion": "keda.sh/v1alpha1",
-        "kind": "ScaledObject",
-        "metadata": {"namespace": namespace, "name": name},
-        "spec": {
-            "scaleTargetRef": {"name": name},
-            "triggers": [
-                {"type": "cpu", "metadata": {"value": "80"}},
-                {"type": "external", "metadata": meta},
-            ],
-        },
-    }
+def scaled_object(namespace: str, name: str, *, address: str = ADDRESS) -> dict[str, Any]:
+    """Behind a cpu trigger, which discovery must step over."""
+    cpu = {"type": "cpu", "metadata": {"value": "80"}}
+    return external_trigger_object(namespace, name, address=address, before=(cpu,))
 
 
 def discovery(tmp_path: Path, **kwargs: Any) -> Discovery:

@@ -7,31 +7,22 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import re
-import signal
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import grpc
 import numpy as np
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from models import artefact
 from models.base import DAY, HOUR, Series
-from scaler._pb import externalscaler_pb2 as pb
-from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
 from scaler.serving.state import forecast_steps
 from scaler.store.base import StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.contract import synthetic
 from tests.integration.prometheus_server import JOB, BackfilledTrace, PrometheusServer
+from tests.integration.serve_process import ServeProcess
 
 pytestmark = pytest.mark.prometheus
 
@@ -108,66 +99,12 @@ def store_a_champion_fitted_before_the_jump(
     assert target.promote(StoreKey.of(spec), version, expected=None)
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Replica:
+class Replica(ServeProcess):
     """One `scaler serve --store --targets` process on the test Prometheus."""
 
     def __init__(self, log: Path, *, prometheus: str, store: Path, targets: Path) -> None:
-        self.grpc_port, self.http_port = free_port(), free_port()
-        self.log = log
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SCALER_")}
-        argv = [
-            sys.executable, "-m", "scaler", "serve", "--host", "127.0.0.1",
-            "--grpc-port", str(self.grpc_port), "--http-port", str(self.http_port),
-            "--prometheus-url", prometheus, "--store", str(store), "--targets", str(targets),
-            "--step", "2s", "--staleness", "1h", "--fit-workers", "1", "--store-poll", "1s",
-        ]  # fmt: skip
-        with log.open("ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.grpc_port}")
-
-    def serving(self) -> bool:
-        assert self.proc.poll() is None, self.log.read_text()
-        stub = health_pb2_grpc.HealthStub(self.channel)
-        try:
-            reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
-        except grpc.RpcError:
-            return False
-        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
-
-    def wait_serving(self, within: float = 90) -> float:
-        began = time.monotonic()
-        while not self.serving():
-            assert time.monotonic() - began < within, f"never SERVING:\n{self.log.read_text()}"
-            time.sleep(0.05)
-        return time.monotonic() - began
-
-    def metrics(self) -> dict[str, float]:
-        """`name{target="..."}` -> value of every per-target gauge."""
-        url = f"http://127.0.0.1:{self.http_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            text = reply.read().decode()
-        found = re.findall(r'^(scaler_\w+)\{target="([^"]+)"\} (\S+)$', text, re.M)
-        return {f"{name}{{{target.split('#')[0]}}}": float(v) for name, target, v in found}
-
-    def answer(self, name: str) -> float:
-        stub = pb_grpc.ExternalScalerStub(self.channel)  # type: ignore[no-untyped-call]
-        ref = pb.ScaledObjectRef(name=name, namespace="gpu", scalerMetadata=META)
-        request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="m")
-        return float(stub.GetMetrics(request, timeout=5).metricValues[0].metricValueFloat)
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self.channel.close()
+        flags = ["--prometheus-url", prometheus, "--store", str(store), "--targets", str(targets)]
+        super().__init__(log, flags, metadata=META)
 
 
 @contextlib.contextmanager

@@ -10,28 +10,17 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import re
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from models import artefact
 from models.base import DAY, HOUR, Series
 from scaler import cli
-from scaler._pb import externalscaler_pb2 as pb
-from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
 from scaler.offline import retrain
 from scaler.record.notable import MODEL_PROMOTED
@@ -49,6 +38,7 @@ from tests.integration.prometheus_server import (
     CounterSeries,
     PrometheusServer,
 )
+from tests.integration.serve_process import ServeProcess
 
 pytestmark = pytest.mark.prometheus
 
@@ -103,12 +93,6 @@ def spec_of(name: str) -> specs.TargetSpec:
     return specs.parse("gpu", name, META)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 SO = ("keda.sh/v1alpha1", "scaledobjects")
 
 
@@ -140,60 +124,20 @@ def store_champion(store: Path, prometheus: PrometheusServer, name: str, before:
     return version
 
 
-class Serve:
+class Serve(ServeProcess):
     """`scaler serve --scaler-address --kubeconfig --store --kube-events`, as a process."""
 
     def __init__(self, log: Path, *, prometheus: str, store: Path, kubeconfig: Path) -> None:
-        self.grpc_port, self.http_port = free_port(), free_port()
-        self.log = log
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SCALER_")}
-        argv = [
-            sys.executable, "-m", "scaler", "serve", "--host", "127.0.0.1",
-            "--grpc-port", str(self.grpc_port), "--http-port", str(self.http_port),
+        flags = [
             "--prometheus-url", prometheus, "--store", str(store),
             "--scaler-address", ADDRESS, "--kubeconfig", str(kubeconfig), "--kube-events",
-            "--step", "2s", "--staleness", "1h", "--fit-workers", "1", "--store-poll", "1s",
         ]  # fmt: skip
-        with log.open("ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.grpc_port}")
-
-    def wait_serving(self, within: float = 90) -> None:
-        stub = health_pb2_grpc.HealthStub(self.channel)
-        began = time.monotonic()
-        while True:
-            assert self.proc.poll() is None, self.log.read_text()
-            with contextlib.suppress(grpc.RpcError):
-                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            assert time.monotonic() - began < within, f"never SERVING:\n{self.log.read_text()}"
-            time.sleep(0.05)
-
-    def metrics(self) -> dict[str, float]:
-        """`name{namespace/name}` -> value of every per-target gauge."""
-        url = f"http://127.0.0.1:{self.http_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            text = reply.read().decode()
-        found = re.findall(r'^(scaler_\w+)\{target="([^"]+)"\} (\S+)$', text, re.M)
-        return {f"{name}{{{target.split('#')[0]}}}": float(v) for name, target, v in found}
+        super().__init__(log, flags, metadata=META)
 
     def served(self) -> set[str]:
         """namespace/name of every target the engine decides for."""
         prefix = "scaler_desired_replicas{"
         return {k[len(prefix) : -1] for k in self.metrics() if k.startswith(prefix)}
-
-    def answer(self, name: str) -> float:
-        stub = pb_grpc.ExternalScalerStub(self.channel)  # type: ignore[no-untyped-call]
-        ref = pb.ScaledObjectRef(name=name, namespace="gpu", scalerMetadata=META)
-        request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="m")
-        return float(stub.GetMetrics(request, timeout=5).metricValues[0].metricValueFloat)
-
-    def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self.channel.close()
 
 
 @contextlib.contextmanager
@@ -205,7 +149,7 @@ def serving(tmp: Path, prometheus: PrometheusServer, store: Path) -> Iterator[Se
         running.wait_serving()
         yield running
     finally:
-        running.stop()
+        running.kill()
 
 
 def until(check: Callable[[], bool], what: str, log: Path, within: float = 60.0) -> None:

@@ -9,9 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.base import DAY, Series
 from scaler.decision import allocation, policy
 from scaler.offline import replay
+from tests.contract import synthetic
 
 
 def band(p50: list[float], spread: float) -> allocation.Upper:
@@ -120,23 +120,14 @@ def test_never_buys_beyond_the_calibrated_quantile_and_pays_less_the_dearer_it_i
     assert dearer <= max(got, reactive)
 
 
-def _ramps(days: int = 8, seed: int = 3) -> Series:
-    """A daily morning ramp with Poisson noise, 5-minute steps: rises the forecast sees coming."""
-    step = 300.0
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(days * DAY / step)) * step
-    hour = (t % DAY) / 3600.0
-    mean = 100 + 900 / (1 + np.exp(-(hour - 8.0) * 3)) - 900 / (1 + np.exp(-(hour - 20.0) * 3))
-    return Series(1_700_006_400.0, step, rng.poisson(mean).astype(float))
-
-
 def test_marginal_allocation_in_the_replay_keeps_every_window_within_its_share() -> None:
     share = 0.05
     config = replay.ReplayConfig(
         threshold=60.0, budget=0.0, budget_share=share, drift=False, allocation="marginal"
     )
-    run = replay.replay(_ramps(), config).summary["policy"]
-    quantile = replay.replay(_ramps(), replace(config, allocation="quantile")).summary["policy"]
+    load = synthetic.ramps()
+    run = replay.replay(load, config).summary["policy"]
+    quantile = replay.replay(load, replace(config, allocation="quantile")).summary["policy"]
     assert 0 < run["prewarm"]["max_window_share"] <= share + 1e-9
     assert run["prewarm"]["windows_without_reactive"] == 0
     # the rule differs from the quantile's, so the ablation measures something

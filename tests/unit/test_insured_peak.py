@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from models.base import DAY, Series
 from scaler.decision import policy
 from scaler.offline import replay
+from tests.contract import synthetic
 
 
 def test_a_rise_past_the_lead_time_is_bought_at_its_median_not_its_insured_bound() -> None:
@@ -36,18 +36,8 @@ def test_no_finite_point_is_no_usable_forecast() -> None:
     assert policy.insured_peak([math.nan, 4.0], [math.nan, 2.0], insured_points=-3) == 2.0
 
 
-def _ramps(days: int = 8, seed: int = 3) -> Series:
-    """A daily morning ramp with Poisson noise, 5-minute steps: rises the forecast sees coming."""
-    step = 300.0
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(days * DAY / step)) * step
-    hour = (t % DAY) / 3600.0
-    mean = 100 + 900 / (1 + np.exp(-(hour - 8.0) * 3)) - 900 / (1 + np.exp(-(hour - 20.0) * 3))
-    return Series(1_700_006_400.0, step, rng.poisson(mean).astype(float))
-
-
 def test_insuring_only_the_lead_time_spends_less_of_the_budget_than_insuring_the_horizon() -> None:
-    series = _ramps()
+    series = synthetic.ramps()
     config = replay.ReplayConfig(threshold=60.0, budget=0.0, budget_share=1.0, drift=False)
     whole = replay.replay(series, config).summary["policy"]
     lead_only = replay.replay(series, replace(config, insure_lead_time_only=True)).summary["policy"]
