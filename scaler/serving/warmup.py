@@ -27,7 +27,7 @@ import numpy as np
 
 from models.base import Series
 from scaler.decision.spec import TargetSpec
-from scaler.errors import ScalerError
+from scaler.errors import NoData, ScalerError
 from scaler.serving import driftstate
 from scaler.serving.state import TargetState
 
@@ -155,7 +155,12 @@ async def _fetch(
     parts, first = [old], min(start, old.start)
     if start < old.start:
         older = partial(query, start=start, end=old.start - step)
-        parts.insert(0, await engine.isolation.run(endpoint, older))
+        try:
+            parts.insert(0, await engine.isolation.run(endpoint, older))
+        except NoData:  # the load's history begins after `start`: those steps are missing
+            count = round((old.start - start) / step)
+            parts.insert(0, Series(old.start - count * step, step, np.full(count, np.nan)))
+            first = parts[0].start
     if old.end < end:
         newer = partial(query, start=old.end + step, end=end)
         parts.append(await engine.isolation.run(endpoint, newer))

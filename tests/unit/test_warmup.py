@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -14,6 +15,7 @@ from models import artefact
 from models.base import DAY, Series
 from scaler.clock import ManualClock
 from scaler.decision import spec
+from scaler.errors import NoData
 from scaler.serving import warmup
 from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState, forecast_steps
@@ -101,3 +103,46 @@ def test_a_warm_up_longer_than_the_staleness_bound_serves_no_stale_decision(
     for s in states:
         engine.answer(s)  # none UNAVAILABLE at SERVING
     assert len(decided) > len(SPECS)  # the first ones were decided again: the mechanism ran
+
+
+@dataclass
+class YoungSource:
+    """The Source seam over a load whose history begins at `data.start`: Prometheus answers
+    "no series" for any window wholly before it."""
+
+    data: Series
+
+    def history(
+        self,
+        target: spec.TargetSpec,
+        *,
+        start: float,
+        end: float,
+        step: float,
+        resolution: float | None = None,
+    ) -> Series:
+        if end < self.data.start:
+            raise NoData(f"no series for {target.label} before the load began")
+        return self.data.until(end).since(start)
+
+    def latest(self, target: spec.TargetSpec, *, at: float) -> Sample:
+        known = self.data.until(at)
+        return Sample(at=known.end, value=float(known.values[-1]))
+
+
+def test_a_history_younger_than_the_window_reads_as_missing_steps_not_as_a_failed_fetch() -> None:
+    data = synthetic.load(16, seed=5)  # shorter than the 28-day window asked for
+    engine = Engine(
+        settings=EngineSettings(step=30.0, model_step=STEP, fit_workers=0),
+        source_for=lambda _spec: YoungSource(data),
+        clock=ManualClock(data.end),
+        telemetry=Telemetry(CollectorRegistry()),
+    )
+    end = data.end
+    start = end - 28 * DAY + STEP
+    old = data  # the engine holds all there is; the warm-up asks for the weeks before it too
+    got = asyncio.run(warmup._fetch(engine, SPECS[0], start=start, end=end, old=old))
+    assert got.start == start and got.end == end and got.step == STEP
+    assert got.since(data.start).values.tolist() == data.values.tolist()  # kept, in place
+    missing = got.until(data.start - STEP).values
+    assert len(missing) == round((data.start - start) / STEP) and np.isnan(missing).all()
