@@ -134,10 +134,6 @@ class Null:
     """More actuals than this above the upper band (u > 1.645), or below its mirror image
     (u < -1.645), in the long window trip it (`miss_limit`); None: no miss test (the
     conservative null, or a null stored before the test existed)."""
-    routine_gap: float = 0.0
-    """Seconds of the longest gap between actuals that the calibration backtest held more than
-    once (`routine_gap`): a load that routinely stops (a call centre at night) has gaps that
-    long while its forecast is healthy, so only a longer gap restarts trust (`observe`)."""
 
     def sides(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """(upper, lower) limits of each window."""
@@ -293,17 +289,7 @@ def null_from(errors: FloatArray, *, step: float, quantile: float = 0.95) -> Nul
             miss_limit(u, u > Z_P95, long, alpha=alpha, rate=rate),
             miss_limit(u, u < -Z_P95, long, alpha=alpha, rate=rate),
         ),
-        routine_gap=routine_gap(u, step),
     )
-
-
-def routine_gap(errors: FloatArray, step: float) -> float:
-    """Seconds of the longest gap between scored actuals in `errors` (NaN: no actual) that
-    happened at least twice. A gap seen once is an event (an outage, a lost scraper), not the
-    load's routine, and a model fitted during an outage must not learn outages as normal."""
-    at = np.flatnonzero(np.isfinite(errors))
-    gaps = np.sort(np.diff(at))
-    return float(gaps[-2] * step) if gaps.size >= 2 else 0.0
 
 
 def miss_limit(
@@ -490,8 +476,7 @@ class DriftMonitor:
         covered = math.isfinite(upper) and actual <= upper + 1e-9
         self.recent.append((covered, abs(actual - p50) if math.isfinite(p50) else actual, actual))
         null = self.current_null()
-        gap = max(STALE_AFTER, null.routine_gap)
-        stale = math.isfinite(self.last_at) and at - self.last_at > gap + 1e-6
+        stale = math.isfinite(self.last_at) and at - self.last_at > STALE_AFTER + 1e-6
         self.last_at = at
         if stale and self.state is DriftState.OK:
             # Load came back after a gap longer than the long window (an outage, a lost

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.base import DAY, HOUR, WEEK, Forecast, Series
+from models.base import DAY, WEEK, Forecast, Series
 from models.seasonal import SeasonalBaseline
 from scaler.decision import drift
 from scaler.offline import replay
@@ -339,30 +339,3 @@ def test_load_back_after_a_gap_longer_than_the_long_window_restarts_in_fallback(
         steady(monitor, np.zeros(1), t + gap)  # accurate, but after `gap` steps without data
         assert monitor.in_fallback is engaged
         assert monitor.take_retrain() is engaged
-
-
-def test_a_gap_the_calibration_week_holds_routinely_does_not_restart_trust() -> None:
-    # A call centre closed 10 hours every night: the calibration errors have those gaps, so a
-    # nightly gap is how this load looks when healthy; a gap longer than any it held restarts.
-    rng = np.random.default_rng(11)
-    day, night = int(DAY / STEP), int(10 * HOUR / STEP)
-    errors = rng.normal(size=7 * day)
-    for d in range(7):
-        errors[d * day : d * day + night] = np.nan
-    null = measured_null(errors)
-    assert null.routine_gap == (night + 1) * STEP
-    once = rng.normal(size=7 * day)
-    once[day : day + 2 * night] = np.nan  # one outage in the calibration week: not routine
-    assert measured_null(once).routine_gap == STEP
-    nightly_restarts = 0
-    for gap, engaged in ((night + 1, False), (2 * night, True)):
-        monitor = drift.DriftMonitor(step=STEP, null=null)
-        t = steady(monitor, np.zeros(20), 0)
-        steady(monitor, np.zeros(1), t + gap - 1)
-        assert monitor.in_fallback is engaged
-        nightly_restarts += monitor.in_fallback
-    assert nightly_restarts == 1
-    ablation = dataclasses.replace(null, routine_gap=0.0)  # the rule without the routine gap
-    monitor = drift.DriftMonitor(step=STEP, null=ablation)
-    steady(monitor, np.zeros(1), steady(monitor, np.zeros(20), 0) + night)
-    assert monitor.in_fallback
