@@ -269,6 +269,13 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="answer UNAVAILABLE once a target's data is this old (default 5m)",
     )
     e.add_argument(
+        "--idle-expiry",
+        type=duration_within(1.0, 366 * 86400.0),
+        default=env("IDLE_EXPIRY", "1h"),
+        help="drop a target no KEDA call asked about for this long (default 1h); targets "
+        "discovered in the cluster stay while their ScaledObject exists",
+    )
+    e.add_argument(
         "--fit-workers",
         type=count_within(*FIT_WORKERS_RANGE),
         default=env("FIT_WORKERS", "1"),
@@ -337,6 +344,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         engine=EngineSettings(
             step=args.step,
             staleness=args.staleness,
+            idle_expiry=args.idle_expiry,
             fit_workers=args.fit_workers,
             fit_timeout=args.fit_timeout,
             fit_memory=args.fit_memory,
@@ -408,8 +416,11 @@ async def run_server(
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
     discovery = make_discovery(settings)
     targets = known_targets(settings)  # warmed up before health says SERVING
+    pinned: list[str] = []
     if discovery is not None:
-        targets += discovery.initial()
+        found = discovery.initial()
+        targets += found
+        pinned = [spec.key for spec in found]
     store = (
         None
         if settings.store is None
@@ -439,6 +450,7 @@ async def run_server(
         decision_log=decision_log,
         spend_record=spend_record,
     )
+    engine.pinned.update(pinned)
     if settings.kube_pod_selectors:
         from scaler.kube import api, selectors
 

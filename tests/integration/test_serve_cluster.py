@@ -127,10 +127,13 @@ def store_champion(store: Path, prometheus: PrometheusServer, name: str, before:
 class Serve(ServeProcess):
     """`scaler serve --scaler-address --kubeconfig --store --kube-events`, as a process."""
 
-    def __init__(self, log: Path, *, prometheus: str, store: Path, kubeconfig: Path) -> None:
+    def __init__(
+        self, log: Path, *, prometheus: str, store: Path, kubeconfig: Path, extra: tuple[str, ...]
+    ) -> None:
         flags = [
             "--prometheus-url", prometheus, "--store", str(store),
             "--scaler-address", ADDRESS, "--kubeconfig", str(kubeconfig), "--kube-events",
+            *extra,
         ]  # fmt: skip
         super().__init__(log, flags, metadata=META)
 
@@ -141,9 +144,15 @@ class Serve(ServeProcess):
 
 
 @contextlib.contextmanager
-def serving(tmp: Path, prometheus: PrometheusServer, store: Path) -> Iterator[Serve]:
+def serving(
+    tmp: Path, prometheus: PrometheusServer, store: Path, *extra: str, log: str = "serve.log"
+) -> Iterator[Serve]:
     running = Serve(
-        tmp / "serve.log", prometheus=prometheus.url, store=store, kubeconfig=tmp / "kubeconfig"
+        tmp / log,
+        prometheus=prometheus.url,
+        store=store,
+        kubeconfig=tmp / "kubeconfig",
+        extra=extra,
     )
     try:
         running.wait_serving()
@@ -196,6 +205,29 @@ def test_serve_warms_the_cluster_targets_before_serving_and_follows_the_watch(
         lists = [p for _, p in kube_api.requests("GET", "scaledobjects") if "watch=" not in p]
         assert len(lists) == 2  # start-up, and after the 410: resumes do not list
     assert "Traceback" not in serve.log.read_text()
+
+
+def test_a_discovered_target_stays_without_polls_while_its_scaled_object_exists(
+    prometheus: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    kube_api.add(scaled_object("steady"))
+    expiry = 3.0
+    with serving(
+        tmp_path, prometheus, tmp_path / "store", "--idle-expiry", f"{expiry:g}s"
+    ) as serve:
+        with contextlib.suppress(Exception):  # no decision yet: UNAVAILABLE is fine here
+            serve.answer("asked-once")  # KEDA asks about a target the cluster does not list
+        expired = "dropped idle target gpu/asked-once"
+        until(lambda: expired in serve.log.read_text(), "expired the asked one", serve.log)
+        assert "gpu/asked-once" not in serve.served()
+        kube_api.add(scaled_object("late"))  # discovered by the watch, not at start-up
+        until(lambda: "gpu/late" in serve.served(), "served the new ScaledObject", serve.log)
+        time.sleep(2 * expiry)  # no KEDA poll for either, past the expiry
+        assert {"gpu/steady", "gpu/late"} <= serve.served()
+        assert "dropped idle target gpu/steady" not in serve.log.read_text()
+        kube_api.delete(*SO, "gpu", "steady")
+        until(lambda: "gpu/steady" not in serve.served(), "dropped the deleted one", serve.log)
+        assert "dropped deleted target gpu/steady" in serve.log.read_text()
 
 
 def test_a_promoted_model_is_one_event_on_its_scaled_object_rate_limited(
