@@ -198,6 +198,13 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "fallback, exhausts its budget or gets a new model; rate-limited (env SCALER_KUBE_EVENTS)",
     )
     g.add_argument(
+        "--kube-events-interval",
+        type=duration_within(60.0, 86400.0),
+        default=env("KUBE_EVENTS_INTERVAL", "10m"),
+        help="at most one Event per ScaledObject and reason in this window, across replicas "
+        "(env SCALER_KUBE_EVENTS_INTERVAL; 1m-24h; default 10m)",
+    )
+    g.add_argument(
         "--kube-pod-selectors",
         action="store_true",
         default=_bool(env("KUBE_POD_SELECTORS")),
@@ -360,6 +367,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         decision_log_max_bytes=args.decision_log_max_size,
         decision_log_keep=args.decision_log_keep,
         kube_events=args.kube_events,
+        kube_events_interval=args.kube_events_interval,
         kube_pod_selectors=args.kube_pod_selectors,
         kubeconfig=args.kubeconfig,
     )
@@ -535,7 +543,11 @@ def make_event_recorder(
     from scaler.kube import api, events
     from scaler.record.notable import Notable
 
-    recorder = events.EventRecorder(api.connect(settings.kubeconfig), instance=socket.gethostname())
+    recorder = events.EventRecorder(
+        api.connect(settings.kubeconfig),
+        min_interval=settings.kube_events_interval,
+        instance=socket.gethostname(),
+    )
     notable = Notable()
 
     def on_record(record: dict[str, object]) -> None:
