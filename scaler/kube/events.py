@@ -154,10 +154,16 @@ class EventRecorder:
             f"involvedObject.namespace={notice.namespace}"
         )
         what = f"list events on scaledobject {notice.namespace}/{notice.name}"
-        with api.translated(what):
-            found = self._core.list_namespaced_event(
-                notice.namespace, field_selector=selector, _request_timeout=api.REQUEST_TIMEOUT
-            )
+        try:
+            with api.translated(what):
+                found = self._core.list_namespaced_event(
+                    notice.namespace, field_selector=selector, _request_timeout=api.REQUEST_TIMEOUT
+                )
+        except api.Forbidden as exc:  # granted `create` only: the window's name still dedups
+            if str(exc) != self._problem:
+                logger.warning("%s; posting without the check, a restart may repeat it", exc)
+            self._problem = str(exc)
+            return False
         family = FAMILY.get(notice.reason, (notice.reason,))
         kin = [e for e in found.items if e.reason in family]
         if not kin:

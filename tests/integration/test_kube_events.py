@@ -142,3 +142,13 @@ def test_a_start_in_fallback_is_said_once_across_restarts_until_the_target_recov
     assert reasons == [DRIFT_FALLBACK, DRIFT_RECOVERED, DRIFT_FALLBACK]
     elsewhere = replace(start, name="other", at=clock.now)  # another object's history
     assert life(elsewhere).posted == 1
+
+
+def test_without_the_list_grant_a_start_in_fallback_is_still_said(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    kube_api.fail_next("GET", "/events", 403)
+    sink = recorder(tmp_path, Clock())
+    assert sink.emit(replace(notice(), initial=True))
+    sink.close()
+    assert [e["reason"] for e in posted(kube_api)] == [DRIFT_FALLBACK]
