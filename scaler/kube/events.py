@@ -47,8 +47,8 @@ logger = logging.getLogger(__name__)
 
 COMPONENT = "predictive-autoscaler"
 MIN_INTERVAL = 600.0
-"""Seconds between two Events of one reason on one ScaledObject: a drift detector that
-flaps every step must not flood the namespace's events."""
+"""Seconds between two Events of one reason on one ScaledObject, and the window their names
+are bucketed by: a drift detector that flaps every step must not flood the namespace's events."""
 QUEUE = 1000
 MAX_MESSAGE = 1024
 """Event messages are capped by the API server; ours stay well under."""
@@ -88,6 +88,8 @@ class EventRecorder:
         self._held: dict[tuple[str, str, str], int] = {}
         self._queue: queue.Queue[tuple[Notice, int] | None] = queue.Queue(QUEUE)
         self._problem = ""
+        self._can_list = True
+        """False once `list events` was refused (403): not asked again."""
         self.posted = 0
         self.skipped = 0
         """Notices an existing Event already said."""
@@ -130,7 +132,7 @@ class EventRecorder:
         body = self._body(notice, held)
         what = f"event {notice.reason} on scaledobject {notice.namespace}/{notice.name}"
         try:
-            if notice.initial and self._already_said(notice):
+            if notice.initial and self._can_list and self._already_said(notice):
                 self.skipped += 1
                 return
             with api.translated(f"create {what}"):
@@ -160,9 +162,8 @@ class EventRecorder:
                     notice.namespace, field_selector=selector, _request_timeout=api.REQUEST_TIMEOUT
                 )
         except api.Forbidden as exc:  # granted `create` only: the window's name still dedups
-            if str(exc) != self._problem:
-                logger.warning("%s; posting without the check, a restart may repeat it", exc)
-            self._problem = str(exc)
+            logger.warning("%s; posting start-up states unchecked: a restart may repeat one", exc)
+            self._can_list = False
             return False
         family = FAMILY.get(notice.reason, (notice.reason,))
         kin = [e for e in found.items if e.reason in family]
@@ -173,7 +174,7 @@ class EventRecorder:
         return bool(newest.reason == notice.reason)
 
     def _body(self, notice: Notice, held: int) -> client.CoreV1Event:
-        # Whole seconds, as the API server keeps them: compared with what it returns.
+        # Whole seconds, as the API server keeps them.
         stamp = datetime.fromtimestamp(math.floor(notice.at), UTC)
         message = notice.message
         if held:

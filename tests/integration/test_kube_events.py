@@ -150,5 +150,7 @@ def test_without_the_list_grant_a_start_in_fallback_is_still_said(
     kube_api.fail_next("GET", "/events", 403)
     sink = recorder(tmp_path, Clock())
     assert sink.emit(replace(notice(), initial=True))
+    assert sink.emit(replace(notice(name="other"), initial=True))
     sink.close()
-    assert [e["reason"] for e in posted(kube_api)] == [DRIFT_FALLBACK]
+    assert [e["reason"] for e in posted(kube_api)] == [DRIFT_FALLBACK, DRIFT_FALLBACK]
+    assert len(kube_api.requests("GET", "/events")) == 1  # refused once: not asked again
