@@ -198,6 +198,13 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "fallback, exhausts its budget or gets a new model; rate-limited (env SCALER_KUBE_EVENTS)",
     )
     g.add_argument(
+        "--kube-events-interval",
+        type=duration_within(60.0, 86400.0),
+        default=env("KUBE_EVENTS_INTERVAL", "10m"),
+        help="at most one Event per ScaledObject and reason in this window, across replicas "
+        "(env SCALER_KUBE_EVENTS_INTERVAL; 1m-24h; default 10m)",
+    )
+    g.add_argument(
         "--kube-pod-selectors",
         action="store_true",
         default=_bool(env("KUBE_POD_SELECTORS")),
@@ -269,6 +276,13 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="answer UNAVAILABLE once a target's data is this old (default 5m)",
     )
     e.add_argument(
+        "--idle-expiry",
+        type=duration_within(1.0, 366 * 86400.0),
+        default=env("IDLE_EXPIRY", "1h"),
+        help="drop a target no KEDA call asked about for this long (default 1h); targets "
+        "discovered in the cluster stay while their ScaledObject exists",
+    )
+    e.add_argument(
         "--fit-workers",
         type=count_within(*FIT_WORKERS_RANGE),
         default=env("FIT_WORKERS", "1"),
@@ -337,6 +351,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         engine=EngineSettings(
             step=args.step,
             staleness=args.staleness,
+            idle_expiry=args.idle_expiry,
             fit_workers=args.fit_workers,
             fit_timeout=args.fit_timeout,
             fit_memory=args.fit_memory,
@@ -352,6 +367,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         decision_log_max_bytes=args.decision_log_max_size,
         decision_log_keep=args.decision_log_keep,
         kube_events=args.kube_events,
+        kube_events_interval=args.kube_events_interval,
         kube_pod_selectors=args.kube_pod_selectors,
         kubeconfig=args.kubeconfig,
     )
@@ -408,8 +424,11 @@ async def run_server(
     """Start engine, gRPC server and HTTP endpoint; run until `stop`, then shut down cleanly."""
     discovery = make_discovery(settings)
     targets = known_targets(settings)  # warmed up before health says SERVING
+    pinned: list[str] = []
     if discovery is not None:
-        targets += discovery.initial()
+        found = discovery.initial()
+        targets += found
+        pinned = [spec.key for spec in found]
     store = (
         None
         if settings.store is None
@@ -439,6 +458,7 @@ async def run_server(
         decision_log=decision_log,
         spend_record=spend_record,
     )
+    engine.pinned.update(pinned)
     if settings.kube_pod_selectors:
         from scaler.kube import api, selectors
 
@@ -523,7 +543,11 @@ def make_event_recorder(
     from scaler.kube import api, events
     from scaler.record.notable import Notable
 
-    recorder = events.EventRecorder(api.connect(settings.kubeconfig), instance=socket.gethostname())
+    recorder = events.EventRecorder(
+        api.connect(settings.kubeconfig),
+        min_interval=settings.kube_events_interval,
+        instance=socket.gethostname(),
+    )
     notable = Notable()
 
     def on_record(record: dict[str, object]) -> None:

@@ -180,6 +180,8 @@ class Settings:
     kube_events: bool = False
     """Post Kubernetes Events on ScaledObjects (drift fallback, budget exhausted, model
     promoted; scaler/kube/events.py); needs RBAC to create events."""
+    kube_events_interval: float = 600.0
+    """Seconds of one Event window per ScaledObject and reason (scaler/kube/events.py)."""
     kube_pod_selectors: bool = False
     """leadTime: auto without podSelector reads the scaleTargetRef's selector from the
     Kubernetes API (needs get on scaledobjects and deployments/statefulsets/replicasets)."""

@@ -6,7 +6,7 @@ target only; every outcome, failures included, is returned for the summary.
 
 The comparison: the challenger's out-of-sample pinball loss on its own calibration window (the
 newest week of the history; models.calibrate) against the champion's pinball loss over the very
-same window, each forecast made from data before its origin (models.registry.backtest_loss).
+same window, each forecast made from data before its origin (models.challenge.backtest_loss).
 A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
 has, which favours it: re-running the job promotes nothing new, rather than churning models.
 
@@ -30,9 +30,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from models import artefact, registry
+from models import artefact
 from models.base import ModelError, Series
 from models.calibrate import calibration_window
+from models.challenge import backtest_loss
 from scaler.decision import drift
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
@@ -154,9 +155,7 @@ def challenge(
             if model.step != history.step:
                 raise ModelError(f"fitted at a {model.step:.0f} s step, not {history.step:.0f} s")
             since = history.end - calibration_window(history.span)
-            old = registry.backtest_loss(
-                model, history, since=since, steps=steps, quantile=quantile
-            )
+            old = backtest_loss(model, history, since=since, steps=steps, quantile=quantile)
         except ModelError as exc:
             problem = str(exc)
     return {"artefact": data, "loss": loss, "champion_loss": old, "problem": problem}

@@ -3,8 +3,13 @@ target entering or leaving drift fallback, its prewarm budget running out, a new
 over. Each becomes a `Notice`, which scaler/kube/events.py posts as a Kubernetes Event on the
 ScaledObject. Pure: no I/O, no clock (times come from the records).
 
-Must not: rate-limit (events.py does, per object and reason), or treat a target's first record
-as a change (a restart must not announce what was already so).
+A target's first known state (its first record with a drift state, its first with a known
+budget ledger) is no change, but a replica that starts into fallback or with its budget spent
+must still say so: that becomes a Notice marked `initial`, which events.py posts only when no
+Event on the object says it already (so a restart, or a second replica, does not repeat it).
+
+Must not: rate-limit (events.py does, per object and reason), or announce a first state that is
+the ordinary one (trusted, budget left, the model in use).
 """
 
 from __future__ import annotations
@@ -31,12 +36,16 @@ class Notice:
     message: str
     warning: bool
     at: float
+    initial: bool = False
+    """The target's first known state in this process, not a change it saw happen."""
 
 
 @dataclass(frozen=True)
 class _Seen:
-    fallback: bool
-    exhausted: bool
+    fallback: bool | None
+    """None: no drift state yet (no model)."""
+    exhausted: bool | None
+    """None: the budget ledger is not known yet."""
     model: str | None
 
 
@@ -48,20 +57,25 @@ class Notable:
 
     def changes(self, record: dict[str, Any]) -> list[Notice]:
         key = str(record["target"])
+        drift = record.get("drift")
         now = _Seen(
-            fallback=record.get("drift") == "fallback",
+            fallback=None if drift is None else drift == "fallback",
             exhausted=_exhausted(record),
             model=record.get("model_version"),
         )
-        before = self._last.pop(key, None)
+        before = self._last.pop(key, None) or _Seen(None, None, None)
+        if now.fallback is None or now.exhausted is None:  # unknown for now: nothing changed
+            now = _Seen(
+                before.fallback if now.fallback is None else now.fallback,
+                before.exhausted if now.exhausted is None else now.exhausted,
+                now.model,
+            )
         self._last[key] = now
         while len(self._last) > MEMORY_TARGETS:
             self._last.popitem(last=False)
-        if before is None:
-            return []
         found = []
 
-        def notice(reason: str, message: str, *, warning: bool) -> None:
+        def notice(reason: str, message: str, *, warning: bool, initial: bool = False) -> None:
             found.append(
                 Notice(
                     str(record["namespace"]),
@@ -70,12 +84,18 @@ class Notable:
                     message,
                     warning,
                     float(record["at"]),
+                    initial,
                 )
             )
 
         if now.fallback and not before.fallback:
-            notice(DRIFT_FALLBACK, _drift_message(record, entering=True), warning=True)
-        if before.fallback and not now.fallback:
+            notice(
+                DRIFT_FALLBACK,
+                _drift_message(record, entering=True),
+                warning=True,
+                initial=before.fallback is None,
+            )
+        if before.fallback and now.fallback is False:
             notice(DRIFT_RECOVERED, _drift_message(record, entering=False), warning=False)
         if now.exhausted and not before.exhausted:
             notice(
@@ -85,6 +105,7 @@ class Notable:
                 f"{float(record.get('budget_window') or 0) / 3600:.4g}h; no prewarm until it "
                 f"refills (scaling reactively)",
                 warning=True,
+                initial=before.exhausted is None,
             )
         if now.model is not None and before.model is not None and now.model != before.model:
             notice(
@@ -95,11 +116,14 @@ class Notable:
         return found
 
 
-def _exhausted(record: dict[str, Any]) -> bool:
+def _exhausted(record: dict[str, Any]) -> bool | None:
+    """None while the ledger is unknown (rebuilt from Prometheus after a start)."""
     remaining, limit = record.get("budget_remaining"), record.get("budget")
-    if not record.get("budget_known") or remaining is None or not limit:
+    if not record.get("budget_known") or remaining is None:
+        return None
+    if not limit:
         return False
-    return float(remaining) <= 0 and float(limit) > 0
+    return float(remaining) <= 0 < float(limit)
 
 
 def _drift_message(record: dict[str, Any], *, entering: bool) -> str:

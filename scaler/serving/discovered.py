@@ -1,7 +1,8 @@
 """`scaler serve --scaler-address`: the cluster's changes reach the running engine. The watch
 thread (scaler/kube/discovery.py) hands each change over to the event loop; here a new target is
 warmed up whole, as the start-up ones were (warmup.warm_up: champion, history, drift state, a
-first decision), and a target whose ScaledObject or trigger is gone is dropped.
+first decision), and a target whose ScaledObject or trigger is gone is dropped. A discovered
+target is pinned: it does not expire for want of KEDA polls while its ScaledObject exists.
 
 Must not: talk to the Kubernetes API, or block the event loop.
 """
@@ -35,6 +36,7 @@ async def follow(engine: Engine, discovery: Discovery, *, load: warmup.Loader | 
             change = await changes.get()
             for key in change.removed:
                 engine.forget(key, "deleted")
+            engine.pinned.update(spec.key for spec in change.added)
             if change.added:
                 logger.info(
                     "cluster discovery: warming up %d new targets: %s",

@@ -111,6 +111,9 @@ class Engine:
         self._problems: dict[str, str] = {}
         """The problem last logged for each failing target key."""
         self.fitter = fitting.Fitter(settings, telemetry)
+        self.pinned: set[str] = set()
+        """Target keys the cluster says exist (serve's discovery): never idle-expired, dropped
+        by `forget` when their ScaledObject goes."""
         self.pod_selectors: leadtime.PodSelectors | None = None
         """Where leadTime: auto finds a target's pods without podSelector (kube/selectors.py)."""
 
@@ -498,6 +501,7 @@ class Engine:
 
     def forget(self, key: str, why: str = "idle") -> None:
         """Stop refreshing target `key` (idle, or its ScaledObject left the cluster)."""
+        self.pinned.discard(key)
         if self.targets.pop(key, None) is None:
             return
         running = self._running.pop(key, None)
@@ -512,7 +516,7 @@ class Engine:
     def _expire_idle(self) -> None:
         now = self.clock.now()
         for key, state in list(self.targets.items()):
-            if now - state.last_asked > self.settings.idle_expiry:
+            if key not in self.pinned and now - state.last_asked > self.settings.idle_expiry:
                 self.forget(key)
         self.telemetry.targets.set(len(self.targets))
         used = {self._endpoint(s.spec) for s in self.targets.values()} | {SPEND_RECORD}

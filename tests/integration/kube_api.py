@@ -5,7 +5,8 @@ installed here, and a Python-level mock of the client would not test the client)
 Resource-generic, like the real server: any `/api/v1[/namespaces/NS]/PLURAL[/NAME]` or
 `/apis/GROUP/VERSION[/namespaces/NS]/PLURAL[/NAME]` path supports
 - GET one (404 NotFound), list (`labelSelector` with `k=v`, `k!=v`, `k`; `fieldSelector`
-  `metadata.name=`/`metadata.namespace=`), and watch (`?watch=true`: chunked JSON lines of
+  `path=value` on any dotted field: `metadata.name=`, an Event's `involvedObject.name=`,
+  `reason=`), and watch (`?watch=true`: chunked JSON lines of
   ADDED/MODIFIED/DELETED from `resourceVersion`, ending after `timeoutSeconds`; a
   resourceVersion older than the last `compact` gets the ERROR event of 410 Expired, as from
   a real API server whose etcd history was compacted);
@@ -456,8 +457,10 @@ def _selected(obj: dict[str, Any], query: dict[str, str]) -> bool:
         elif term not in labels:
             return False
     for term in filter(None, query.get("fieldSelector", "").split(",")):
-        key, value = term.split("=", 1)
-        field_value = obj.get("metadata", {}).get(key.removeprefix("metadata."))
-        if field_value != value:
+        key, value = term.replace("==", "=").split("=", 1)
+        found: Any = obj
+        for part in key.split("."):  # metadata.name, involvedObject.name, reason...
+            found = found.get(part) if isinstance(found, dict) else None
+        if found != value:
             return False
     return True

@@ -5,10 +5,11 @@ that fails."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from scaler.kube import api, events
-from scaler.record.notable import BUDGET_EXHAUSTED, DRIFT_FALLBACK, Notice
+from scaler.record.notable import BUDGET_EXHAUSTED, DRIFT_FALLBACK, DRIFT_RECOVERED, Notice
 from tests.integration.kube_api import KubeAPI
 
 
@@ -85,3 +86,71 @@ def test_a_failing_api_server_neither_raises_nor_holds_up_the_caller(
     sink.close()
     assert [e["involvedObject"]["name"] for e in posted(kube_api)] == ["second"]
     assert sink.posted == 1
+
+
+def test_replicas_saying_the_same_thing_in_one_window_make_one_event(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    clock = Clock()
+    replicas = [recorder(tmp_path, clock) for _ in range(3)]
+    for sink in replicas:
+        assert sink.emit(notice())
+    for sink in replicas:
+        sink.close()
+    (event,) = posted(kube_api)
+    assert event["metadata"]["name"] == events.event_name(notice(), 600.0)
+    assert event["count"] == 1
+    assert sum(s.posted for s in replicas) == 1 and sum(s.skipped for s in replicas) == 2
+    creates = kube_api.requests("POST", "/events")
+    assert len(creates) == 3  # each tried once: the two 409s were not retried
+
+
+def test_the_next_window_is_another_event(kube_api: KubeAPI, tmp_path: Path) -> None:
+    clock = Clock()
+    first = recorder(tmp_path, clock)
+    assert first.emit(notice())
+    first.close()
+    clock.now += 600.0
+    second = recorder(tmp_path, clock)  # another replica, a window later
+    assert second.emit(notice(at=clock.now))
+    second.close()
+    assert len(posted(kube_api)) == 2
+
+
+def test_a_start_in_fallback_is_said_once_across_restarts_until_the_target_recovers(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    clock = Clock()
+
+    def life(item: Notice) -> events.EventRecorder:
+        """One process: starts, says `item`, stops."""
+        sink = recorder(tmp_path, clock)
+        assert sink.emit(item)
+        sink.close()
+        return sink
+
+    start = replace(notice(), initial=True)
+    assert life(start).posted == 1
+    clock.now += 3600.0  # restarted an hour later, still in fallback: nothing new to say
+    again = life(replace(start, at=clock.now))
+    assert (again.posted, again.skipped) == (0, 1)
+    clock.now += 60.0
+    life(notice(DRIFT_RECOVERED, at=clock.now))  # seen recovering, then restarted in fallback
+    clock.now += 600.0
+    assert life(replace(start, at=clock.now)).posted == 1
+    reasons = [e["reason"] for e in sorted(posted(kube_api), key=lambda e: e["lastTimestamp"])]
+    assert reasons == [DRIFT_FALLBACK, DRIFT_RECOVERED, DRIFT_FALLBACK]
+    elsewhere = replace(start, name="other", at=clock.now)  # another object's history
+    assert life(elsewhere).posted == 1
+
+
+def test_without_the_list_grant_a_start_in_fallback_is_still_said(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    kube_api.fail_next("GET", "/events", 403)
+    sink = recorder(tmp_path, Clock())
+    assert sink.emit(replace(notice(), initial=True))
+    assert sink.emit(replace(notice(name="other"), initial=True))
+    sink.close()
+    assert [e["reason"] for e in posted(kube_api)] == [DRIFT_FALLBACK, DRIFT_FALLBACK]
+    assert len(kube_api.requests("GET", "/events")) == 1  # refused once: not asked again

@@ -63,6 +63,8 @@ CONFIGMAP_STORE = "retrain/configmap-store"
 RETRAINS = (WEEKLY, SHARDED, CONFIGMAP_STORE)
 # The scaler with cluster discovery: the base plus the grant `serve --scaler-address` needs.
 DISCOVERY = "discovery"
+# Discovery plus Kubernetes Events on the targets' ScaledObjects (`serve --kube-events`).
+EVENTS = "events"
 
 # Kinds that need CRDs these tests cannot load offline, by apiVersion.
 OTHER_CRDS = {
@@ -197,7 +199,7 @@ def build(name: str) -> tuple[Doc, ...]:
     return tuple(Doc(name, i, b) for i, b in enumerate(bodies))
 
 
-DOCS = [doc for name in (*BUILDS, *RETRAINS, DISCOVERY) for doc in build(name)]
+DOCS = [doc for name in (*BUILDS, *RETRAINS, DISCOVERY, EVENTS) for doc in build(name)]
 
 
 def needs_other_crds(doc: Doc) -> bool:
@@ -1330,3 +1332,18 @@ def test_discovery_changes_nothing_else_in_the_base() -> None:
     base = {(d.kind, d.name): without_token(d) for d in build(BASE)}
     found = {(d.kind, d.name): without_token(d) for d in build(DISCOVERY)}
     assert {k: v for k, v in found.items() if not k[0].startswith("ClusterRole")} == base
+
+
+# ---- Kubernetes Events (deploy/events) ---------------------------------------------------------
+
+
+def test_events_add_create_and_list_on_events_to_discovery_and_turn_them_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    account = scaler_deployment(EVENTS).spec["template"]["spec"]["serviceAccountName"]
+    extra = held_by(account, EVENTS) - held_by(account, DISCOVERY)
+    assert extra == {("*", "", "events", verb) for verb in ("create", "list")}
+    _, settings = scaler_settings(monkeypatch, EVENTS)
+    assert settings.kube_events and settings.scaler_address is not None
+    _, without = scaler_settings(monkeypatch, DISCOVERY)
+    assert not without.kube_events

@@ -23,7 +23,12 @@ from models.base import DAY, HOUR, Series
 from scaler import cli
 from scaler.decision import spec as specs
 from scaler.offline import retrain
-from scaler.record.notable import MODEL_PROMOTED
+from scaler.record.notable import (
+    BUDGET_EXHAUSTED,
+    DRIFT_FALLBACK,
+    DRIFT_RECOVERED,
+    MODEL_PROMOTED,
+)
 from scaler.serving import driftstate
 from scaler.serving.state import forecast_steps
 from scaler.sources.prometheus import PrometheusSource
@@ -127,10 +132,13 @@ def store_champion(store: Path, prometheus: PrometheusServer, name: str, before:
 class Serve(ServeProcess):
     """`scaler serve --scaler-address --kubeconfig --store --kube-events`, as a process."""
 
-    def __init__(self, log: Path, *, prometheus: str, store: Path, kubeconfig: Path) -> None:
+    def __init__(
+        self, log: Path, *, prometheus: str, store: Path, kubeconfig: Path, extra: tuple[str, ...]
+    ) -> None:
         flags = [
             "--prometheus-url", prometheus, "--store", str(store),
             "--scaler-address", ADDRESS, "--kubeconfig", str(kubeconfig), "--kube-events",
+            *extra,
         ]  # fmt: skip
         super().__init__(log, flags, metadata=META)
 
@@ -141,9 +149,15 @@ class Serve(ServeProcess):
 
 
 @contextlib.contextmanager
-def serving(tmp: Path, prometheus: PrometheusServer, store: Path) -> Iterator[Serve]:
+def serving(
+    tmp: Path, prometheus: PrometheusServer, store: Path, *extra: str, log: str = "serve.log"
+) -> Iterator[Serve]:
     running = Serve(
-        tmp / "serve.log", prometheus=prometheus.url, store=store, kubeconfig=tmp / "kubeconfig"
+        tmp / log,
+        prometheus=prometheus.url,
+        store=store,
+        kubeconfig=tmp / "kubeconfig",
+        extra=extra,
     )
     try:
         running.wait_serving()
@@ -198,6 +212,29 @@ def test_serve_warms_the_cluster_targets_before_serving_and_follows_the_watch(
     assert "Traceback" not in serve.log.read_text()
 
 
+def test_a_discovered_target_stays_without_polls_while_its_scaled_object_exists(
+    prometheus: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    kube_api.add(scaled_object("steady"))
+    expiry = 3.0
+    with serving(
+        tmp_path, prometheus, tmp_path / "store", "--idle-expiry", f"{expiry:g}s"
+    ) as serve:
+        with contextlib.suppress(Exception):  # no decision yet: UNAVAILABLE is fine here
+            serve.answer("asked-once")  # KEDA asks about a target the cluster does not list
+        expired = "dropped idle target gpu/asked-once"
+        until(lambda: expired in serve.log.read_text(), "expired the asked one", serve.log)
+        assert "gpu/asked-once" not in serve.served()
+        kube_api.add(scaled_object("late"))  # discovered by the watch, not at start-up
+        until(lambda: "gpu/late" in serve.served(), "served the new ScaledObject", serve.log)
+        time.sleep(2 * expiry)  # no KEDA poll for either, past the expiry
+        assert {"gpu/steady", "gpu/late"} <= serve.served()
+        assert "dropped idle target gpu/steady" not in serve.log.read_text()
+        kube_api.delete(*SO, "gpu", "steady")
+        until(lambda: "gpu/steady" not in serve.served(), "dropped the deleted one", serve.log)
+        assert "dropped deleted target gpu/steady" in serve.log.read_text()
+
+
 def test_a_promoted_model_is_one_event_on_its_scaled_object_rate_limited(
     prometheus: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
 ) -> None:
@@ -230,6 +267,81 @@ def test_a_promoted_model_is_one_event_on_its_scaled_object_rate_limited(
         time.sleep(4)  # two decisions from v3
         assert len(promoted()) == 1  # the second promotion is held back (10 min per reason)
         assert second < third
+
+
+WINDOW = ("--kube-events-interval", "24h")
+"""One Event window for the whole test (windows are aligned on the epoch: two replicas seeing
+the same change a step apart fall in two windows only across midnight UTC)."""
+
+
+def events_of(kube_api: KubeAPI, name: str, reason: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in kube_api.objects("v1", "events", "gpu")
+        if e["involvedObject"]["name"] == name and e["reason"] == reason
+    ]
+
+
+def test_a_target_starting_in_fallback_says_so_once_across_replicas_and_a_restart(
+    prometheus: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    store_champion(store, prometheus, "stale", FIT_BEFORE)  # fitted before the load tripled
+    kube_api.add(scaled_object("stale"))
+    fallback = "scaler_drift_fallback{gpu/stale}"
+    with (
+        serving(tmp_path, prometheus, store, *WINDOW, log="a.log") as a,
+        serving(tmp_path, prometheus, store, *WINDOW, log="b.log") as b,
+    ):
+        assert a.metrics()[fallback] == b.metrics()[fallback] == 1.0  # fallback from the start
+        until(lambda: len(events_of(kube_api, "stale", DRIFT_FALLBACK)) == 1, "said it", a.log)
+        time.sleep(4)  # both replicas decided twice: the second said nothing new
+        (said,) = events_of(kube_api, "stale", DRIFT_FALLBACK)
+        assert said["type"] == "Warning" and "drifted" in said["message"]
+        assert said["count"] == 1
+        creates = len(kube_api.requests("POST", "/events"))
+        lookups = len(kube_api.requests("GET", "involvedObject.name%3Dstale"))
+        b.kill()  # a restart, still in fallback: the Event that exists says it
+        with serving(tmp_path, prometheus, store, *WINDOW, log="b2.log") as again:
+            assert again.metrics()[fallback] == 1.0
+            until(
+                lambda: len(kube_api.requests("GET", "involvedObject.name%3Dstale")) > lookups,
+                "looked the Event up",
+                again.log,
+            )
+            time.sleep(4)
+            assert events_of(kube_api, "stale", DRIFT_FALLBACK) == [said]
+            assert len(kube_api.requests("POST", "/events")) == creates  # not even tried
+
+            # A model fitted on the load as it is now: trusted again, said once by the two.
+            store_champion(store, prometheus, "stale", 0.0)
+            for replica in (a, again):
+                until(lambda r=replica: r.metrics()[fallback] == 0.0, "recovered", replica.log)
+            until(lambda: events_of(kube_api, "stale", DRIFT_RECOVERED) != [], "said it", a.log)
+            time.sleep(4)
+            (recovered,) = events_of(kube_api, "stale", DRIFT_RECOVERED)
+            assert recovered["type"] == "Normal" and "trusted again" in recovered["message"]
+    assert len(events_of(kube_api, "stale", DRIFT_FALLBACK)) == 1
+    for log in ("a.log", "b.log", "b2.log"):
+        assert "Traceback" not in (tmp_path / log).read_text()
+
+
+def test_a_spent_prewarm_budget_is_one_warning_event_across_replicas(
+    prometheus: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    store_champion(store, prometheus, "thrifty", 0.0)  # trusted: it prewarms
+    kube_api.add(scaled_object("thrifty", prewarmBudget="0.001"))
+    with (
+        serving(tmp_path, prometheus, store, *WINDOW, log="a.log") as a,
+        serving(tmp_path, prometheus, store, *WINDOW, log="b.log"),
+    ):
+        until(lambda: events_of(kube_api, "thrifty", BUDGET_EXHAUSTED) != [], "said it", a.log)
+        time.sleep(4)
+        (spent,) = events_of(kube_api, "thrifty", BUDGET_EXHAUSTED)
+        assert spent["type"] == "Warning" and "prewarm budget spent" in spent["message"]
+        assert spent["count"] == 1
+        assert a.metrics()["scaler_prewarm_budget_remaining{gpu/thrifty}"] <= 0
 
 
 def test_retrain_writes_the_replicas_drift_fallback_and_the_null_with_a_model(

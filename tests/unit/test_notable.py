@@ -32,9 +32,30 @@ def reasons(seen: notable.Notable, *records: dict[str, Any]) -> list[list[str]]:
     return [[n.reason for n in seen.changes(r)] for r in records]
 
 
-def test_a_targets_first_record_announces_nothing_even_in_fallback() -> None:
+def test_a_targets_first_record_announces_only_fallback_and_a_spent_budget_as_initial() -> None:
     seen = notable.Notable()
-    assert reasons(seen, record(0, drift="fallback", budget_remaining=0.0)) == [[]]
+    assert reasons(seen, record(0, name="calm", target="gpu/calm#1")) == [[]]
+    found = seen.changes(record(0, drift="fallback", budget_remaining=0.0))
+    assert [(n.reason, n.initial) for n in found] == [
+        (notable.DRIFT_FALLBACK, True),
+        (notable.BUDGET_EXHAUSTED, True),
+    ]
+    assert reasons(seen, record(30, drift="fallback", budget_remaining=0.0)) == [[]]
+
+
+def test_the_first_known_state_is_initial_and_an_unknown_one_changes_nothing() -> None:
+    seen = notable.Notable()
+    first = record(0, drift=None, budget_known=False, budget_remaining=None)
+    assert reasons(seen, first) == [[]]
+    found = seen.changes(record(30, drift="fallback", budget_remaining=0.0))
+    assert [(n.reason, n.initial) for n in found] == [
+        (notable.DRIFT_FALLBACK, True),
+        (notable.BUDGET_EXHAUSTED, True),
+    ]
+    unknown = record(60, drift=None, budget_known=False, budget_remaining=None)
+    assert reasons(seen, unknown, record(90, drift="fallback", budget_remaining=0.0)) == [[], []]
+    (recovered,) = seen.changes(record(120))
+    assert (recovered.reason, recovered.initial) == (notable.DRIFT_RECOVERED, False)
 
 
 def test_entering_and_leaving_drift_fallback_are_one_notice_each() -> None:
@@ -47,6 +68,8 @@ def test_entering_and_leaving_drift_fallback_are_one_notice_each() -> None:
         record(90),
     )
     assert found == [[], [notable.DRIFT_FALLBACK], [], [notable.DRIFT_RECOVERED]]
+    (again,) = seen.changes(record(120, drift="fallback"))
+    assert not again.initial  # seen happening, not found at the start
 
 
 def test_the_drift_notice_is_a_warning_with_the_accuracy_figures() -> None:

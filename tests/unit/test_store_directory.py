@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scaler.errors import ConfigError
-from scaler.store.base import ArtefactRejected, Status, StoreKey
+from scaler.store.base import ArtefactRejected, Status, StoreError, StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.store_artefacts import fitted
 
@@ -152,3 +152,29 @@ def test_statuses_give_every_champion_and_the_last_retrain_success_and_failure(
     assert store.statuses()[KEY].retrain_failure == 200.0  # kept: the alert compares the two
     (tmp_path / "models" / KEY.slug / "retrain.json").write_text("{not json")
     assert store.statuses()[KEY] == Status(1)  # a damaged record costs the gauges only
+
+
+def test_a_failed_write_is_a_store_error_and_the_champion_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = DirectoryStore(tmp_path)
+    good = store.put(KEY, fitted(0))
+    store.promote(KEY, good, expected=None)
+
+    def disk_full(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("scaler.store.directory.os.replace", disk_full)
+    with pytest.raises(StoreError, match="No space left"):
+        store.put(KEY, fitted(1))
+    monkeypatch.undo()
+    assert store.champion_version(KEY) == good and store.versions(KEY) == [good]
+    assert not list((tmp_path / KEY.slug).glob(".*.tmp"))  # nothing half-written left
+
+
+def test_an_artefact_with_a_nan_is_never_stored(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    data = fitted(0) | {"scores": {**fitted(0)["scores"], "pinball": float("nan")}}
+    with pytest.raises(StoreError):
+        store.put(KEY, data)
+    assert store.versions(KEY) == []

@@ -1,0 +1,37 @@
+"""The champion's side of `scaler retrain`'s race (models/challenge.py): its loss over the
+newest week, each forecast made from data before its origin."""
+
+from __future__ import annotations
+
+import math
+
+from models import artefact
+from models.base import DAY, Series
+from models.calibrate import calibration_window
+from models.challenge import backtest_loss
+from tests.contract.synthetic import load
+
+HISTORY = load(15, seed=7)
+STEPS = 4
+
+
+def loss(data: dict[str, object], history: Series) -> float:
+    since = history.end - calibration_window(history.span)
+    model = artefact.load(data)
+    return backtest_loss(model, history, since=since, steps=STEPS, quantile=0.95)
+
+
+def test_a_champion_fitted_before_the_load_tripled_loses_more_than_one_fitted_after() -> None:
+    values = HISTORY.values.copy()
+    values[-3 * 288 :] *= 3  # the load tripled three days ago
+    history = Series(HISTORY.start, HISTORY.step, values)
+    stale = artefact.fit("seasonal", history.until(history.start + 8 * DAY), STEPS)
+    fresh = artefact.fit("seasonal", history, STEPS)
+    assert loss(stale, history) > loss(fresh, history) > 0
+    assert loss(fresh, history) == loss(fresh, history)  # deterministic: a fair race
+
+
+def test_a_history_with_no_origin_in_the_window_has_no_loss() -> None:
+    data = artefact.fit("seasonal", HISTORY, STEPS)
+    model = artefact.load(data)
+    assert math.isnan(backtest_loss(model, HISTORY, since=HISTORY.end, steps=STEPS, quantile=0.95))
