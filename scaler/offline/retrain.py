@@ -59,6 +59,9 @@ class RetrainSettings:
     """Resolution models are fitted at, seconds (the same as `scaler serve --model-step`)."""
     history: float = 28 * 86400.0
     """Seconds of history per fit."""
+    peaks_every: float | None = 30.0
+    """Sampling step of the bucket peaks the models are fitted on, as `scaler serve` fits
+    (its --step); None: the value at each model-step point (scaler/sources/fit_input.py)."""
     workers: int = 2
     """Fit processes side by side; 0 fits in threads of this process."""
     fit_timeout: float = 900.0
@@ -236,7 +239,12 @@ class Retrainer:
             step, window = self.settings.model_step, self.settings.history
             end = math.floor(now / step) * step  # the grid `scaler serve` fits on
             history = await asyncio.to_thread(
-                self.source.history, spec, start=end - window + step, end=end, step=step
+                self.source.history,
+                spec,
+                start=end - window + step,
+                end=end,
+                step=step,
+                resolution=self.settings.peaks_every,
             )
             pointer = await asyncio.to_thread(self.store.champion_version, key)
             champion = None
