@@ -6,7 +6,8 @@ target only; every outcome, failures included, is returned for the summary.
 
 The comparison: the challenger's out-of-sample pinball loss on its own calibration window (the
 newest week of the history; models.calibrate) against the champion's pinball loss over the very
-same window, each forecast made from data before its origin (models.registry.backtest_loss).
+same window, each forecast made from data before its origin (retrain_score.champion_loss, the
+number models.registry.backtest_loss gives, in one pass).
 A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
 has, which favours it: re-running the job promotes nothing new, rather than churning models.
 
@@ -30,13 +31,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from models import artefact, registry
+from models import artefact
 from models.base import ModelError, Series
 from models.calibrate import calibration_window
 from scaler.decision import drift
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
 from scaler.kube.targets import Target
+from scaler.offline import retrain_score
 from scaler.serving import driftstate, workers
 from scaler.serving.state import forecast_steps
 from scaler.sources.base import Source
@@ -157,7 +159,7 @@ def challenge(
             if model.step != history.step:
                 raise ModelError(f"fitted at a {model.step:.0f} s step, not {history.step:.0f} s")
             since = history.end - calibration_window(history.span)
-            old = registry.backtest_loss(
+            old = retrain_score.champion_loss(
                 model, history, since=since, steps=steps, quantile=quantile
             )
         except ModelError as exc:
