@@ -268,7 +268,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=env("STALENESS", "5m"),
         help="answer UNAVAILABLE once a target's data is this old (default 5m)",
     )
-    fit_input.add_flags(e, env, every_default=None, every_default_text="--step")
+    fit_input.add_flags(e, env, every_default=fit_input.DEFAULT_EVERY)
     e.add_argument(
         "--fit-workers",
         type=count_within(*FIT_WORKERS_RANGE),
@@ -342,7 +342,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             fit_timeout=args.fit_timeout,
             fit_memory=args.fit_memory,
             ledger_scrape_interval=args.ledger_scrape_interval,
-            history_peaks=fit_input.resolution(args, fallback=args.step),
+            history_peaks=fit_input.resolution(args),
         ),
         source=args.source,
         targets_file=args.targets,

@@ -131,7 +131,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         default=defaults.model_step,
         help="resolution models fit at; match `scaler serve --model-step` (5m)",
     )
-    fit_input.add_flags(g, env, every_default="30s", every_default_text="30s, serve's --step")
+    fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
     g.add_argument(
         "--workers",
         type=int,

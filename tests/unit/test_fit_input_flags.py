@@ -1,5 +1,5 @@
-"""`--fit-input peaks|points` and `--peaks-every`: serve and retrain fit on bucket peaks by
-default, sampled at serve's --step (retrain: 30 s, serve's default), and a bad value is refused
+"""`--fit-input peaks|points` and `--peaks-every`: serve and retrain fit on the same bucket peaks
+by default, sampled every 30 s whatever serve's decision step, and a bad value is refused
 naming the flag."""
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ def retrain_args(*flags: str) -> argparse.Namespace:
     )
 
 
-def test_serve_fits_on_bucket_peaks_sampled_at_its_step_by_default() -> None:
+def test_serve_fits_on_bucket_peaks_sampled_every_30s_by_default() -> None:
     assert serve_peaks() == 30.0
-    assert serve_peaks("--step", "15s") == 15.0
+    assert serve_peaks("--step", "2s") == 30.0  # not 1.2 million points per 4 weeks
     assert serve_peaks("--step", "15s", "--peaks-every", "1m") == 60.0
     assert serve_peaks("--fit-input", "points") is None
 
