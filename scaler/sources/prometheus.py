@@ -1,7 +1,9 @@
 """Load from Prometheus' HTTP API, through prometheus-api-client (`PrometheusConnect`).
 
 Owns: range queries cut into chunks under Prometheus' 11,000-points-per-series limit and laid on
-the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), instant queries
+the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), each bucket's
+peak of a history at a finer `resolution` (a plain range query at it, the peaks taken here; a
+subquery only past MAX_RAW_POINTS), instant queries
 for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
 shared record, see budget.spent_per_step), one client per Prometheus URL, and the translation of
 every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
