@@ -174,6 +174,13 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--model", default="seasonal")
     parser.add_argument("--phases", default="first,weekly,two-shards")
+    parser.add_argument(
+        "--peaks-every",
+        default="30s",
+        help="scaler retrain --peaks-every (30s, its default: 8 range queries of up to 11,000 "
+        "points per target, what a metric scraped every 30 s costs; 5m reads the 5-minute "
+        "samples as they are, one query)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-retrain-") as tmp:
         work = Path(tmp)
@@ -184,18 +191,20 @@ def main() -> None:
             targets = work / "so.yaml"
             targets_file(targets, args.count, args.model)
             common = {"count": args.count, "model": args.model, "days": DAYS, "step": STEP}
+            common |= {"peaks_every": args.peaks_every}
+            peaks = ("--peaks-every", args.peaks_every)
             store = work / "store"
             for phase in args.phases.split(","):
                 if phase in ("first", "weekly"):
                     out = work / f"{phase}.json"
-                    cmd = retrain(server.url, targets, store, out, "--shard", "1/1")
+                    cmd = retrain(server.url, targets, store, out, "--shard", "1/1", *peaks)
                     figures = run([[*cmd, "--workers", "2"]]) | promoted(out)
                 elif phase == "two-shards":
                     copy = work / "store-copy"
                     if store.exists():
                         shutil.copytree(store, copy)
                     outs = [work / f"shard{i}.json" for i in (1, 2)]
-                    one = ["--workers", "1"]
+                    one = ["--workers", "1", *peaks]
                     figures = run(
                         [
                             [*retrain(server.url, targets, copy, o, "--shard", f"{i}/2"), *one]

@@ -21,6 +21,7 @@ import warnings
 from typing import Any, ClassVar, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from models.base import (
     ArtefactError,
@@ -91,6 +92,30 @@ class ETSModel:
         level = float((1 - self.alpha) ** x.size * self.level + weights @ x)
         future = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
         out: FloatArray = np.maximum(np.exp(level + self._season(future)) - self.offset, 0.0)
+        return out
+
+    def predict_at(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
+        """`predict` from every origin `history.values[: i + 1]`, i in `ends`: row k equals
+        `predict(history.until(origin k), steps)` bit for bit (models.origins relies on it).
+        The log-scale adjusted values are computed once for the whole history (elementwise,
+        the same numbers); each origin's level is still its own dot product."""
+        if self.profile.size == 0:
+            raise FitError("ets model used before fit")
+        ends = np.asarray(ends, dtype=np.int64)
+        keep = _memory(self.alpha, self.profile.size)
+        adjusted = np.log(np.maximum(history.values, 0.0) + self.offset)
+        adjusted = adjusted - self._season(history.times())
+        weights = self.alpha * (1 - self.alpha) ** np.arange(keep - 1, -1, -1, dtype=np.float64)
+        level = np.empty(ends.size)
+        for row, i in enumerate(ends.tolist()):
+            x = adjusted[max(0, i + 1 - keep) : i + 1]
+            x = x[np.isfinite(x)]
+            level[row] = (1 - self.alpha) ** x.size * self.level + weights[keep - x.size :] @ x
+        end_times = history.start + ends * history.step
+        future = end_times[:, None] + self.step * np.arange(1, steps + 1, dtype=np.float64)
+        out: FloatArray = np.maximum(
+            np.exp(level[:, None] + self._season(future)) - self.offset, 0.0
+        )
         return out
 
     def interval(self, p50: FloatArray, quantile: float) -> FloatArray:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from models.base import (
@@ -184,6 +185,33 @@ class ProphetModel:
         future = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
         z = self.curve(future) + self.residual_level(recent)
         out: FloatArray = np.maximum(np.exp(z) - self.offset, 0.0)
+        return out
+
+    def predict_at(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
+        """`predict` from every origin `history.values[: i + 1]`, i in `ends`: row k equals
+        `predict(history.until(origin k), steps)` bit for bit (models.origins relies on it).
+        The residuals are computed once for the whole history (elementwise, the same
+        numbers); each origin's residual level is still its own dot product."""
+        ends = np.asarray(ends, dtype=np.int64)
+        level = np.zeros(ends.size)
+        if self.alpha > 0:
+            keep = _memory(self.alpha, round(DAY / self.step))
+            values = history.values
+            ok = ~np.isnan(values)
+            residual = np.full(values.size, np.nan)
+            residual[ok] = np.log(np.maximum(values[ok], 0.0) + self.offset) - self.curve(
+                history.times()[ok]
+            )
+            weights = self.alpha * (1 - self.alpha) ** np.arange(keep - 1, -1, -1, dtype=np.float64)
+            for row, i in enumerate(ends.tolist()):
+                first = max(0, i + 1 - keep)
+                seen = ok[first : i + 1]
+                if seen.any():
+                    e = residual[first : i + 1][seen]
+                    level[row] = weights[keep - e.size :] @ e
+        end_times = history.start + ends * history.step
+        future = end_times[:, None] + self.step * np.arange(1, steps + 1, dtype=np.float64)
+        out: FloatArray = np.maximum(np.exp(self.curve(future) + level[:, None]) - self.offset, 0.0)
         return out
 
     def residual_level(self, recent: Series) -> float:

@@ -33,7 +33,7 @@ from scaler.settings import (
     Settings,
     TLSSettings,
 )
-from scaler.sources import prometheus_flags
+from scaler.sources import fit_input, prometheus_flags
 from scaler.sources.base import Source, SpendRecord
 
 if TYPE_CHECKING:
@@ -275,6 +275,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=env("STALENESS", "5m"),
         help="answer UNAVAILABLE once a target's data is this old (default 5m)",
     )
+    fit_input.add_flags(e, env, every_default=fit_input.DEFAULT_EVERY)
     e.add_argument(
         "--idle-expiry",
         type=duration_within(1.0, 366 * 86400.0),
@@ -356,6 +357,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             fit_timeout=args.fit_timeout,
             fit_memory=args.fit_memory,
             ledger_scrape_interval=args.ledger_scrape_interval,
+            history_peaks=fit_input.resolution(args),
         ),
         source=args.source,
         targets_file=args.targets,

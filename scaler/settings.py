@@ -121,8 +121,9 @@ class EngineSettings:
     history_peaks: float | None = None
     """Sampling step (seconds, e.g. `step`) of per-bucket peaks for the fit history: each
     model-step point the highest value in its bucket, the series `scaler backtest` fits on.
-    None: the value at each point. Off by default: as a Prometheus subquery over 4 weeks it
-    ran past the 1.5 s source timeout of the serve integration tests (docs/forecasting.md)."""
+    None: the value at each point. `scaler serve` sets it to --peaks-every (30 s) unless
+    `--fit-input points` (scaler/sources/fit_input.py); Prometheus reads it as plain range
+    queries at this step with the peaks taken in-process (sources/prometheus.py)."""
     refit_every: float = 7 * 86400.0
     """Seconds between refits of a target's model."""
     staleness: float = 300.0

@@ -6,7 +6,8 @@ target only; every outcome, failures included, is returned for the summary.
 
 The comparison: the challenger's out-of-sample pinball loss on its own calibration window (the
 newest week of the history; models.calibrate) against the champion's pinball loss over the very
-same window, each forecast made from data before its origin (models.challenge.backtest_loss).
+same window, each forecast made from data before its origin (retrain_score.champion_loss, the
+number models.challenge.backtest_loss gives, in one pass).
 A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
 has, which favours it: re-running the job promotes nothing new, rather than churning models.
 
@@ -33,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 from models import artefact
 from models.base import ModelError, Series
 from models.calibrate import calibration_window
-from models.challenge import backtest_loss
 from scaler.decision import drift
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
 from scaler.kube.targets import Target
+from scaler.offline import retrain_score
 from scaler.serving import driftstate, workers
 from scaler.serving.state import forecast_steps
 from scaler.sources.base import Source
@@ -60,6 +61,9 @@ class RetrainSettings:
     """Resolution models are fitted at, seconds (the same as `scaler serve --model-step`)."""
     history: float = 28 * 86400.0
     """Seconds of history per fit."""
+    peaks_every: float | None = 30.0
+    """Sampling step of the bucket peaks the models are fitted on, as `scaler serve` fits
+    (its --step); None: the value at each model-step point (scaler/sources/fit_input.py)."""
     workers: int = 2
     """Fit processes side by side; 0 fits in threads of this process."""
     fit_timeout: float = 900.0
@@ -155,7 +159,9 @@ def challenge(
             if model.step != history.step:
                 raise ModelError(f"fitted at a {model.step:.0f} s step, not {history.step:.0f} s")
             since = history.end - calibration_window(history.span)
-            old = backtest_loss(model, history, since=since, steps=steps, quantile=quantile)
+            old = retrain_score.champion_loss(
+                model, history, since=since, steps=steps, quantile=quantile
+            )
         except ModelError as exc:
             problem = str(exc)
     return {"artefact": data, "loss": loss, "champion_loss": old, "problem": problem}
@@ -235,7 +241,12 @@ class Retrainer:
             step, window = self.settings.model_step, self.settings.history
             end = math.floor(now / step) * step  # the grid `scaler serve` fits on
             history = await asyncio.to_thread(
-                self.source.history, spec, start=end - window + step, end=end, step=step
+                self.source.history,
+                spec,
+                start=end - window + step,
+                end=end,
+                step=step,
+                resolution=self.settings.peaks_every,
             )
             pointer = await asyncio.to_thread(self.store.champion_version, key)
             champion = None

@@ -25,7 +25,7 @@ from scaler.kube import targets as manifests
 from scaler.kube.targets import Problem, Target
 from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard, live_fallback
 from scaler.settings import PrometheusSettings
-from scaler.sources import prometheus_flags
+from scaler.sources import fit_input, prometheus_flags
 from scaler.store import base as store_base
 from scaler.store.location import open_store
 
@@ -131,6 +131,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         default=defaults.model_step,
         help="resolution models fit at; match `scaler serve --model-step` (5m)",
     )
+    fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
     g.add_argument(
         "--workers",
         type=int,
@@ -190,6 +191,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     settings = RetrainSettings(
         model_step=args.model_step,
         history=args.history,
+        peaks_every=fit_input.resolution(args),
         workers=_bounded("--workers", args.workers, 0, 64),
         fit_timeout=args.fit_timeout,
     )

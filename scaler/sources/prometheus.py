@@ -1,7 +1,9 @@
 """Load from Prometheus' HTTP API, through prometheus-api-client (`PrometheusConnect`).
 
 Owns: range queries cut into chunks under Prometheus' 11,000-points-per-series limit and laid on
-the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), instant queries
+the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), each bucket's
+peak of a history at a finer `resolution` (a plain range query at it, the peaks taken here; a
+subquery only past MAX_RAW_POINTS), instant queries
 for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
 shared record, see budget.spent_per_step), one client per Prometheus URL, and the translation of
 every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
@@ -54,6 +56,9 @@ POOL_CONNECTIONS = 64
 """Connections kept per Prometheus: more than the requests a bulkhead lets in at once."""
 MAX_POINTS = 11_000
 """Points per series Prometheus serves in one range query (it rejects more with HTTP 400)."""
+MAX_RAW_POINTS = 20 * MAX_POINTS
+"""Most points of a history read raw for its bucket peaks (20 queries: 4 weeks at a 15 s
+resolution); a finer one is asked as a subquery, which costs Prometheus far more."""
 
 URL_FIX = "check serverAddress / --prometheus-url"
 LEDGER_URL_FIX = "check --ledger-prometheus-url (the Prometheus that scrapes the scaler)"
@@ -121,16 +126,40 @@ class PrometheusSource:
         resolution: float | None = None,
     ) -> Series:
         """Values of spec.query at start, start + step, ... <= end; NaN where there is no sample.
-        With `resolution` finer than `step`, each value is the bucket's peak (`peak_query`).
+        With `resolution` finer than `step`, each value is the bucket's peak: the highest of
+        the query sampled every `resolution` in (T - step, T]. Read as a plain range query at
+        `resolution` with the peaks taken here (cheap for Prometheus, chunked under MAX_POINTS)
+        while that is at most MAX_RAW_POINTS points; as the `peak_query` subquery beyond that,
+        or when `step` is no whole multiple of `resolution` or `start` is off its grid.
 
         Raises NoData when the whole window holds no series at all.
         """
         began = time.monotonic()
         grid = _Grid(start, step, _grid_size(start, end, step))
+        per = _samples_per_bucket(start, step, resolution)
+        if per is not None and grid.size * per <= MAX_RAW_POINTS:
+            fine = _Grid(start - step + step / per, step / per, grid.size * per)
+            raw, found = self._range(spec, spec.query, fine, began)
+            values = _bucket_peaks(raw, per)
+        else:
+            query = peak_query(spec.query, step, resolution)
+            values, found = self._range(spec, query, grid, began)
+        if grid.size and not found:
+            url = self._url(spec)
+            raise NoData(
+                f"query {spec.query!r} for {spec.label} returned no series from {url} in the "
+                f"{_span(end - start + step)} asked for; check the metric name and labels"
+            )
+        return Series(start, step, values)
+
+    def _range(
+        self, spec: TargetSpec, query: str, grid: _Grid, began: float
+    ) -> tuple[FloatArray, bool]:
+        """`query`'s values on `grid` (NaN where no sample), in chunks of at most MAX_POINTS,
+        and whether any chunk held a series."""
         values = np.full(grid.size, np.nan)
         found = False
         url = self._url(spec)
-        query = peak_query(spec.query, step, resolution)
         logger.debug(
             "%s: history of %d points in %d queries",
             spec.label,
@@ -145,12 +174,7 @@ class PrometheusSource:
                 if series is not None:
                     found = True
                     _place(values, chunk, series["values"])
-        if grid.size and not found:
-            raise NoData(
-                f"query {spec.query!r} for {spec.label} returned no series from {url} in the "
-                f"{_span(end - start + step)} asked for; check the metric name and labels"
-            )
-        return Series(start, step, values)
+        return values, found
 
     def latest(self, spec: TargetSpec, *, at: float) -> Sample:
         """The value of spec.query at `at` (Prometheus looks back 5 minutes for a sample)."""
@@ -437,6 +461,31 @@ def _grid_size(start: float, end: float, step: float) -> int:
     return math.floor((end - start) / step + 1e-9) + 1
 
 
+def _samples_per_bucket(start: float, step: float, resolution: float | None) -> int | None:
+    """How many samples at `resolution` a bucket of `step` holds when the bucket peaks can be
+    taken from a plain range query on the same points the subquery samples (a whole number,
+    on a grid through `start` aligned, as Prometheus aligns a subquery, to multiples of
+    `resolution`); None when the history is the value at each point or needs the subquery."""
+    if resolution is None or resolution >= step:
+        return None
+    _check_resolution(resolution)
+    per = round(step / resolution)
+    whole = abs(per * resolution - step) < 1e-6
+    aligned = abs(start / resolution - round(start / resolution)) < 1e-6
+    return per if whole and aligned else None
+
+
+def _bucket_peaks(raw: FloatArray, per: int) -> FloatArray:
+    """The highest of each run of `per` samples; NaN only where all of them are NaN."""
+    peaks: FloatArray = np.fmax.reduce(raw.reshape(-1, per), axis=1)
+    return peaks
+
+
+def _check_resolution(resolution: float) -> None:
+    if not (math.isfinite(resolution) and resolution >= 0.001):
+        raise ValueError(f"history resolution must be at least 1 ms, got {resolution}")
+
+
 def peak_query(query: str, step: float, resolution: float | None) -> str:
     """`query` as a range query at `step` whose value at T is its highest sampled every
     `resolution` in (T - step, T] (a PromQL subquery: the range stops 1 ms short of `step`,
@@ -445,8 +494,7 @@ def peak_query(query: str, step: float, resolution: float | None) -> str:
     None or not finer than `step`."""
     if resolution is None or resolution >= step:
         return query
-    if not (math.isfinite(resolution) and resolution >= 0.001):
-        raise ValueError(f"history resolution must be at least 1 ms, got {resolution}")
+    _check_resolution(resolution)
     span, every = round(step * 1000) - 1, round(resolution * 1000)
     return f"max_over_time(({query})[{span}ms:{every}ms])"
 
