@@ -275,6 +275,14 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="processes fitting models off the serving process, 0-64; 0 = a thread (default 1)",
     )
     e.add_argument(
+        "--warm-nice",
+        type=count_within(0, 19),
+        default=env("WARM_NICE", "10"),
+        help="nice levels the start-up warm-up runs below the process, so a replica warming "
+        "next to a serving one leaves it the CPU, 0-19; 0 = none (env SCALER_WARM_NICE; "
+        "default 10)",
+    )
+    e.add_argument(
         "--fit-timeout",
         type=duration_within(*FIT_TIMEOUT_RANGE),
         default=env("FIT_TIMEOUT", "15m"),
@@ -340,6 +348,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             fit_workers=args.fit_workers,
             fit_timeout=args.fit_timeout,
             fit_memory=args.fit_memory,
+            warm_nice=args.warm_nice,
             ledger_scrape_interval=args.ledger_scrape_interval,
         ),
         source=args.source,

@@ -28,7 +28,7 @@ import numpy as np
 from models.base import Series
 from scaler.decision.spec import TargetSpec
 from scaler.errors import NoData, ScalerError
-from scaler.serving import driftstate
+from scaler.serving import driftstate, priority
 from scaler.serving.state import TargetState
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ async def run(
     """Warm `targets` up, call `on_warm`, and run the engine until cancelled."""
     began = time.monotonic()
     engine.fitter.start()  # fits started by the warm-up go to the worker pool
-    await warm_up(engine, targets, load=load)
+    with priority.lowered(engine.settings.warm_nice):  # serving replicas first (priority.py)
+        await warm_up(engine, targets, load=load)
     engine.refreshed_once = True  # every target known at start-up has been refreshed
     answering = sum(1 for s in engine.targets.values() if s.decision is not None)
     logger.info(
