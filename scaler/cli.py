@@ -623,7 +623,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os._exit(0)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
+    """The CLI; `serve_only` leaves out the other subcommands, whose modules import pandas (a
+    second of CPU at every replica's start, which `scaler serve` never uses)."""
     parser = argparse.ArgumentParser(
         prog="scaler",
         description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
@@ -660,6 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
+    if serve_only:
+        return parser
     from scaler.offline import backtest_cli, demo, retrain_cli
     from scaler.record import explain_cli
 
@@ -701,8 +705,9 @@ class _JsonFormatter(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(serve_only=given[:1] == ["serve"])
+    args = parser.parse_args(given)
     setup_logging(args.log_level, args.log_format)
     try:
         code: int = args.func(args)
