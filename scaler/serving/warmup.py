@@ -39,8 +39,10 @@ logger = logging.getLogger(__name__)
 REDECIDE_PASSES = 3
 """Passes at most over targets whose first decision got old during a long warm-up."""
 
-BACKFILL_AT_ONCE = 2
-"""Older-history reads in flight at once after SERVING (`backfill`): one per core here."""
+BACKFILL_AT_ONCE = 1
+"""Older-history reads in flight at once after SERVING (`backfill`): one, so that the RPCs, the
+engine's refreshes and the Prometheus answering them keep the CPU (each read is a few tens of
+ms there and here; 1,000 targets are read in under a minute)."""
 
 Loader = Callable[[TargetState], Awaitable[None]]
 """Loads a target's champion into its state (scaler/serving/champions.py)."""
@@ -160,6 +162,7 @@ async def backfill(engine: Engine) -> None:
     tried again the next step, and fits of that target wait for it (TargetState.history_partial)."""
     slots = asyncio.Semaphore(BACKFILL_AT_ONCE)
     while True:
+        await asyncio.sleep(engine.settings.step)  # the engine's first refresh of all goes first
         pending = [s for s in engine.targets.values() if s.history_partial]
         if pending:
             began = time.monotonic()
@@ -170,7 +173,6 @@ async def backfill(engine: Engine) -> None:
                 len(pending),
                 time.monotonic() - began,
             )
-        await asyncio.sleep(engine.settings.step)
 
 
 async def _complete(engine: Engine, state: TargetState, slots: asyncio.Semaphore) -> None:

@@ -94,7 +94,8 @@ def test_a_replica_warms_on_the_replay_span_and_fits_only_once_the_whole_window_
     source = CountingSource(data)
     now = FIT_AT + 2 * STEP
     engine = Engine(
-        settings=EngineSettings(step=30.0, model_step=STEP, history=WINDOW, fit_workers=0),
+        # A step of 50 ms: the backfill waits one step after SERVING before it reads.
+        settings=EngineSettings(step=0.05, model_step=STEP, history=WINDOW, fit_workers=0),
         source_for=lambda _spec: source,
         clock=ManualClock(now),
         telemetry=Telemetry(CollectorRegistry()),
