@@ -12,7 +12,8 @@ every thread of the process on entry and on exit (those started in between inclu
 the priority back needs CAP_SYS_NICE or an RLIMIT_NICE that allows it; without either the
 process stays at the lower priority, which is logged once and costs little: the nice value only
 weighs this process against the others in its own cgroup (its pod), not against other pods.
-Elsewhere (no /proc/self/task) it does nothing.
+A fit worker started during the warm-up (scaler/serving/workers.py, a process of its own) keeps
+the lower priority: fits are background work. Elsewhere (no /proc/self/task) it does nothing.
 """
 
 from __future__ import annotations
