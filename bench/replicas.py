@@ -517,7 +517,7 @@ def main() -> int:
     p.add_argument(
         "--warm-nice",
         type=int,
-        help="the replicas' --warm-nice (default: the scaler's, 10); 0 is the ablation",
+        help="the replicas' --warm-nice (default: the scaler's, 0)",
     )
     p.add_argument("--poll", type=float, default=10.0)
     p.add_argument("--window", type=float, default=120.0)

@@ -277,10 +277,10 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--warm-nice",
         type=count_within(0, 19),
-        default=env("WARM_NICE", "10"),
+        default=env("WARM_NICE", "0"),
         help="nice levels the start-up warm-up runs below the process, so a replica warming "
         "next to a serving one leaves it the CPU, 0-19; 0 = none (env SCALER_WARM_NICE; "
-        "default 10)",
+        "default 0)",
     )
     e.add_argument(
         "--fit-timeout",

@@ -58,7 +58,7 @@ async def run(
     """Warm `targets` up, call `on_warm`, and run the engine until cancelled."""
     began = time.monotonic()
     engine.fitter.start()  # fits started by the warm-up go to the worker pool
-    with priority.lowered(engine.settings.warm_nice):  # serving replicas first (priority.py)
+    with priority.lowered(engine.settings.warm_nice):  # serving replicas first (--warm-nice)
         await warm_up(engine, targets, load=load)
     engine.refreshed_once = True  # every target known at start-up has been refreshed
     answering = sum(1 for s in engine.targets.values() if s.decision is not None)
