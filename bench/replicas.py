@@ -36,6 +36,8 @@ import io
 import json
 import math
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -195,6 +197,8 @@ class Replica:
         ]  # fmt: skip
         if not args.no_targets_file:
             argv += ["--targets", str(work / "targets.yaml")]
+        if args.warm_nice is not None:
+            argv += ["--warm-nice", str(args.warm_nice)]
         self.started = time.monotonic()
         self.server = procs.Server(name, argv, work / f"{name}.log", port=self.grpc_port)
         self.name = name
@@ -215,6 +219,23 @@ class Replica:
                 raise RuntimeError(f"{self.name} never SERVING:\n{self.server.tail()}")
             time.sleep(0.05)
         return time.monotonic() - self.started
+
+
+def sampled(replica: Replica, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling `replica`, every thread, 20 times a second (more falls behind on two
+    loaded cores), until sent SIGINT; its collapsed stacks go to `out`."""
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    argv = [spy, "record", "--nonblocking", "--rate", "20", "--format", "raw", "-o", str(out)]
+    return subprocess.Popen([*argv, "--pid", str(replica.server.proc.pid)])
+
+
+async def backfilled(replica: Replica, within: float) -> float:
+    """Seconds from the replica's start until its log says the older histories are read."""
+    while "older history read" not in replica.server.log.read_text():
+        if time.monotonic() - replica.started > within:
+            raise RuntimeError(f"{replica.name} never read its older history")
+        await asyncio.sleep(0.5)
+    return time.monotonic() - replica.started
 
 
 def requests_of(objects: list[dict[str, Any]]) -> list[pb.GetMetricsRequest]:
@@ -380,7 +401,11 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         print(f"  warm store: {args.targets} champions written in {took:.1f}s")
         requests = requests_of(objects)
         a = Replica("a", args, work, prometheus.url)
+        spy = None if args.profile is None else sampled(a, args.profile)
         serving = a.wait_serving(args.startup_timeout)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
         cpu_at_serving = procs.cpu_seconds(a.server.cpu_pids())
         prom_pid = prometheus._process.pid if prometheus._process is not None else 0
         codes = await all_answer(a.server.address, requests)
@@ -415,6 +440,11 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             a.server.stop()
             return out
         await asyncio.sleep(2 * float(args.step.rstrip("s")))  # past the first refreshes
+        # The older history the warm-up left for after SERVING (scaler/serving/warmup.py
+        # backfill) is one-off work: the steady state is measured once it is read.
+        filled = await backfilled(a, within=args.startup_timeout)
+        out["warm"]["backfilled_s"] = filled
+        print(f"  older history read {filled:.1f}s after start (after SERVING, one at a time)")
         q0, c0, t0 = (
             prometheus_queries(prometheus.url),
             procs.cpu_seconds(a.server.cpu_pids()),
@@ -484,6 +514,11 @@ def main() -> int:
         help="ablation: replicas learn targets from KEDA's calls",
     )
     p.add_argument("--drain-delay", default="5s")
+    p.add_argument(
+        "--warm-nice",
+        type=int,
+        help="the replicas' --warm-nice (default: the scaler's, 0)",
+    )
     p.add_argument("--poll", type=float, default=10.0)
     p.add_argument("--window", type=float, default=120.0)
     p.add_argument("--startup-timeout", type=float, default=600.0)
@@ -495,6 +530,12 @@ def main() -> int:
     )
     p.add_argument("--json", type=Path)
     p.add_argument("--keep", type=Path)
+    p.add_argument(
+        "--profile",
+        type=Path,
+        help="sample the first replica with py-spy (pip install py-spy; it is not a "
+        "dependency) and write its collapsed stacks to this file",
+    )
     args = p.parse_args()
     with contextlib.ExitStack() as stack:
         work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))

@@ -5,6 +5,7 @@ in it). The same Prometheus, targets and champions as bench/replicas.py.
 
     .venv/bin/python bench/warm_phases.py --targets 100                      # champions 10 min old
     .venv/bin/python bench/warm_phases.py --targets 100 --model-age 604800   # a week old
+    .venv/bin/python bench/warm_phases.py --targets 100 --whole-window       # ablation
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def main() -> int:
     )
     p.add_argument("--targets", type=int, default=100)
     p.add_argument("--model-age", type=float, default=600.0)
+    p.add_argument(
+        "--whole-window",
+        action="store_true",
+        help="ablation: read the whole 28-day window before SERVING, as before the replay span",
+    )
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -84,7 +90,8 @@ def phases(
         model = artefact.load(stored.artefact)
         null = driftstate.null_from_json(stored.artefact.get(driftstate.NULL_KEY), spec, step)
         lap("artefact load")
-        begin = max(driftstate.start(model, window=WINDOW), end - 2 * WINDOW + step)
+        first = driftstate.start if args.whole_window else driftstate.replay_start
+        begin = max(first(model, window=WINDOW), end - 2 * WINDOW + step)
         history = source.history(spec, start=begin, end=end, step=step)
         lap(f"range query ({len(history)} points)")
         driftstate.rebuild(spec, model, history, window=WINDOW, null=null)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from models import catalog
+from models import catalog, origins
 from models.base import ArtefactError, FitError, FloatArray, Forecaster, ModelError, Series
 from models.calibrate import Backtest, CalibratedModel, calibrated
 
@@ -52,6 +52,19 @@ class Ensemble:
         if not self.members:
             raise FitError("ensemble used before fit")
         paths = np.vstack([m.predict(recent, steps) for m in self.members])
+        out: FloatArray = np.median(paths, axis=0)
+        return out
+
+    def predict_at(self, history: Series, ends: origins.IntArray, steps: int) -> FloatArray:
+        """`predict` from every origin `history.values[: i + 1]`, i in `ends`: each member's
+        forecasts at every origin (its own `predict_at` when it has one, its `predict` one origin
+        at a time when not: models.origins), then their median, row by row. The same numbers as
+        `predict` per origin, bit for bit: the median of the same members' values, in the same
+        member order (what lets an ensemble champion's drift state be replayed in one pass,
+        models/manyorigin.py)."""
+        if not self.members:
+            raise FitError("ensemble used before fit")
+        paths = np.stack([origins.predict_at(m, history, ends, steps) for m in self.members])
         out: FloatArray = np.median(paths, axis=0)
         return out
 

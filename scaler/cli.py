@@ -290,6 +290,14 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="processes fitting models off the serving process, 0-64; 0 = a thread (default 1)",
     )
     e.add_argument(
+        "--warm-nice",
+        type=count_within(0, 19),
+        default=env("WARM_NICE", "0"),
+        help="nice levels the start-up warm-up runs below the process, so a replica warming "
+        "next to a serving one leaves it the CPU, 0-19; 0 = none (env SCALER_WARM_NICE; "
+        "default 0)",
+    )
+    e.add_argument(
         "--fit-timeout",
         type=duration_within(*FIT_TIMEOUT_RANGE),
         default=env("FIT_TIMEOUT", "15m"),
@@ -356,6 +364,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             fit_workers=args.fit_workers,
             fit_timeout=args.fit_timeout,
             fit_memory=args.fit_memory,
+            warm_nice=args.warm_nice,
             ledger_scrape_interval=args.ledger_scrape_interval,
             history_peaks=fit_input.resolution(args),
         ),
@@ -640,7 +649,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os._exit(0)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
+    """The CLI; `serve_only` leaves out the other subcommands, whose modules import pandas (a
+    second of CPU at every replica's start, which `scaler serve` never uses)."""
     parser = argparse.ArgumentParser(
         prog="scaler",
         description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
@@ -677,6 +688,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_flags(serve)
     serve.set_defaults(func=cmd_serve)
+    if serve_only:
+        return parser
     from scaler.offline import backtest_cli, demo, retrain_cli
     from scaler.record import explain_cli
 
@@ -718,8 +731,9 @@ class _JsonFormatter(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(serve_only=given[:1] == ["serve"])
+    args = parser.parse_args(given)
     setup_logging(args.log_level, args.log_format)
     try:
         code: int = args.func(args)

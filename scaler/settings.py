@@ -148,6 +148,11 @@ class EngineSettings:
     fit_memory: int = 2 * 1024**3
     """Bytes of address space (RLIMIT_AS) of a fit worker; 0 leaves it unbounded. An `auto`
     fit peaks near 0.5 GiB of address space (0.2 GiB resident)."""
+    warm_nice: int = 0
+    """Nice levels the start-up warm-up runs below the process's priority (0-19; 0: none), so
+    that a replica warming next to a serving one leaves it the CPU (scaler/serving/priority.py).
+    Off by default: at 10 a 300-target warm start took 37.5 s instead of 21.1 s on a machine
+    shared with other work, and what it spares a serving replica is not measured yet."""
 
 
 @dataclass(frozen=True)

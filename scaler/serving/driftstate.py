@@ -30,11 +30,19 @@ from dataclasses import asdict
 from typing import Any
 
 from models import manyorigin
-from models.base import Forecast, Series
-from models.calibrate import CalibratedModel
+from models.base import DAY, Forecast, Series
+from models.calibrate import CONTEXT, CalibratedModel
 from scaler.decision import drift
 from scaler.decision.spec import TargetSpec
 from scaler.serving.state import forecast_steps
+
+REPLAY_SPAN = max(CONTEXT, 1.5 * drift.NULL_SPAN) + DAY
+"""History before a model's fit its replay reads: every forecast since the fit is a function of
+the data from CONTEXT (8 days) before the fit on (the adaptive widening's context; each model's
+own memory, a week at most, and the daily re-measure's half week fall inside it), and a null
+measured again (none stored) reads 1.5 weeks (drift.NULL_SPAN and half of it as context); a
+day more keeps that window's first point inside. tests/unit/test_replay_span.py holds the
+replay from this span to the one from the whole window, bit for bit."""
 
 NULL_KEY = "drift_null"
 """Artefact key holding the model's drift null, measured once by the replica that fitted it."""
@@ -43,6 +51,13 @@ NULL_KEY = "drift_null"
 def start(model: CalibratedModel, *, window: float) -> float:
     """Where the history a rebuild needs begins: the engine's `window` before the fit."""
     return model.trained_until - window + model.step
+
+
+def replay_start(model: CalibratedModel, *, window: float) -> float:
+    """Where the least history a rebuild needs begins: REPLAY_SPAN (at most the engine's
+    `window`) before the fit. A rebuild from there gives the same tracker as one from `start`;
+    what the engine keeps for its next fit is read after SERVING (scaler/serving/warmup.py)."""
+    return model.trained_until - min(window, REPLAY_SPAN) + model.step
 
 
 def rebuild(

@@ -283,7 +283,8 @@ class Engine:
             telemetry=self.telemetry,
             selectors=self.pod_selectors,
         )
-        self.fitter.maybe_fit(state, now)
+        if not state.history_partial:  # the warm-up's backfill first (warmup.py)
+            self.fitter.maybe_fit(state, now)
         await self._adopt_null(state)
         peak, fallback = self._forecast_peak(state, now)
         if not state.ledger_known:

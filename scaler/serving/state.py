@@ -28,6 +28,9 @@ class TargetState:
     ledger_note: str | None = None
     """Why the rebuild failed, logged once."""
     history: Series | None = None
+    history_partial: bool = False
+    """`history` holds less than the engine's window (the warm-up read what the drift replay
+    needed; scaler/serving/warmup.py `backfill` reads the rest): no fit starts until it is in."""
     model: CalibratedModel | None = None
     model_note: str = "waiting for the first fit"
     model_null: drift.Null | None = None

@@ -28,7 +28,7 @@ import numpy as np
 from models.base import Series
 from scaler.decision.spec import TargetSpec
 from scaler.errors import NoData, ScalerError
-from scaler.serving import driftstate
+from scaler.serving import driftstate, priority
 from scaler.serving.state import TargetState
 
 if TYPE_CHECKING:
@@ -38,6 +38,11 @@ logger = logging.getLogger(__name__)
 
 REDECIDE_PASSES = 3
 """Passes at most over targets whose first decision got old during a long warm-up."""
+
+BACKFILL_AT_ONCE = 1
+"""Older-history reads in flight at once after SERVING (`backfill`): one, so that the RPCs, the
+engine's refreshes and the Prometheus answering them keep the CPU (each read is a few tens of
+ms there and here; 1,000 targets are read in under a minute)."""
 
 Loader = Callable[[TargetState], Awaitable[None]]
 """Loads a target's champion into its state (scaler/serving/champions.py)."""
@@ -53,7 +58,8 @@ async def run(
     """Warm `targets` up, call `on_warm`, and run the engine until cancelled."""
     began = time.monotonic()
     engine.fitter.start()  # fits started by the warm-up go to the worker pool
-    await warm_up(engine, targets, load=load)
+    with priority.lowered(engine.settings.warm_nice):  # serving replicas first (--warm-nice)
+        await warm_up(engine, targets, load=load)
     engine.refreshed_once = True  # every target known at start-up has been refreshed
     answering = sum(1 for s in engine.targets.values() if s.decision is not None)
     logger.info(
@@ -64,7 +70,11 @@ async def run(
         sum(1 for s in engine.targets.values() if s.model is not None),
     )
     on_warm()
-    await engine.run()
+    filling = asyncio.create_task(backfill(engine))
+    try:
+        await engine.run()
+    finally:
+        filling.cancel()
 
 
 async def warm_up(
@@ -120,10 +130,13 @@ async def adopt(engine: Engine, state: TargetState) -> None:
         return
     step, window = engine.settings.model_step, engine.settings.history
     end = np.floor(engine.clock.now() / step) * step
-    begin = max(driftstate.start(model, window=window), end - 2 * window + step)
+    begin = max(driftstate.replay_start(model, window=window), end - 2 * window + step)
     history = state.history
     if history is None or history.step != step or history.start > begin or history.end < end:
         history = await _fetch(engine, spec, start=begin, end=float(end), old=history)
+        # Less than the window the engine fits on: the rest is read after SERVING (`backfill`),
+        # and no fit starts before it is in.
+        state.history_partial = history.start > end - window + step
     tracker = await asyncio.to_thread(
         driftstate.rebuild,
         spec,
@@ -139,6 +152,57 @@ async def adopt(engine: Engine, state: TargetState) -> None:
         state.history = (
             history if len(history) <= keep else history.since(history.end - (keep - 1) * step)
         )
+
+
+async def backfill(engine: Engine) -> None:
+    """Read, after SERVING, the older part of each history the warm-up read only as far as the
+    drift replay needed (`adopt`), so the next fit sees the whole window: BACKFILL_AT_ONCE at a
+    time, so the refreshes and RPCs keep the CPU (the process is SERVING now). Runs until
+    cancelled, each step, for targets warmed later too (discovered ones); a failed read is
+    tried again the next step, and fits of that target wait for it (TargetState.history_partial)."""
+    slots = asyncio.Semaphore(BACKFILL_AT_ONCE)
+    while True:
+        await asyncio.sleep(engine.settings.step)  # the engine's first refresh of all goes first
+        pending = [s for s in engine.targets.values() if s.history_partial]
+        if pending:
+            began = time.monotonic()
+            await asyncio.gather(*(_complete(engine, state, slots) for state in pending))
+            logger.info(
+                "older history read for %d of %d targets in %.1fs",
+                sum(1 for s in pending if not s.history_partial),
+                len(pending),
+                time.monotonic() - began,
+            )
+
+
+async def _complete(engine: Engine, state: TargetState, slots: asyncio.Semaphore) -> None:
+    async with slots:
+        step, window = engine.settings.model_step, engine.settings.history
+        old = state.history
+        if old is None or old.step != step:
+            state.history_partial = False  # replaced by a whole read meanwhile
+            return
+        start = old.end - window + step
+        if old.start <= start:
+            state.history_partial = False
+            return
+        try:
+            got = await _fetch(engine, state.spec, start=start, end=old.end, old=old)
+        except ScalerError as exc:
+            logger.warning(
+                "%s: older history not read yet, tried again next step: %s", state.spec.key, exc
+            )
+            return
+        now = state.history  # the engine's refreshes appended to it meanwhile
+        if now is None or now.step != step or now.start != old.start:
+            return
+        older = got.values[: len(got) - len(old)]
+        merged = Series(got.start, step, np.concatenate([older, now.values]))
+        keep = int(window // step)
+        state.history = (
+            merged if len(merged) <= keep else merged.since(merged.end - (keep - 1) * step)
+        )
+        state.history_partial = False
 
 
 async def _fetch(
