@@ -211,7 +211,8 @@ async def _fetch(
     """The history from `start` to `end`: only the part `old` lacks is queried."""
     source, endpoint = engine.source_for(spec), engine._endpoint(spec)
     step = engine.settings.model_step
-    query = partial(source.history, spec, step=step)
+    peaks = engine.settings.history_peaks  # the same fit input as the engine's own reads
+    query = partial(source.history, spec, step=step, resolution=peaks)
     offset = 0.5 if old is None else (old.start - start) / step
     on_grid = old is not None and old.step == step and abs(offset - round(offset)) < 1e-6
     if old is None or not on_grid or old.end < start:

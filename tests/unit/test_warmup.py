@@ -146,3 +146,37 @@ def test_a_history_younger_than_the_window_reads_as_missing_steps_not_as_a_faile
     assert got.since(data.start).values.tolist() == data.values.tolist()  # kept, in place
     missing = got.until(data.start - STEP).values
     assert len(missing) == round((data.start - start) / STEP) and np.isnan(missing).all()
+
+
+@dataclass
+class RecordingSource(YoungSource):
+    """YoungSource that notes the fit input (`resolution`) of every history read."""
+
+    resolutions: list[float | None]
+
+    def history(
+        self,
+        target: spec.TargetSpec,
+        *,
+        start: float,
+        end: float,
+        step: float,
+        resolution: float | None = None,
+    ) -> Series:
+        self.resolutions.append(resolution)
+        return super().history(target, start=start, end=end, step=step, resolution=resolution)
+
+
+@pytest.mark.parametrize("peaks", [30.0, None])
+def test_the_warm_up_reads_the_same_fit_input_as_the_engine(peaks: float | None) -> None:
+    data = synthetic.load(16, seed=6)
+    seen: list[float | None] = []
+    engine = Engine(
+        settings=EngineSettings(step=30.0, model_step=STEP, fit_workers=0, history_peaks=peaks),
+        source_for=lambda _spec: RecordingSource(data, seen),
+        clock=ManualClock(data.end),
+        telemetry=Telemetry(CollectorRegistry()),
+    )
+    old = data.since(data.end - 2 * DAY)  # the warm-up reads the older part and nothing newer
+    asyncio.run(warmup._fetch(engine, SPECS[0], start=data.start, end=data.end, old=old))
+    assert seen == [peaks]  # bucket peaks when the engine fits on them, point values otherwise
