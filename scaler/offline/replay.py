@@ -227,7 +227,7 @@ def simulate(
             fallback = policy.Reason.DRIFT_FALLBACK
             fallback_steps += 1
         base = policy.floor_load(load[max(0, t - free) : t].tolist())
-        held = policy.floor_load(load[max(0, t - floor) : t].tolist())
+        hold_load = policy.floor_load(load[max(0, t - floor) : t].tolist())
         peak = None
         if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
@@ -265,7 +265,7 @@ def simulate(
             limits=limits,
             allowance=ledger.allowance(now, step),
             fallback=fallback,
-            held_load=held if config.charge_hold else None,
+            held_load=hold_load if config.charge_hold else None,
         )
         if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
             decision = margin.decide(
@@ -278,7 +278,7 @@ def simulate(
                 ),
                 limits=limits,
                 allowance=ledger.allowance(now, step),
-                held_load=held if config.charge_hold else None,
+                held_load=hold_load if config.charge_hold else None,
             )
         spent[t] = ledger.charge(now, decision.prewarm, step)
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)

@@ -207,7 +207,9 @@ def why(r: Record) -> str:
         f"forecast {q} of {num(peak)} within {within} needs {num(r.get('predictive'))} "
         f"at {num(r.get('threshold'))} per replica"
     )
-    floor = f"load {num(r.get('floor'))} (max over the HPA's 5 minutes) needs {num(r.get('reactive'))}"
+    floor = (
+        f"load {num(r.get('floor'))} (max over the HPA's 5 minutes) needs {num(r.get('reactive'))}"
+    )
     words = {
         "forecast": need,
         "reactive": f"{need}, no more than {floor}",
