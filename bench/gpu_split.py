@@ -5,9 +5,12 @@ output, split by what asked for each replica.
 
 Over the scored steps, the policy's billed replicas D[t] are split into
 - `reactive`: the yardstick's reactive baseline (ceil(L[t-1] / c), 5-minute stabilisation);
-- `hold`: the policy's reactive floor (the highest load of the last lead time) above that;
-- `prewarm`: the replicas charged to the ledger, by the reason of the decision (forecast and
-  budget_capped are the forecast's; drift_margin the fallback's margin);
+- `hold`: the policy's reactive floor above that, held for free (before issue 7 the floor was
+  the highest load of the last lead time; `scaler backtest --free-hold` still does that);
+- `paid_hold`: replicas charged to the ledger on decisions whose reason is hold (the lead
+  time's peak held past the HPA's window, paid);
+- `prewarm`: the other replicas charged to the ledger (forecast, budget_capped...);
+- `drift_margin`: those charged by the drift fallback's margin;
 - `clamp`: the rest (minReplicas, maxReplicas, a held request on a step without data).
 Each part is printed as a multiple of the reactive baseline's replica-hours, so the parts add up
 to the policy's GPU-hours x reactive. A benchmark, not a test: it never judges.
@@ -40,12 +43,15 @@ def split(directory: Path) -> dict[str, float]:
     desired = frame["desired"].to_numpy(dtype=np.int64)
     floor = frame["reactive"].to_numpy(dtype=np.int64)
     prewarm = np.rint(frame["prewarm_replica_hours"].to_numpy() * 3600.0 / step).astype(np.int64)
-    margin = np.where(frame["reason"].to_numpy() == "drift_margin", prewarm, 0)
+    reasons = frame["reason"].to_numpy()
+    margin = np.where(reasons == "drift_margin", prewarm, 0)
+    paid_hold = np.where(reasons == "hold", prewarm, 0)
     total = max(float(base[scored].sum()), 1e-12)
     parts = {
         "reactive": base,
         "hold": floor - base,
-        "prewarm": prewarm - margin,
+        "paid_hold": paid_hold,
+        "prewarm": prewarm - margin - paid_hold,
         "drift_margin": margin,
         "clamp": desired - floor - prewarm,
     }
@@ -56,7 +62,7 @@ def split(directory: Path) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    names = ["reactive", "hold", "prewarm", "drift_margin", "clamp", "policy"]
+    names = ["reactive", "hold", "paid_hold", "prewarm", "drift_margin", "clamp", "policy"]
     print("| output | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for name in argv:
