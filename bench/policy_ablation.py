@@ -8,6 +8,7 @@ Each load is replayed once per variant (inside one fit cache, so the variants se
 forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no drift unless
 `--drift` (the policy's own figures). Variants:
 - `quantile`: the affordable quantile's peak (P95 sliding to the median as the budget empties);
+- `free_hold`: the same with the lead time's hold free (`charge_hold=False`, the old rule);
 - `insured`: the same, the P95 only over the lead time (`insure_lead_time_only`);
 - `marginal`: decision.allocation (the replicas that cover the most steps per replica-hour).
 Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
@@ -33,6 +34,7 @@ from scaler.offline import replay, traces
 
 VARIANTS = {
     "quantile": {"allocation": "quantile"},
+    "free_hold": {"allocation": "quantile", "charge_hold": False},
     "insured": {"allocation": "quantile", "insure_lead_time_only": True},
     "marginal": {"allocation": "marginal"},
     "marginal_lookahead": {"allocation": "marginal_lookahead"},

@@ -60,11 +60,14 @@ def decide(
     quantile: float,
     limits: policy.Limits,
     allowance: int,
+    held_load: float | None = None,
 ) -> policy.Decision:
     """The fallback decision: reactive on `load` (the reactive floor) plus the growth margin
     measured on `recent` (the last LOOKBACK or more of load at `step`). Reason DRIFT_MARGIN when
     the margin adds replicas, DRIFT_FALLBACK when it adds none (plain reactive); maxReplicas and
-    minReplicas keep their own reasons."""
+    minReplicas keep their own reasons. `held_load` (policy.decide) is the lead time's highest
+    load, held as paid prewarm: the margin applies to it, the floor its ratios were measured
+    on."""
     keep = max(1, math.ceil(LOOKBACK / step - 1e-9))
     ratio = growth_ratio(
         np.asarray(recent, dtype=np.float64)[-keep:],
@@ -72,8 +75,11 @@ def decide(
         ahead=max(1, math.ceil(lead_time / step - 1e-9)),
         quantile=quantile,
     )
-    peak = load * ratio if math.isfinite(load) and load > 0 else None
-    decision = policy.decide(load=load, forecast_peak=peak, limits=limits, allowance=allowance)
+    level = load if held_load is None or not math.isfinite(held_load) else max(load, held_load)
+    peak = level * ratio if math.isfinite(level) and level > 0 else None
+    decision = policy.decide(
+        load=load, forecast_peak=peak, limits=limits, allowance=allowance, held_load=held_load
+    )
     if decision.reason in (policy.Reason.MAX_REPLICAS, policy.Reason.MIN_REPLICAS):
         return decision
     reason = policy.Reason.DRIFT_MARGIN if decision.prewarm > 0 else policy.Reason.DRIFT_FALLBACK

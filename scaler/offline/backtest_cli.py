@@ -162,6 +162,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "coverage per replica at a budget price (experiment, offline only; docs/policy.md)",
     )
     policy_flags.add_argument(
+        "--free-hold",
+        action="store_true",
+        help="ablation: hold the lead time's highest load for free instead of paying the hold "
+        "past the HPA's 5-minute stabilisation from the budget (docs/budget.md)",
+    )
+    policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     live = p.add_argument_group(
@@ -277,6 +283,7 @@ def replay_config(
         drift_margin=not args.no_drift_margin,
         insure_lead_time_only=args.insure_lead_time_only,
         allocation=args.allocation,
+        charge_hold=not args.free_hold,
     )
 
 

@@ -85,6 +85,10 @@ class ReplayConfig:
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
     drift_margin: bool = True
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
+    charge_hold: bool = True
+    """Free reactive floor over the HPA's 5-minute stabilisation, and the hold past it for the
+    rest of the lead time paid from the budget (policy.decide's `held_load`, reason hold);
+    False: the whole lead-time hold is free, as before (the ablation, docs/budget.md)."""
     insure_lead_time_only: bool = False
     """Read only the lead time at the insured quantile and the horizon past it at the median
     (policy.insured_peak). An experiment, not the default: it helped llm_serving and lost on
@@ -136,6 +140,7 @@ def simulate(
     coarse = resolution.model_series(series, config.model_step)
     points = policy.forecast_points(config.lead_time, config.horizon, coarse.step)
     floor = policy.floor_samples(config.lead_time, step)
+    free = policy.free_samples(config.lead_time, step) if config.charge_hold else floor
     limits = config.limits()
     ledger = budget.Ledger(
         budget=config.budget,
@@ -221,6 +226,8 @@ def simulate(
         elif tracker.monitor.in_fallback:
             fallback = policy.Reason.DRIFT_FALLBACK
             fallback_steps += 1
+        base = policy.floor_load(load[max(0, t - free) : t].tolist())
+        hold_load = policy.floor_load(load[max(0, t - floor) : t].tolist())
         peak = None
         if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
@@ -244,7 +251,7 @@ def simulate(
                 peak = _allocated_peak(
                     lambda q: band.upper(p50, q),  # noqa: B023 (called right here)
                     config,
-                    floor_load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
+                    floor_load=base,
                     price=allocation.price(
                         remaining=ledger.remaining(now), budget=ledger.limit(now)
                     ),
@@ -253,11 +260,12 @@ def simulate(
                     ),
                 )
         decision = policy.decide(
-            load=policy.floor_load(load[max(0, t - floor) : t].tolist()),
+            load=base,
             forecast_peak=peak,
             limits=limits,
             allowance=ledger.allowance(now, step),
             fallback=fallback,
+            held_load=hold_load if config.charge_hold else None,
         )
         if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
             decision = margin.decide(
@@ -270,6 +278,7 @@ def simulate(
                 ),
                 limits=limits,
                 allowance=ledger.allowance(now, step),
+                held_load=hold_load if config.charge_hold else None,
             )
         spent[t] = ledger.charge(now, decision.prewarm, step)
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)

@@ -207,11 +207,15 @@ def why(r: Record) -> str:
         f"forecast {q} of {num(peak)} within {within} needs {num(r.get('predictive'))} "
         f"at {num(r.get('threshold'))} per replica"
     )
-    floor = f"load {num(r.get('floor'))} (max over the lead time) needs {num(r.get('reactive'))}"
+    floor = (
+        f"load {num(r.get('floor'))} (max over the HPA's 5 minutes) needs {num(r.get('reactive'))}"
+    )
     words = {
         "forecast": need,
         "reactive": f"{need}, no more than {floor}",
         "budget_capped": f"{need}, but the budget allowed only {num(r.get('prewarm'))} prewarm",
+        "hold": f"{need}; the load of the last lead time is held past the HPA's 5 minutes, "
+        f"{num(r.get('prewarm'))} replicas above reactive paid from the budget",
         "prewarm_capped": f"{need}, capped at maxPrewarmReplicas "
         f"{num(r.get('max_prewarm_replicas'))} above reactive",
         "max_replicas": f"{need}; maxReplicas {num(r.get('max_replicas'))} cut the request",

@@ -425,11 +425,14 @@ class Engine:
             max_replicas=spec.max_replicas,
             max_prewarm_replicas=spec.max_prewarm_replicas,
         )
-        # The reactive floor: the highest load observed within the last lead time (floor_load).
-        recent = [load]
+        # The reactive floor: the highest load of the HPA's stabilisation window (free); the
+        # highest of the last lead time is held past it as paid prewarm (policy.decide).
+        recent, held_recent = [load], [load]
         if state.history is not None:
-            recent += state.history.since(now - spec.lead_time).values.tolist()
-        floor = policy.floor_load(recent)
+            held_recent += state.history.since(now - spec.lead_time).values.tolist()
+            window = min(policy.STABILISATION, spec.lead_time)
+            recent += state.history.since(now - window).values.tolist()
+        floor, held = policy.floor_load(recent), policy.floor_load(held_recent)
         allowance = state.ledger.allowance(now, step) if state.ledger_known else 0
         quantile = state.read_quantile
         if fallback is policy.Reason.DRIFT_FALLBACK and state.history is not None:
@@ -442,6 +445,7 @@ class Engine:
                 quantile=quantile,
                 limits=limits,
                 allowance=allowance,
+                held_load=held,
             )
         else:
             predictive = policy.decide(
@@ -450,6 +454,7 @@ class Engine:
                 limits=limits,
                 allowance=allowance,
                 fallback=fallback,
+                held_load=held,
             )
         cost = state.ledger.charge(now, predictive.prewarm, step)
         used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), step)

@@ -67,7 +67,7 @@ def test_serve_fits_on_prometheus_history_and_answers_at_least_reactive(
     assert 14 * 144 - 2 <= state.history.observed <= 14 * 144 * 2
     assert state.decision is not None
     newest = trace.values[~np.isnan(trace.values)][-1]
-    # The reactive floor is the highest load seen within the lead time: never below the newest.
+    # The reactive floor is the highest load of the HPA's 5 minutes: never below the newest.
     assert state.decision.load >= newest - 1e-9
     assert state.decision.reactive >= math.ceil(newest / 60)
     assert answer.metricValues[0].metricValue >= math.ceil(newest / 60) - 1

@@ -12,6 +12,7 @@ import pytest
 
 from models.base import DAY, Series
 from scaler import cli
+from scaler.decision import budget
 from scaler.errors import ConfigError
 from scaler.offline import backtest, replay
 from tests.contract.synthetic import load
@@ -55,7 +56,9 @@ def test_writes_forecasts_csv_summary_json_and_a_png(tmp_path: Path) -> None:
     for run in ("policy", "reactive", "reactive_20", "oracle"):
         figures = summary["decisions"][run]
         assert {"under_provisioned_pct", "gpu_hours", "frontier_ratio", "prewarm"} <= set(figures)
-    assert summary["decisions"]["policy"]["prewarm"]["max_window_share"] <= 0.1 + 1e-9  # 10%
+    share = budget.parse_budget(budget.DEFAULT_BUDGET)[1]
+    assert share is not None
+    assert summary["decisions"]["policy"]["prewarm"]["max_window_share"] <= share + 1e-9
 
 
 def test_the_forecast_for_a_step_uses_exactly_what_was_known_lead_time_earlier() -> None:

@@ -16,6 +16,8 @@ loads = st.one_of(
 )
 peaks = st.one_of(st.none(), loads, st.floats(allow_nan=True, allow_infinity=True))
 reasons = st.sampled_from([None, policy.Reason.DRIFT_FALLBACK, policy.Reason.NO_MODEL])
+helds = st.one_of(st.none(), loads)
+"""The lead time's highest load, held past the HPA's stabilisation as paid prewarm."""
 
 
 @st.composite
@@ -30,16 +32,29 @@ def limit_sets(draw: st.DrawFn) -> policy.Limits:
 
 
 @settings(max_examples=400, deadline=None)
-@given(load=loads, peak=peaks, limits=limit_sets(), allowance=st.integers(-5, 1000), fb=reasons)
+@given(
+    load=loads,
+    peak=peaks,
+    limits=limit_sets(),
+    allowance=st.integers(-5, 1000),
+    fb=reasons,
+    held=helds,
+)
 def test_never_below_reactive_nor_above_max_replicas_nor_prewarm_cap(
     load: float,
     peak: float | None,
     limits: policy.Limits,
     allowance: int,
     fb: policy.Reason | None,
+    held: float | None,
 ) -> None:
     d = policy.decide(
-        load=load, forecast_peak=peak, limits=limits, allowance=allowance, fallback=fb
+        load=load,
+        forecast_peak=peak,
+        limits=limits,
+        allowance=allowance,
+        fallback=fb,
+        held_load=held,
     )
     assert d.desired >= min(d.reactive, limits.max_replicas)
     assert d.desired <= limits.max_replicas
@@ -49,11 +64,17 @@ def test_never_below_reactive_nor_above_max_replicas_nor_prewarm_cap(
 
 
 @settings(max_examples=300, deadline=None)
-@given(load=loads, peak=peaks, limits=limit_sets(), fb=reasons)
-def test_a_budget_of_zero_gives_exactly_the_reactive_decision(
-    load: float, peak: float | None, limits: policy.Limits, fb: policy.Reason | None
+@given(load=loads, peak=peaks, limits=limit_sets(), fb=reasons, held=helds)
+def test_a_budget_of_zero_gives_exactly_the_reactive_decision_and_holds_nothing(
+    load: float,
+    peak: float | None,
+    limits: policy.Limits,
+    fb: policy.Reason | None,
+    held: float | None,
 ) -> None:
-    ours = policy.decide(load=load, forecast_peak=peak, limits=limits, allowance=0, fallback=fb)
+    ours = policy.decide(
+        load=load, forecast_peak=peak, limits=limits, allowance=0, fallback=fb, held_load=held
+    )
     reactive = policy.decide(load=load, forecast_peak=None, limits=limits, allowance=0)
     assert ours.desired == reactive.desired
     assert ours.prewarm == 0
@@ -67,6 +88,7 @@ def test_a_budget_of_zero_gives_exactly_the_reactive_decision(
     a=st.integers(0, 50),
     extra=st.integers(0, 50),
     fb=reasons,
+    held=helds,
 )
 def test_more_budget_never_yields_fewer_replicas(
     load: float,
@@ -75,11 +97,11 @@ def test_more_budget_never_yields_fewer_replicas(
     a: int,
     extra: int,
     fb: policy.Reason | None,
+    held: float | None,
 ) -> None:
-    less = policy.decide(load=load, forecast_peak=peak, limits=limits, allowance=a, fallback=fb)
-    more = policy.decide(
-        load=load, forecast_peak=peak, limits=limits, allowance=a + extra, fallback=fb
-    )
+    common = {"load": load, "forecast_peak": peak, "limits": limits, "fallback": fb}
+    less = policy.decide(**common, allowance=a, held_load=held)  # type: ignore[arg-type]
+    more = policy.decide(**common, allowance=a + extra, held_load=held)  # type: ignore[arg-type]
     assert more.desired >= less.desired
 
 
@@ -138,15 +160,18 @@ def test_prewarm_spent_in_any_window_never_exceeds_the_budget(
     ledger = budget.Ledger(budget=budget_amount, window=window, cost_per_replica_hour=price)
     now = 1_000_000.0
     spent: list[tuple[float, float]] = []
+    recent: list[float] = []
     for move, load, peak, step in sequence:
         stamp = now + move if math.isfinite(move) else move
         if math.isfinite(stamp):
             now = stamp
+        recent = [*recent[-2:], load]  # the hold: the highest of the last three samples
         d = policy.decide(
             load=load,
             forecast_peak=peak,
             limits=limits,
             allowance=ledger.allowance(stamp, step),
+            held_load=policy.floor_load(recent),
         )
         hours = ledger.charge(stamp, d.prewarm, step)
         if hours > 0:
@@ -186,6 +211,40 @@ def test_shadow_mode_answers_reactive_while_the_predictive_decision_prewarms() -
     assert (served.desired, served.prewarm) == (4, 0)
 
 
+def test_the_hold_past_the_hpa_window_is_paid_prewarm_with_its_own_reason() -> None:
+    limits = policy.Limits(threshold=10.0, max_prewarm_replicas=5)
+    held = policy.decide(load=40.0, forecast_peak=None, limits=limits, allowance=10, held_load=70.0)
+    assert (held.reactive, held.prewarm, held.desired, held.reason) == (
+        4,
+        3,
+        7,
+        policy.Reason.HOLD,
+    )
+    capped = policy.decide(load=40.0, forecast_peak=None, limits=limits, allowance=1, held_load=70)
+    assert (capped.desired, capped.reason) == (5, policy.Reason.BUDGET_CAPPED)
+    higher = policy.decide(load=40.0, forecast_peak=85.0, limits=limits, allowance=10, held_load=70)
+    assert (higher.desired, higher.reason) == (9, policy.Reason.FORECAST)
+    lower = policy.decide(load=40.0, forecast_peak=55.0, limits=limits, allowance=10, held_load=70)
+    assert (lower.desired, lower.reason) == (7, policy.Reason.HOLD)
+    drifted = policy.decide(
+        load=40.0,
+        forecast_peak=85.0,
+        limits=limits,
+        allowance=10,
+        fallback=policy.Reason.DRIFT_FALLBACK,
+        held_load=70.0,
+    )
+    assert (drifted.desired, drifted.reason) == (7, policy.Reason.DRIFT_FALLBACK)
+
+
+def test_the_free_floor_is_the_hpa_window_never_longer_than_the_lead_time() -> None:
+    assert policy.free_samples(600.0, 300.0) == 1  # the yardstick's reactive: L[t-1] alone
+    assert policy.free_samples(600.0, 30.0) == 10
+    assert policy.free_samples(120.0, 30.0) == policy.floor_samples(120.0, 30.0) == 5
+    assert policy.free_samples(600.0, 1800.0) == 1
+    assert policy.stabilisation_samples(math.nan) == 1
+
+
 def test_an_absurd_load_asks_for_max_replicas_instead_of_crashing() -> None:
     # 1e308 / 0.001 overflows to inf; found by hypothesis, kept as a fixed example.
     limits = policy.Limits(threshold=0.001, max_replicas=40)
@@ -214,15 +273,18 @@ def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it
     now = 1_000_000.0
     spent: list[tuple[float, float]] = []
     used: list[tuple[float, float]] = []
+    recent: list[float] = []
     for move, load, peak, step in sequence:
         stamp = now + move if math.isfinite(move) else move
         if math.isfinite(stamp):
             now = stamp
+        recent = [*recent[-2:], load]  # the hold: the highest of the last three samples
         d = policy.decide(
             load=load,
             forecast_peak=peak,
             limits=limits,
             allowance=ledger.allowance(stamp, step),
+            held_load=policy.floor_load(recent),
         )
         hours = ledger.charge(stamp, d.prewarm, step)
         if hours > 0:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from models.base import DAY, Series
-from scaler.offline import replay
+from scaler.offline import baselines, replay
 from tests.unit.test_replay import STEP, trace
 
 
@@ -68,3 +68,28 @@ def test_a_burst_past_max_replicas_lends_a_share_budget_only_what_max_replicas_r
     hours = series.span / 3600.0
     assert used <= config.max_replicas * hours
     assert (result.decisions["reactive"] > config.max_replicas).any()  # the burst was there
+
+
+def test_every_replica_above_the_reactive_baseline_is_charged_unless_the_hold_is_free(
+    shared: replay.Replay,
+) -> None:
+    # The yardstick's reactive baseline holds for the HPA's 5 minutes; the policy's floor holds
+    # for the lead time. The replicas between the two are paid prewarm (reason hold), so the
+    # ledger sees every replica above the baseline; the ablation holds them for free.
+    def unpaid(result: replay.Replay) -> tuple[int, int]:
+        frame = result.decisions
+        load = frame["load"].to_numpy()
+        base = baselines.reactive(load, threshold=40.0, step=STEP)
+        ok = np.isfinite(load) & (frame["reason"] != "no_data").to_numpy()
+        above = (frame["desired"].to_numpy() - base)[ok]
+        paid = np.rint(frame["prewarm_replica_hours"].to_numpy() * 3600 / STEP)[ok]
+        held = int((frame["reason"][ok] == "hold").sum())
+        return int((above - paid).sum()), held
+
+    free = replay.replay(
+        trace(), replay.ReplayConfig(threshold=40.0, budget_share=0.05, charge_hold=False)
+    )
+    gap, holds = unpaid(shared)
+    assert gap == 0 and holds > 0
+    free_gap, free_holds = unpaid(free)
+    assert free_gap > 0 and free_holds == 0

@@ -15,7 +15,7 @@ from scaler.offline import backtest, replay
 
 MINUTE = 60.0
 MODEL_STEP = 300.0
-CONFIG = replay.ReplayConfig(threshold=25.0, budget=24.0, model_step=MODEL_STEP)
+CONFIG = replay.ReplayConfig(threshold=25.0, budget_share=0.3, model_step=MODEL_STEP)  # the default
 
 
 def bursty(days: float = 6, seed: int = 3) -> Series:
