@@ -1,0 +1,87 @@
+"""A drift refit in the live engine comes on top of the weekly schedule, as in the replay: the
+fitter runs it at once and leaves `fitted_at` (the schedule) where it was; a scheduled fit moves
+it. The real fitter (in-process, no worker pool) on a real trace."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from models import artefact
+from scaler.decision import budget, spec
+from scaler.serving import champions, fitting
+from scaler.serving.state import TargetState
+from scaler.serving.telemetry import Telemetry
+from scaler.settings import EngineSettings
+from scaler.store.directory import DirectoryStore
+from tests.contract import synthetic
+
+SETTINGS = EngineSettings()
+NOW = 30 * 86400.0
+SCHEDULED = NOW - 2 * 86400.0
+"""The last scheduled fit, two days before the alarm."""
+
+
+def fitted_state() -> TargetState:
+    parsed = spec.parse("gpu", "llm", {"query": "load", "threshold": "20", "model": "seasonal"})
+    history = synthetic.load(15, seed=3)
+    state = TargetState(
+        spec=parsed, ledger=budget.Ledger(budget=1.0, window=86400.0), last_asked=NOW
+    )
+    state.history = history
+    state.model = artefact.load(artefact.fit("seasonal", history, steps=6))
+    state.fitted_at = SCHEDULED
+    return state
+
+
+def fit_once(fitter: fitting.Fitter, state: TargetState, now: float) -> bool:
+    """maybe_fit at `now` and wait for it; True when a fit ran."""
+
+    async def main() -> bool:
+        fitter.maybe_fit(state, now)
+        started = state.fitting
+        await fitter.wait()
+        return started
+
+    return asyncio.run(main())
+
+
+def test_a_drift_refit_runs_at_once_and_keeps_the_weekly_schedule() -> None:
+    fitter = fitting.Fitter(SETTINGS, Telemetry(CollectorRegistry()))
+    state = fitted_state()
+    assert not fit_once(fitter, state, NOW)  # not due: two days into the week
+    state.refit_early = True  # what the engine sets on a drift alarm (take_retrain)
+    before = state.model
+    assert fit_once(fitter, state, NOW)
+    assert state.model is not before
+    assert state.fitted_at == SCHEDULED and not state.refit_early
+    assert not fit_once(fitter, state, NOW + 3600)  # the early fit did not make one due
+    due = SCHEDULED + SETTINGS.refit_every
+    assert fit_once(fitter, state, due)  # the weekly one comes on its own day
+    assert state.fitted_at == due
+
+
+def test_a_scheduled_fit_moves_the_schedule_and_restarts_it_as_before() -> None:
+    """The ablation: without the early flag a fit that was due sets the schedule to its time."""
+    fitter = fitting.Fitter(SETTINGS, Telemetry(CollectorRegistry()))
+    state = fitted_state()
+    state.fitted_at = NOW - SETTINGS.refit_every
+    assert fit_once(fitter, state, NOW)
+    assert state.fitted_at == NOW
+
+
+def test_a_replica_adopting_a_stored_drift_refit_keeps_its_own_schedule(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    writer, reader = fitted_state(), fitted_state()
+    gate_w, gate_r = champions.Champions(store, poll=1), champions.Champions(store, poll=1)
+    asyncio.run(gate_w.publish(writer, artefact.fit("seasonal", writer.history, steps=6),
+                               quick=False, replaces=None, early=True))  # fmt: skip
+    assert asyncio.run(gate_r.refresh(reader))
+    assert reader.fitted_at == SCHEDULED
+    fresh = fitted_state()
+    fresh.fitted_at = -math.inf  # a replica that never had a schedule takes the model's
+    assert asyncio.run(gate_r.refresh(fresh))
+    assert math.isfinite(fresh.fitted_at)
