@@ -42,7 +42,13 @@ class Publisher(Protocol):
     async def adopt_newer(self, state: TargetState) -> bool: ...
 
     async def publish(
-        self, state: TargetState, data: dict[str, Any], *, quick: bool, replaces: int | None
+        self,
+        state: TargetState,
+        data: dict[str, Any],
+        *,
+        quick: bool,
+        replaces: int | None,
+        early: bool = False,
     ) -> CalibratedModel: ...
 
 

@@ -77,8 +77,8 @@ def test_a_replica_adopting_a_stored_drift_refit_keeps_its_own_schedule(tmp_path
     store = DirectoryStore(tmp_path)
     writer, reader = fitted_state(), fitted_state()
     gate_w, gate_r = champions.Champions(store, poll=1), champions.Champions(store, poll=1)
-    asyncio.run(gate_w.publish(writer, artefact.fit("seasonal", writer.history, steps=6),
-                               quick=False, replaces=None, early=True))  # fmt: skip
+    data = artefact.fit("seasonal", synthetic.load(15, seed=4), steps=6)
+    asyncio.run(gate_w.publish(writer, data, quick=False, replaces=None, early=True))
     assert asyncio.run(gate_r.refresh(reader))
     assert reader.fitted_at == SCHEDULED
     fresh = fitted_state()
