@@ -137,6 +137,8 @@ class Fitter:
         scheduled = now - state.fitted_at >= self.settings.refit_every
         state.refit_early = False
         kind = QUICK_MODEL if quick else spec.model
+        if not scheduled and spec.model == "auto" and state.model is not None:
+            kind = state.model.kind  # a drift refit: selection stays with the scheduled fits
         fit = functools.partial(
             self._fit_fn,
             kind,

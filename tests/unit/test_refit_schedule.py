@@ -1,17 +1,22 @@
 """A drift refit in the live engine comes on top of the weekly schedule, as in the replay: the
-fitter runs it at once and leaves `fitted_at` (the schedule) where it was; a scheduled fit moves
-it. The real fitter (in-process, no worker pool) on a real trace."""
+fitter runs it at once and leaves `fitted_at` (the schedule) where it was, and an `auto` target
+refits its champion's kind (selection stays with the scheduled fits); a scheduled fit moves the
+schedule. The real fitter (in-process, no worker pool) on synthetic load."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from models import artefact
+from models.base import Series
 from scaler.decision import budget, spec
+from scaler.offline import replay
 from scaler.serving import champions, fitting
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
@@ -85,3 +90,22 @@ def test_a_replica_adopting_a_stored_drift_refit_keeps_its_own_schedule(tmp_path
     fresh.fitted_at = -math.inf  # a replica that never had a schedule takes the model's
     assert asyncio.run(gate_r.refresh(fresh))
     assert math.isfinite(fresh.fitted_at)
+
+
+def test_an_auto_targets_drift_refit_fits_its_champions_kind_and_a_scheduled_one_selects() -> None:
+    kinds: list[str] = []
+
+    def recording_fit(kind: str, history: Series, steps: int, **kw: Any) -> dict[str, Any]:
+        kinds.append(kind)
+        return artefact.fit("seasonal", history, steps, quantile=kw["quantile"])
+
+    fitter = fitting.Fitter(SETTINGS, Telemetry(CollectorRegistry()), fit=recording_fit)
+    state = fitted_state()
+    state.spec = dataclasses.replace(state.spec, model="auto")
+    state.refit_early = True
+    assert fit_once(fitter, state, NOW)
+    state.fitted_at = NOW - SETTINGS.refit_every
+    assert fit_once(fitter, state, NOW)
+    assert kinds == ["seasonal", "auto"]  # the champion's kind early, the selection on schedule
+    assert replay.drift_refit_kind("auto", state.model) == "seasonal"  # the replay's rule
+    assert replay.drift_refit_kind("ets", state.model) == "ets"
