@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import math
 from pathlib import Path
 from typing import Any
 
