@@ -38,6 +38,7 @@ artefact and the series, so scaler replicas fed the same data agree.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -93,6 +94,10 @@ change sees little of the new regime, the next one a whole daily cycle of it."""
 NULL_SPAN = WEEK
 """Newest stretch of a model's training history its null is measured on (models.calibrate's
 calibration window on a long history)."""
+ROUTINE_SPAN = 2 * WEEK
+"""Newest stretch of a model's training history whose gaps `null_for` reads for routine ones:
+two weeks, so a gap that comes once a week (a weekend) is seen twice, as the calibration week
+sees a nightly one."""
 MIN_NULL_WINDOWS = 8
 """Fewest independent windows a measured null needs; with fewer the conservative one is used."""
 MIN_MISSES = 10
@@ -425,7 +430,13 @@ def null_for(model: CalibratedModel, history: Series, *, lead_time: float, quant
     offset = model.calibration.offsets(ahead, quantile)[ahead - 1]
     upper = np.maximum(p50 + offset * model.calibration.scale(p50), p50)
     units = band_units(actual, p50, upper, model.calibration.floor)
-    return null_from(units, step=history.step, quantile=quantile)
+    null = null_from(units, step=history.step, quantile=quantile)
+    if null.samples == 0:
+        return null
+    seen = known.since(model.trained_until - ROUTINE_SPAN).values
+    return dataclasses.replace(
+        null, routine_gap=max(null.routine_gap, routine_gap(seen, history.step))
+    )
 
 
 @dataclass(frozen=True)
