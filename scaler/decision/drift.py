@@ -431,8 +431,8 @@ def null_for(model: CalibratedModel, history: Series, *, lead_time: float, quant
     upper = np.maximum(p50 + offset * model.calibration.scale(p50), p50)
     units = band_units(actual, p50, upper, model.calibration.floor)
     null = null_from(units, step=history.step, quantile=quantile)
-    if null.samples == 0:
-        return null
+    # Gaps are the load's, not the errors': even a null too short to measure (a holiday took
+    # days out of its week) knows the nights.
     seen = known.since(model.trained_until - ROUTINE_SPAN).values
     return dataclasses.replace(
         null, routine_gap=max(null.routine_gap, routine_gap(seen, history.step))
