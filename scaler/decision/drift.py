@@ -38,6 +38,7 @@ artefact and the series, so scaler replicas fed the same data agree.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -93,6 +94,10 @@ change sees little of the new regime, the next one a whole daily cycle of it."""
 NULL_SPAN = WEEK
 """Newest stretch of a model's training history its null is measured on (models.calibrate's
 calibration window on a long history)."""
+ROUTINE_SPAN = 2 * WEEK
+"""Newest stretch of a model's training history whose gaps `null_for` reads for routine ones:
+two weeks, so a gap that comes once a week (a weekend) is seen twice, as the calibration week
+sees a nightly one."""
 MIN_NULL_WINDOWS = 8
 """Fewest independent windows a measured null needs; with fewer the conservative one is used."""
 MIN_MISSES = 10
@@ -134,6 +139,10 @@ class Null:
     """More actuals than this above the upper band (u > 1.645), or below its mirror image
     (u < -1.645), in the long window trip it (`miss_limit`); None: no miss test (the
     conservative null, or a null stored before the test existed)."""
+    routine_gap: float = 0.0
+    """Seconds of the longest gap between actuals that the calibration backtest held more than
+    once (`routine_gap`): a load that routinely stops (a call centre at night) has gaps that
+    long while its forecast is healthy, so only a longer gap restarts trust (`observe`)."""
 
     def sides(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """(upper, lower) limits of each window."""
@@ -259,13 +268,12 @@ def null_from(errors: FloatArray, *, step: float, quantile: float = 0.95) -> Nul
     point = max(float(np.quantile(np.abs(finite - np.median(finite)), 0.6827)), SPREAD_FLOOR)
     alpha = side_chance(step)
     means, spreads, uppers, lowers = [], [], [], []
+    runs = gapless_runs(u)
     for width in conservative.windows:
-        if u.size < width * MIN_NULL_WINDOWS:
+        if int((runs // width).sum()) < MIN_NULL_WINDOWS:
             return conservative
         view = sliding_window_view(u, width)
         windowed = view[np.isfinite(view).all(axis=1)].mean(axis=1)
-        if windowed.size < width * MIN_NULL_WINDOWS:
-            return conservative
         centre = float(np.median(windowed))
         deviation = (windowed - centre) / point  # in point spreads: band units when healthy
         shrink = float(np.quantile(np.abs(deviation), 0.6827))
@@ -289,7 +297,27 @@ def null_from(errors: FloatArray, *, step: float, quantile: float = 0.95) -> Nul
             miss_limit(u, u > Z_P95, long, alpha=alpha, rate=rate),
             miss_limit(u, u < -Z_P95, long, alpha=alpha, rate=rate),
         ),
+        routine_gap=routine_gap(u, step),
     )
+
+
+def gapless_runs(errors: FloatArray) -> np.ndarray:
+    """Lengths of the runs of consecutive finite `errors`. A window fits inside one run, so a
+    run of n holds n // width independent windows: load with routine gaps (business hours, a
+    nightly batch window) has fewer than its observations / width, and a continuous week the
+    same (counting overlapping windows / width, as before, refused a week of 14-hour days)."""
+    finite = np.concatenate(([False], np.isfinite(errors), [False]))
+    edges = np.flatnonzero(np.diff(finite.astype(np.int8)))
+    return edges[1::2] - edges[::2]
+
+
+def routine_gap(errors: FloatArray, step: float) -> float:
+    """Seconds of the longest gap between scored actuals in `errors` (NaN: no actual) that
+    happened at least twice. A gap seen once is an event (an outage, a lost scraper), not the
+    load's routine, and a model fitted during an outage must not learn outages as normal."""
+    at = np.flatnonzero(np.isfinite(errors))
+    gaps = np.sort(np.diff(at))
+    return float(gaps[-2] * step) if gaps.size >= 2 else 0.0
 
 
 def miss_limit(
@@ -402,7 +430,13 @@ def null_for(model: CalibratedModel, history: Series, *, lead_time: float, quant
     offset = model.calibration.offsets(ahead, quantile)[ahead - 1]
     upper = np.maximum(p50 + offset * model.calibration.scale(p50), p50)
     units = band_units(actual, p50, upper, model.calibration.floor)
-    return null_from(units, step=history.step, quantile=quantile)
+    null = null_from(units, step=history.step, quantile=quantile)
+    # Gaps are the load's, not the errors': even a null too short to measure (a holiday took
+    # days out of its week) knows the nights.
+    seen = known.since(model.trained_until - ROUTINE_SPAN).values
+    return dataclasses.replace(
+        null, routine_gap=max(null.routine_gap, routine_gap(seen, history.step))
+    )
 
 
 @dataclass(frozen=True)
@@ -476,7 +510,8 @@ class DriftMonitor:
         covered = math.isfinite(upper) and actual <= upper + 1e-9
         self.recent.append((covered, abs(actual - p50) if math.isfinite(p50) else actual, actual))
         null = self.current_null()
-        stale = math.isfinite(self.last_at) and at - self.last_at > STALE_AFTER + 1e-6
+        gap = max(STALE_AFTER, null.routine_gap)
+        stale = math.isfinite(self.last_at) and at - self.last_at > gap + 1e-6
         self.last_at = at
         if stale and self.state is DriftState.OK:
             # Load came back after a gap longer than the long window (an outage, a lost

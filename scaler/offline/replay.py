@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from models.base import DAY, WEEK, Forecaster, Series
-from models.calibrate import Calibration
+from models.calibrate import CalibratedModel, Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
 from scaler.decision import allocation, budget, drift, margin, policy, resolution
@@ -130,6 +130,17 @@ def replay(
     return Replay(decisions=frame, summary=summarise(series, frame, extra, config, warmup))
 
 
+def drift_refit_kind(
+    make: Callable[[], Forecaster] | str, champion: CalibratedModel | None
+) -> Callable[[], Forecaster] | str:
+    """What a drift refit fits: the champion's kind on fresh data when `auto` chose it (the
+    selection, a backtest of every candidate over two windows, stays with the weekly fits, as
+    in the live engine: scaler/serving/fitting.py); `make` itself otherwise."""
+    if make == "auto" and champion is not None:
+        return champion.kind
+    return make
+
+
 def simulate(
     series: Series, config: ReplayConfig, *, make: Callable[[], Forecaster] | str = SeasonalBaseline
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -153,9 +164,9 @@ def simulate(
         monitor=drift.DriftMonitor(quantile=config.quantile, step=coarse.step),
     )
 
-    def forecasts(start: int) -> Iterator[Origin]:
+    def forecasts(start: int, kind: Callable[[], Forecaster] | str = make) -> Iterator[Origin]:
         return walk_forward(
-            make,
+            kind,
             coarse,
             start=start,
             steps=points,
@@ -197,7 +208,10 @@ def simulate(
                     Series(coarse.start + i * coarse.step, coarse.step, coarse.values[i : i + 1])
                 )
                 if tracker.monitor.take_retrain():
-                    origins, retrains = forecasts(i), retrains + 1
+                    origins, retrains = (
+                        forecasts(i, drift_refit_kind(make, origin.model)),
+                        retrains + 1,
+                    )
                     off_schedule = True
                 elif off_schedule and anchor is not None and (i - anchor) % weekly == 0:
                     origins = forecasts(i)  # the weekly refit, on its own schedule

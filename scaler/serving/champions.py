@@ -118,7 +118,8 @@ class Champions:
         state.model_fallback = bool(stored.meta.get("fallback_at_fit", False))
         # Due again a refit period after its fit; a quick first model at once (fitting.py).
         quick = bool(stored.meta.get("quick", False))
-        state.fitted_at = -math.inf if quick else model.trained_until
+        if not (stored.meta.get("early", False) and math.isfinite(state.fitted_at)):
+            state.fitted_at = -math.inf if quick else model.trained_until  # a drift refit: kept
         state.model_note = f"{model.kind} v{stored.version} from the model store"
         logger.info("%s: %s", spec.key, state.model_note)
 
@@ -165,7 +166,8 @@ class Champions:
     def allow(self, state: TargetState, now: float) -> bool:
         """May the fitter start this due fit? An early one (fitted_at reset by a drift alarm or
         a quick first model) of a stored model at most once per EARLY_REFIT_GAP."""
-        if state.model_version is None or math.isfinite(state.fitted_at):
+        early = state.refit_early or not math.isfinite(state.fitted_at)
+        if state.model_version is None or not early:
             return True
         if now - self._early.get(state.spec.key, -math.inf) < EARLY_REFIT_GAP:
             return False
@@ -184,7 +186,13 @@ class Champions:
             return False
 
     async def publish(
-        self, state: TargetState, data: dict[str, Any], *, quick: bool, replaces: int | None
+        self,
+        state: TargetState,
+        data: dict[str, Any],
+        *,
+        quick: bool,
+        replaces: int | None,
+        early: bool = False,
     ) -> CalibratedModel:
         """Store a model fitted here and make it champion if the champion is still `replaces`,
         the version served when the fit began (a champion adopted while it ran is newer, and
@@ -202,7 +210,7 @@ class Champions:
                 quantile=spec.quantile,
             )
             data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, model.step)}
-        meta = {"writer": self.writer, "quick": quick, "fallback_at_fit": fallback}
+        meta = {"writer": self.writer, "quick": quick, "fallback_at_fit": fallback, "early": early}
         key, expected = key_of(spec), replaces
         try:
             version = await asyncio.to_thread(self.store.put, key, data, meta)

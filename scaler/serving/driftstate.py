@@ -168,10 +168,18 @@ def null_from_json(data: Any, spec: TargetSpec, step: float) -> drift.Null | Non
             misses=None
             if data.get("misses") is None
             else (int(data["misses"][0]), int(data["misses"][1])),
+            routine_gap=float(data.get("routine_gap", 0.0)),
         )
     except (KeyError, TypeError, ValueError, IndexError):
         return None
-    values = (*null.means, *null.spreads, *null.limits, *(null.lower or ()), null.z)
+    values = (
+        *null.means,
+        *null.spreads,
+        *null.limits,
+        *(null.lower or ()),
+        null.z,
+        null.routine_gap,
+    )
     if not all(math.isfinite(v) for v in values) or min(windows) < 1:
         return None
     return null

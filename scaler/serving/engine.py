@@ -399,7 +399,7 @@ class Engine:
         tracker.record(forecast)
         self.telemetry.per_target.forecast(spec, forecast, state.history, now=now)
         if tracker.monitor.take_retrain():
-            state.fitted_at = -math.inf
+            state.refit_early = True
         quantile = state.read_quantile = policy.affordable_quantile(
             spec.quantile, remaining=state.ledger.remaining(now), budget=state.ledger.limit(now)
         )

@@ -42,7 +42,13 @@ class Publisher(Protocol):
     async def adopt_newer(self, state: TargetState) -> bool: ...
 
     async def publish(
-        self, state: TargetState, data: dict[str, Any], *, quick: bool, replaces: int | None
+        self,
+        state: TargetState,
+        data: dict[str, Any],
+        *,
+        quick: bool,
+        replaces: int | None,
+        early: bool = False,
     ) -> CalibratedModel: ...
 
 
@@ -105,7 +111,7 @@ class Fitter:
 
     def maybe_fit(self, state: TargetState, now: float) -> None:
         """Start a fit of `state`'s model in the background when one is due."""
-        due = now - state.fitted_at >= self.settings.refit_every
+        due = state.refit_early or now - state.fitted_at >= self.settings.refit_every
         if state.fitting or not due or state.history is None:
             return
         if self.store is not None and not self.store.allow(state, now):
@@ -127,7 +133,12 @@ class Fitter:
         # at start-up). A target with no model yet gets the cheap baseline first and is due for
         # the real selection right after: it prewarms within a step instead of staying reactive.
         quick = spec.model == "auto" and state.model is None
+        # A drift refit between two scheduled ones leaves the schedule where it was.
+        scheduled = now - state.fitted_at >= self.settings.refit_every
+        state.refit_early = False
         kind = QUICK_MODEL if quick else spec.model
+        if not scheduled and spec.model == "auto" and state.model is not None:
+            kind = state.model.kind  # a drift refit: selection stays with the scheduled fits
         fit = functools.partial(
             self._fit_fn,
             kind,
@@ -144,12 +155,15 @@ class Fitter:
             if self.store is None:
                 state.model = artefact.load(data)
             else:
-                state.model = await self.store.publish(state, data, quick=quick, replaces=serving)
+                state.model = await self.store.publish(
+                    state, data, quick=quick, replaces=serving, early=not scheduled
+                )
             state.model_note = f"{state.model.kind} fitted on {len(history)} points"
             state.fit_failures = 0
             self.telemetry.fits.labels(kind, "ok").inc()
             logger.info("%s: %s", spec.key, state.model_note)
-            state.fitted_at = -math.inf if quick else now
+            if quick or scheduled:
+                state.fitted_at = -math.inf if quick else now
         except ModelError as exc:
             state.model_note = str(exc)
             self.telemetry.fits.labels(kind, "error").inc()

@@ -40,6 +40,10 @@ class TargetState:
     model_version: int | None = None
     """The store version `model` is (None without a store, or before one was written)."""
     fitted_at: float = -math.inf
+    """When the newest scheduled fit ran: the next is due a refit period later."""
+    refit_early: bool = False
+    """A drift alarm asked for a refit on top of the schedule, which `fitted_at` keeps (as the
+    replay and the weekly retrain CronJob do): the early fit does not restart the week."""
     fitting: bool = False
     fit_failures: int = 0
     """Fits in a row that broke their worker (died, timed out, out of memory): the backoff."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import math
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +83,11 @@ def test_early_refits_of_a_stored_model_are_rate_limited_and_weekly_ones_are_not
     state = fresh_state()
     assert gate.allow(state, 0.0)  # no stored model yet: the first fit
     state.model, state.model_version = artefact.load(fitted(1)), 1
-    state.fitted_at = -math.inf  # a drift alarm asked for a refit
+    state.fitted_at, state.refit_early = 50.0, True  # a drift alarm asked for a refit
     assert gate.allow(state, 100.0)
     assert not gate.allow(state, 100.0 + champions.EARLY_REFIT_GAP - 1)
     assert gate.allow(state, 100.0 + champions.EARLY_REFIT_GAP)
-    state.fitted_at = 50.0  # due by the refit period: never held back
+    state.refit_early = False  # due by the refit period: never held back
     assert gate.allow(state, 101.0)
 
 

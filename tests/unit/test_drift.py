@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.base import DAY, WEEK, Forecast, Series
+from models.base import DAY, HOUR, WEEK, Forecast, Series
 from models.seasonal import SeasonalBaseline
 from scaler.decision import drift
 from scaler.offline import replay
@@ -339,3 +339,78 @@ def test_load_back_after_a_gap_longer_than_the_long_window_restarts_in_fallback(
         steady(monitor, np.zeros(1), t + gap)  # accurate, but after `gap` steps without data
         assert monitor.in_fallback is engaged
         assert monitor.take_retrain() is engaged
+
+
+def test_a_gap_the_calibration_week_holds_routinely_does_not_restart_trust() -> None:
+    # A call centre closed 10 hours every night: the calibration errors have those gaps, so a
+    # nightly gap is how this load looks when healthy; a gap longer than any it held restarts.
+    rng = np.random.default_rng(11)
+    day, night = int(DAY / STEP), int(10 * HOUR / STEP)
+    errors = rng.normal(size=7 * day)
+    for d in range(7):
+        errors[d * day : d * day + night] = np.nan
+    null = measured_null(errors)
+    assert null.routine_gap == (night + 1) * STEP
+    once = rng.normal(size=7 * day)
+    once[day : day + 2 * night] = np.nan  # one outage in the calibration week: not routine
+    assert measured_null(once).routine_gap == STEP
+    nightly_restarts = 0
+    for gap, engaged in ((night + 1, False), (2 * night, True)):
+        monitor = drift.DriftMonitor(step=STEP, null=null)
+        t = steady(monitor, np.zeros(20), 0)
+        steady(monitor, np.zeros(1), t + gap - 1)
+        assert monitor.in_fallback is engaged
+        nightly_restarts += monitor.in_fallback
+    assert nightly_restarts == 1
+    ablation = dataclasses.replace(null, routine_gap=0.0)  # the rule without the routine gap
+    monitor = drift.DriftMonitor(step=STEP, null=ablation)
+    steady(monitor, np.zeros(1), steady(monitor, np.zeros(20), 0) + night)
+    assert monitor.in_fallback
+
+
+def business_hours(days: float, *, seed: int = 0) -> Series:
+    """`daily_cycle` seen only 07:00-21:00 on weekdays (a call centre): NaN at night and at
+    weekends, as a trace with those rows missing reads."""
+    series = daily_cycle(days, seed=seed)
+    times = series.times()
+    hour = (times % DAY) / HOUR
+    weekday = ((times // DAY).astype(int) + 3) % 7  # 1970-01-01 was a Thursday; Monday is 0
+    values = np.where((hour >= 7) & (hour < 21) & (weekday < 5), series.values, np.nan)
+    return Series(series.start, series.step, values)
+
+
+def test_a_week_of_business_hours_errors_gives_a_measured_null_not_the_conservative_one() -> None:
+    # Five 14-hour days: fewer overlapping 6-hour windows than 8 x 72 (the old count refused
+    # it), but ten independent ones; the nightly gap is the routine one.
+    rng = np.random.default_rng(5)
+    day, open_ = int(DAY / STEP), int(14 * HOUR / STEP)
+    errors = np.full(7 * day, np.nan)
+    for d in range(5):
+        errors[d * day : d * day + open_] = ar1(open_, 0.5, rng)
+    null = measured_null(errors)
+    assert null.samples == 5 * open_
+    assert null.routine_gap == (day - open_ + 1) * STEP
+    assert int((drift.gapless_runs(errors) // null.windows[1]).sum()) >= drift.MIN_NULL_WINDOWS
+    short = errors.copy()
+    short[3 * day :] = np.nan  # three days: too few independent windows, conservative
+    assert measured_null(short).samples == 0
+
+
+def test_business_hours_load_raises_under_one_episode_a_week_not_one_each_morning_or_monday(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    series = business_hours(28)
+    config = replay.ReplayConfig(threshold=40.0)
+    weeks = (series.span - replay.WARMUP) / WEEK  # the yardstick's scored span
+
+    def episodes() -> int:
+        summary = replay.replay(series, config, make=SeasonalBaseline).summary
+        return int(summary["drift"]["scored_episodes"])
+
+    assert episodes() < weeks
+    # The ablations: gaps read on the calibration week alone (the weekend is seen once, so each
+    # Monday restarts), and no routine gap at all (every morning restarts).
+    monkeypatch.setattr(drift, "ROUTINE_SPAN", drift.NULL_SPAN)
+    assert episodes() >= math.floor(weeks)
+    monkeypatch.setattr(drift, "routine_gap", lambda errors, step: 0.0)
+    assert episodes() > 2 * weeks
