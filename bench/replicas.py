@@ -199,6 +199,8 @@ class Replica:
             argv += ["--targets", str(work / "targets.yaml")]
         if args.warm_nice is not None:
             argv += ["--warm-nice", str(args.warm_nice)]
+        if args.fit_input is not None:
+            argv += ["--fit-input", args.fit_input]
         self.started = time.monotonic()
         self.server = procs.Server(name, argv, work / f"{name}.log", port=self.grpc_port)
         self.name = name
@@ -514,6 +516,11 @@ def main() -> int:
         help="ablation: replicas learn targets from KEDA's calls",
     )
     p.add_argument("--drain-delay", default="5s")
+    p.add_argument(
+        "--fit-input",
+        choices=("peaks", "points"),
+        help="scaler serve --fit-input (default: serve's own, peaks); points is the ablation",
+    )
     p.add_argument(
         "--warm-nice",
         type=int,
