@@ -18,7 +18,14 @@ from models.reference import SeasonalNaive
 from models.seasonal import SeasonalBaseline
 from scaler.serving import driftstate
 from scaler.serving.state import forecast_steps
-from tests.unit.test_many_origins import FIT_AT, SPEC, STEP, WINDOW, gappy_load
+from tests.unit.test_many_origins import (
+    FIT_AT,
+    SPEC,
+    STEP,
+    WINDOW,
+    assert_same_tracker,
+    gappy_load,
+)
 
 
 def members(data: Series, kinds: tuple[type[Forecaster], ...]) -> list[Forecaster]:
@@ -75,16 +82,5 @@ def test_an_ensemble_champions_drift_state_replayed_in_one_pass_equals_the_loop_
     fast = driftstate.rebuild(SPEC, champion, history, window=WINDOW)
     monkeypatch.setattr(manyorigin, "forecasts", lambda *_a, **_k: None)  # the ablation
     slow = driftstate.rebuild(SPEC, ensemble_champion(data), history, window=WINDOW)
-    a, b = fast.monitor, slow.monitor
-    assert a.observations == b.observations > 500
-    assert (a.state, list(a.short), list(a.long), list(a.recent)) == (
-        b.state,
-        list(b.short),
-        list(b.long),
-        list(b.recent),
-    )
-    assert (a.retrain_requested, fast.scored_until) == (b.retrain_requested, slow.scored_until)
-    assert sorted(fast.pending) == sorted(slow.pending)
-    for origin, forecast in fast.pending.items():
-        assert np.array_equal(forecast.p50, slow.pending[origin].p50)
-        assert np.array_equal(forecast.upper, slow.pending[origin].upper)
+    assert fast.monitor.observations > 500
+    assert_same_tracker(fast, slow, arrays=("p50", "upper"))

@@ -170,19 +170,8 @@ def test_the_drift_state_rebuilt_in_one_pass_equals_the_one_rebuilt_origin_by_or
         monkeypatch.setattr(manyorigin, "forecasts", lambda *_a, **_k: None)
     fast = driftstate.rebuild(SPEC, fitted(data), history, window=WINDOW)
     slow = replayed_origin_by_origin(fitted(data), history)
-    a, b = fast.monitor, slow.monitor
-    assert a.observations == b.observations > 100
-    assert (a.state, list(a.short), list(a.long), list(a.recent)) == (
-        b.state,
-        list(b.short),
-        list(b.long),
-        list(b.recent),
-    )
-    assert (a.retrain_requested, fast.scored_until) == (b.retrain_requested, slow.scored_until)
-    assert sorted(fast.pending) == sorted(slow.pending)
-    for origin, forecast in fast.pending.items():
-        assert np.array_equal(forecast.upper, slow.pending[origin].upper)
-        assert np.array_equal(forecast.raw_upper, slow.pending[origin].raw_upper)  # type: ignore[arg-type]
+    assert fast.monitor.observations > 100
+    assert_same_tracker(fast, slow, arrays=("upper", "raw_upper"))
 
 
 def test_the_one_pass_replay_makes_no_per_origin_predict_calls(
@@ -204,3 +193,28 @@ def test_the_one_pass_replay_makes_no_per_origin_predict_calls(
     monkeypatch.setattr(manyorigin, "forecasts", lambda *_a, **_k: None)
     driftstate.rebuild(SPEC, fitted(data), history, window=WINDOW)
     assert len(calls) > 2 * 2 * 288  # two a forecast (its band too), two days of origins
+
+
+def assert_same_tracker(
+    a: drift.DriftTracker,
+    b: drift.DriftTracker,
+    *,
+    arrays: tuple[str, ...] = ("upper",),
+    null: bool = False,
+) -> None:
+    """Two drift trackers hold the same state: the monitor's windows and counters, what is
+    scored, and each pending forecast's `arrays`, bit for bit (and the null, with `null`)."""
+    x, y = a.monitor, b.monitor
+    assert (x.state, x.observations) == (y.state, y.observations)
+    if null:
+        assert x.null == y.null
+    assert (list(x.short), list(x.long), list(x.recent)) == (
+        list(y.short),
+        list(y.long),
+        list(y.recent),
+    )
+    assert (a.scored_until, x.retrain_requested) == (b.scored_until, y.retrain_requested)
+    assert sorted(a.pending) == sorted(b.pending)
+    for origin, forecast in a.pending.items():
+        for name in arrays:
+            assert np.array_equal(getattr(forecast, name), getattr(b.pending[origin], name))

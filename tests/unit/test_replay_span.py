@@ -22,7 +22,14 @@ from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Sample
-from tests.unit.test_many_origins import FIT_AT, SPEC, STEP, WINDOW, gappy_load
+from tests.unit.test_many_origins import (
+    FIT_AT,
+    SPEC,
+    STEP,
+    WINDOW,
+    assert_same_tracker,
+    gappy_load,
+)
 
 
 def champion(data: Series) -> dict[str, object]:
@@ -31,17 +38,7 @@ def champion(data: Series) -> dict[str, object]:
 
 
 def same(a: drift.DriftTracker, b: drift.DriftTracker) -> None:
-    x, y = a.monitor, b.monitor
-    assert (x.state, x.observations, x.null) == (y.state, y.observations, y.null)
-    assert (list(x.short), list(x.long), list(x.recent)) == (
-        list(y.short),
-        list(y.long),
-        list(y.recent),
-    )
-    assert (a.scored_until, x.retrain_requested) == (b.scored_until, y.retrain_requested)
-    assert sorted(a.pending) == sorted(b.pending)
-    for origin, forecast in a.pending.items():
-        assert np.array_equal(forecast.upper, b.pending[origin].upper)
+    assert_same_tracker(a, b, null=True)
 
 
 @pytest.mark.parametrize("age_days", [0.01, 4.0])
