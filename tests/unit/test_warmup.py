@@ -36,10 +36,20 @@ SPECS = [
 
 
 @dataclass
-class SlowSource:
-    """The Source seam over one Series; a read of more than a day moves the clock on by SLOW."""
+class SeriesSource:
+    """The Source seam over one Series: its newest sample at or before `at`."""
 
     data: Series
+
+    def latest(self, target: spec.TargetSpec, *, at: float) -> Sample:
+        known = self.data.until(at)
+        return Sample(at=known.end, value=float(known.values[-1]))
+
+
+@dataclass
+class SlowSource(SeriesSource):
+    """A SeriesSource whose read of more than a day moves the clock on by SLOW."""
+
     clock: ManualClock
 
     def history(
@@ -54,10 +64,6 @@ class SlowSource:
         if end - start > DAY:
             self.clock.advance(SLOW)
         return self.data.until(end).since(start)
-
-    def latest(self, target: spec.TargetSpec, *, at: float) -> Sample:
-        known = self.data.until(at)
-        return Sample(at=known.end, value=float(known.values[-1]))
 
 
 def test_a_warm_up_longer_than_the_staleness_bound_serves_no_stale_decision(
@@ -106,11 +112,9 @@ def test_a_warm_up_longer_than_the_staleness_bound_serves_no_stale_decision(
 
 
 @dataclass
-class YoungSource:
-    """The Source seam over a load whose history begins at `data.start`: Prometheus answers
+class YoungSource(SeriesSource):
+    """A SeriesSource over a load whose history begins at `data.start`: Prometheus answers
     "no series" for any window wholly before it."""
-
-    data: Series
 
     def history(
         self,
@@ -124,10 +128,6 @@ class YoungSource:
         if end < self.data.start:
             raise NoData(f"no series for {target.label} before the load began")
         return self.data.until(end).since(start)
-
-    def latest(self, target: spec.TargetSpec, *, at: float) -> Sample:
-        known = self.data.until(at)
-        return Sample(at=known.end, value=float(known.values[-1]))
 
 
 def test_a_history_younger_than_the_window_reads_as_missing_steps_not_as_a_failed_fetch() -> None:
