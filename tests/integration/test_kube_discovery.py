@@ -121,8 +121,12 @@ def test_a_410_gone_relists_and_delivers_what_changed_meanwhile(
     found.start(changes)
     try:
         kube_api.fail_next("GET", "watch=", 500, count=1000)  # no watch while things change
+        watches = len(kube_api.requests("GET", "watch="))
         kube_api.end_watches()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10.0  # the stream is down once a reconnect was refused
+        while len(kube_api.requests("GET", "watch=")) == watches:
+            assert time.monotonic() < deadline, "discovery never tried to reconnect its watch"
+            time.sleep(0.02)
         kube_api.delete(*SO, "gpu", "deleted-meanwhile")
         kube_api.add(scaled_object("gpu", "created-meanwhile"))
         kube_api.compact()  # the events above are gone from the history
