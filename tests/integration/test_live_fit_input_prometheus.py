@@ -21,7 +21,7 @@ from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings, PrometheusSettings
 from scaler.sources import prometheus
 from scaler.sources.prometheus import PrometheusSource
-from tests.integration.prometheus_server import PrometheusServer
+from tests.integration.prometheus_server import BackfilledTrace, PrometheusServer
 
 pytestmark = pytest.mark.prometheus
 
@@ -69,24 +69,34 @@ def on_grid(series: Series, like: Series) -> np.ndarray:
     return series.values[first : first + len(like)]
 
 
+def midway_between_points(trace: BackfilledTrace) -> str:
+    """The trace's selector moved (`offset`) so that its samples sit halfway between two model
+    points, whatever minute the fixture's shift put them on: a point then sees its sample in
+    Prometheus' 5-minute lookback at most every other step, and the ablation below does not
+    depend on where the shift happened to land (samples exactly on the points hide it)."""
+    moved = (MODEL_STEP / 2 - trace.shift) % MODEL_STEP
+    return f"{trace.selector} offset {round(moved)}s" if moved else trace.selector
+
+
 def test_the_live_fit_input_is_the_backtests_bucket_peaks_on_a_real_prometheus(
     prometheus_server: PrometheusServer, source: PrometheusSource
 ) -> None:
     trace = prometheus_server.traces["llm_serving_10min"]
+    query = midway_between_points(trace)
     later = np.floor(trace.end / EVERY) * EVERY
     first = later - 6 * 3600.0  # six hours of incremental updates after the first read
 
-    live = live_history(source, trace.selector, first, later)
+    live = live_history(source, query, first, later)
 
     assert live.end == np.floor(later / MODEL_STEP) * MODEL_STEP
     assert len(live) == round(2 * DAY / MODEL_STEP)
-    expected = on_grid(backtest_input(prometheus_server, trace.selector, later), live)
+    expected = on_grid(backtest_input(prometheus_server, query, later), live)
     assert np.isfinite(live.values).mean() > 0.9
     np.testing.assert_array_equal(live.values, expected)
     # The peaks are not the value at each point (the ablation): read at each 5-minute point,
     # a 10-minute trace's sample is often out of Prometheus' lookback; the bucket's peak has it.
     points = source.history(
-        spec.parse("gpu", "llm", {"query": trace.selector, "threshold": "10"}),
+        spec.parse("gpu", "llm", {"query": query, "threshold": "10"}),
         start=live.start,
         end=live.end,
         step=MODEL_STEP,
