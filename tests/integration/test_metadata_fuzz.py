@@ -97,7 +97,8 @@ def huge(size: int, char: str) -> str:
     return char * max(1, size // len(char.encode()))
 
 
-huge_text = st.builds(huge, st.integers(65, MEGABYTE), st.characters())
+# Lone surrogates are no UTF-8: no protobuf string can carry one, so no client can send it.
+huge_text = st.builds(huge, st.integers(65, MEGABYTE), st.characters(exclude_categories=["Cs"]))
 SENSIBLE = {  # values a user would write, so that accepted cases are common too
     "threshold": st.integers(1, 10**6).map(str),
     "activationThreshold": st.sampled_from(["0", "0.5", "100"]),
