@@ -31,9 +31,9 @@ from tests.integration.kube_api import KubeAPI
 STEP = 300.0
 WARMUP = 14 * DAY
 """History in the past when the server starts (the file source's default for this trace)."""
-JUMP_AFTER = 4 * HOUR
+JUMP_AFTER = 6 * HOUR
 """The load triples this long after the server started (its first fit takes a few wall
-seconds, an hour or two of replay time)..."""
+seconds, an hour or two of replay time on a busy machine)..."""
 JUMP_FOR = 0.75 * HOUR
 """...for this long, then returns to its usual level."""
 SPEED = 1500.0
