@@ -5,7 +5,9 @@ The trace is scaled to `factor` (default 30%) from `day` on, so the forecast, fi
 level, keeps predicting load that has gone. Phantom prewarm is the prewarm no load needed: the
 replicas a decision asked for above both its reactive floor and what the load actually required
 over the next cold start (the oracle's request), counted in the day after the drop's first hour.
-Issue 7's goal: at most a quarter of what `--no-drift` buys, or 2 replica-hours.
+Issue 7's goal: at most a quarter of what `--no-drift` buys, or 2 replica-hours. With drift on
+it also prints when fallback began and the phantom split by each step's drift state and reason
+(before the alarm the forecast buys it, in fallback the margin or the paid hold).
 
     .venv/bin/python bench/drift_drop.py ../shared/traces/nasa_http_5min.csv --day 17
 """
@@ -42,7 +44,18 @@ def phantom(
     series: Series, config: replay.ReplayConfig, *, at: float, make: Callable[[], Forecaster] | str
 ) -> tuple[float, float]:
     """(phantom, all) prewarm replica-hours bought in [at + GRACE, at + GRACE + SPAN)."""
-    frame, _ = replay.simulate(series, config, make=make)
+    found, spent, _ = phantom_split(series, config, at=at, make=make)
+    return sum(found.values()), spent
+
+
+def phantom_split(
+    series: Series, config: replay.ReplayConfig, *, at: float, make: Callable[[], Forecaster] | str
+) -> tuple[dict[tuple[str, str], float], float, float]:
+    """Phantom prewarm replica-hours in [at + GRACE, at + GRACE + SPAN) by (drift state,
+    decision reason): "ok" steps bought it from the forecast (before the alarm), "fallback"
+    steps from the margin or the paid hold; with all prewarm bought there, and the time of the
+    first step at or after `at` decided in fallback (NaN: none)."""
+    frame, extra = replay.simulate(series, config, make=make)
     k = yardstick.cold_start_steps(config.lead_time, series.step)
     need = baselines.oracle(series.values, threshold=config.threshold, k=k)
     desired, reactive = np.asarray(frame["desired"]), np.asarray(frame["reactive"])
@@ -52,7 +65,15 @@ def phantom(
     times = series.times()
     window = (times >= at + GRACE) & (times < at + GRACE + SPAN)
     hours = series.step / HOUR
-    return float(unneeded[window].sum() * hours), float(spent[window].sum())
+    fell = np.asarray(extra[replay.FALLBACK_AT], dtype=bool)
+    reasons = frame["reason"].to_numpy()
+    found: dict[tuple[str, str], float] = {}
+    for i in np.flatnonzero(window & (unneeded > 0)):
+        key = ("fallback" if fell[i] else "ok", str(reasons[i]))
+        found[key] = found.get(key, 0.0) + float(unneeded[i]) * hours
+    after = np.flatnonzero(fell & (times >= at))
+    alarm = float(times[after[0]]) if after.size else math.nan
+    return found, float(spent[window].sum()), alarm
 
 
 def measure(
@@ -67,14 +88,17 @@ def measure(
     the series is cut right after the counted day (nothing later can change it)."""
     at = series.start + day * DAY
     cut = dropped(series, at=at, factor=factor).until(at + GRACE + SPAN)
-    on, on_all = phantom(cut, config, at=at, make=make)
+    split, on_all, alarm = phantom_split(cut, config, at=at, make=make)
     off, off_all = phantom(cut, dataclasses.replace(config, drift=False), at=at, make=make)
+    on = sum(split.values())
     return {
         "drift": on,
         "no_drift": off,
         "share": on / off if off > 0 else math.nan,
         "drift_all_prewarm": on_all,
         "no_drift_all_prewarm": off_all,
+        "alarm_hours": (alarm - at) / HOUR,
+        **{f"drift_{state}_{reason}": v for (state, reason), v in sorted(split.items())},
     }
 
 
@@ -104,6 +128,11 @@ def main() -> None:
         "goal <= 0.25 or <= 2 replica-h); all prewarm in that day: drift "
         f"{result['drift_all_prewarm']:.2f}, --no-drift {result['no_drift_all_prewarm']:.2f}"
     )
+    print(f"drift on: fallback from {result['alarm_hours']:.2f} h after the drop; phantom by")
+    for key, value in result.items():
+        if key.startswith(("drift_ok_", "drift_fallback_")):
+            state, reason = key.removeprefix("drift_").split("_", 1)
+            print(f"  {state:8} {reason:16} {value:6.2f} replica-h")
 
 
 if __name__ == "__main__":

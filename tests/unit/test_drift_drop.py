@@ -20,5 +20,9 @@ def test_drift_fallback_buys_less_phantom_prewarm_after_a_drop_than_no_drift() -
     config = replay.ReplayConfig(threshold=replay.threshold_from("p99/20", series))
     result = drift_drop.measure(series, config, day=17, factor=0.3)
     assert result["no_drift"] > 0  # the drop leaves phantom load for the blind forecast to buy
-    # Measured 10.5 vs 13.0 replica-hours (share 0.81): short of the goal of 0.25 (docs/policy.md).
+    # Measured 9.00 vs 14.50 replica-hours (share 0.62): short of the goal of 0.25 (docs/policy.md).
     assert result["drift"] < 0.85 * result["no_drift"], result
+    split = {k: v for k, v in result.items() if k.startswith(("drift_ok_", "drift_fallback_"))}
+    assert sum(split.values()) == pytest.approx(result["drift"])
+    assert 0 < result["alarm_hours"] < 24  # fallback began inside the counted day...
+    assert any(k.startswith("drift_ok_") for k in split)  # ...after the forecast bought some
