@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models import catalog, fitcache
+from models import calibrate, catalog, fitcache
 from models.base import Series
 from scaler.decision import budget, countries, resolution
 from scaler.decision.spec import duration_arg
@@ -170,6 +170,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
+    p.add_argument(
+        "--relative-band",
+        action="store_true",
+        help="ablation: scale the P95 band purely relative to the forecast instead of at the "
+        "power of the level measured on the calibration backtest (docs/forecasting.md)",
+    )
     live = p.add_argument_group(
         "history from Prometheus instead of TRACE.csv (the Prometheus connection flags below apply)"
     )
@@ -201,6 +207,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
+    calibrate.LEVEL_POWER = not args.relative_band  # one process, one run: the offline ablation
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 
