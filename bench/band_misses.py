@@ -1,0 +1,102 @@
+"""Where a replay is short and where its P95 band misses: `scaler backtest` output, by regime.
+
+    .venv/bin/python bench/band_misses.py OUT/TRACE [OUT/OTHER ...]
+
+From decisions.csv (one row per trace step) the under-provisioned share of scored steps, split by
+what the load did over the cold start (growth L[t] / L[t-k-1]) and by its level (L[t] over the
+mean scored load); from forecasts.csv (the point graded a lead time ahead, one row per model
+step) the share of points above the P95 band, split by the forecast's level and by the trend
+known at the origin (the last actual over the one three model steps before it; the graded point
+is the one a 10-minute lead time ahead, as bench/figures.py runs). A band calibrated on average
+can still miss where it matters: this says where. Never judges.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+Mask = npt.NDArray[np.bool_]
+GROWTH = ((0.0, 1.0), (1.0, 1.1), (1.1, 1.25), (1.25, 1.5), (1.5, np.inf))
+LEVEL = ((0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, np.inf))
+
+
+def share(hit: Mask, among: Mask) -> str:
+    n = int(among.sum())
+    return f"{100 * float(hit[among].mean()):.1f}% of {n}" if n else "-"
+
+
+def steps(directory: Path) -> list[str]:
+    frame = pd.read_csv(directory / "decisions.csv")
+    summary = json.loads((directory / "summary.json").read_text())["decisions"]
+    k = int(summary["config"]["cold_start_steps"])
+    load = frame["load"].to_numpy(dtype=float)
+    scored = np.zeros(load.size, dtype=bool)
+    scored[int(summary["trace"]["warmup_steps"]) :] = True
+    scored &= np.isfinite(load)
+    under = scored & (frame["ready"].to_numpy() < frame["required"].to_numpy())
+    before = np.full(load.size, np.nan)
+    before[k + 1 :] = load[: -(k + 1)]
+    growth = load / np.maximum(before, 1e-9)
+    level = load / float(np.nanmean(load[scored]))
+    lines = [f"under-provisioned: {share(under, scored)} scored steps"]
+    for lo, hi in GROWTH:
+        cell = share(under, scored & (growth >= lo) & (growth < hi))
+        lines.append(f"  growth over the cold start {lo}-{hi}: {cell}")
+    for lo, hi in LEVEL:
+        lines.append(
+            f"  load {lo}-{hi}x its mean: {share(under, scored & (level >= lo) & (level < hi))}"
+        )
+    return lines
+
+
+def band(directory: Path) -> list[str]:
+    frame = pd.read_csv(directory / "forecasts.csv", parse_dates=["timestamp"]).dropna()
+    actual = frame["actual"].to_numpy(dtype=float)
+    miss = actual > frame["forecast_p95"].to_numpy(dtype=float) + 1e-9
+    p50 = frame["forecast_p50"].to_numpy(dtype=float)
+    level = p50 / max(float(p50.mean()), 1e-9)
+    # the actuals on a regular grid, to read what was known at each graded point's origin
+    step = pd.Timedelta(frame["timestamp"].diff().min())
+    grid = pd.Series(actual, index=frame["timestamp"]).reindex(
+        pd.date_range(frame["timestamp"].iloc[0], frame["timestamp"].iloc[-1], freq=step)
+    )
+    ahead = math.ceil(pd.Timedelta("10min") / step) + 1  # the graded point, as the backtest
+    at = np.searchsorted(np.asarray(grid.index), np.asarray(frame["timestamp"])) - ahead
+    values = grid.to_numpy()
+
+    def known(i: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        out = np.full(i.shape, np.nan)
+        out[i >= 0] = values[i[i >= 0]]
+        return out
+
+    trend = known(at) / np.maximum(known(at - 3), 1e-9)
+    everything = np.ones(miss.size, dtype=bool)
+    lines = [f"band misses: {share(miss, everything)} graded points"]
+    for lo, hi in LEVEL:
+        lines.append(f"  forecast {lo}-{hi}x its mean: {share(miss, (level >= lo) & (level < hi))}")
+    for name, m in (
+        ("rising", trend > 1.05),
+        ("flat", abs(trend - 1) <= 0.05),
+        ("falling", trend < 0.95),
+    ):
+        lines.append(f"  load {name} at the origin: {share(miss, m)}")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    for name in argv:
+        print(f"{name}:")
+        for line in steps(Path(name)) + band(Path(name)):
+            print(f"  {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
