@@ -179,12 +179,14 @@ def pinball(actual: FloatArray, upper: FloatArray, quantile: float) -> float:
     return float(np.maximum(quantile * diff, (quantile - 1) * diff).mean())
 
 
-def scores(backtest: Backtest, *, floor: float, quantile: float) -> dict[str, float]:
+def scores(
+    backtest: Backtest, *, floor: float, quantile: float, relative: bool = False
+) -> dict[str, float]:
     """Out-of-sample scores of the calibrated quantile: each half of the origins is scored with
     the table measured on the other half (cross-fitted), so no origin grades its own table."""
     if backtest.origins < 4:
         return {}
-    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
+    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile, relative=relative)
     a, u = actual.ravel(), upper.ravel()
     ok = np.isfinite(a)
     p50, seen = backtest.p50.ravel(), backtest.actual.ravel()
@@ -214,14 +216,14 @@ def origin_losses(backtest: Backtest, *, floor: float, quantile: float) -> Float
 
 
 def _cross_fitted(
-    backtest: Backtest, *, floor: float, quantile: float
+    backtest: Backtest, *, floor: float, quantile: float, relative: bool = False
 ) -> tuple[FloatArray, FloatArray]:
     """(actual, calibrated upper) per origin, each half calibrated on the other half."""
     n = backtest.origins
     halves = (slice(0, n // 2), slice(n // 2, n))
     upper = np.empty_like(backtest.p50)
     for fit_on, score_on in (halves, halves[::-1]):
-        table = measured(backtest.part(fit_on), floor=floor, samples=n)
+        table = measured(backtest.part(fit_on), floor=floor, samples=n, relative=relative)
         p50 = backtest.p50[score_on]
         offsets = table.offsets(p50.shape[1], quantile)
         upper[score_on] = np.maximum(p50 + offsets * table.scale(p50), np.maximum(p50, 0.0))
@@ -259,9 +261,11 @@ def level_power(backtest: Backtest, *, floor: float) -> float:
     return round(min(max(slope, 0.0), 1.0), 3) if math.isfinite(slope) else 1.0
 
 
-def measured(backtest: Backtest, *, floor: float, samples: int) -> Calibration:
-    """The table of a calibration backtest, at the power measured on it."""
-    power = level_power(backtest, floor=floor)
+def measured(
+    backtest: Backtest, *, floor: float, samples: int, relative: bool = False
+) -> Calibration:
+    """The table of a calibration backtest, at the power measured on it (1 when `relative`)."""
+    power = 1.0 if relative else level_power(backtest, floor=floor)
     return Calibration(
         table=table_from(backtest.relative(floor, power)),
         floor=floor,
@@ -448,12 +452,18 @@ def calibrated(
     the last half of fit_calibrated, also what combines fitted models without refitting them."""
     history = prepared(history)
     floor = _floor(history)
-    graded = scores(backtest, floor=floor, quantile=quantile)
+    relative = not getattr(final, "band_power", True)  # the reference's (models.reference)
+    graded = scores(backtest, floor=floor, quantile=quantile, relative=relative)
     if graded:
         graded["in_sample"] = float(in_sample)
     return CalibratedModel(
         model=final,
-        calibration=measured(backtest, floor=floor, samples=backtest.origins),
+        calibration=measured(
+            backtest,
+            floor=floor,
+            samples=backtest.origins,
+            relative=relative,
+        ),
         trained_from=history.start,
         trained_until=history.end,
         step=history.step,

@@ -7,8 +7,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import calibrate
-from models.calibrate import Backtest, Calibration, level_power, measured, scale_of
+from models import calibrate, catalog
+from models.calibrate import (
+    Backtest,
+    Calibration,
+    fit_calibrated,
+    level_power,
+    measured,
+    scale_of,
+)
+from tests.contract.synthetic import load
 
 FLOOR = 1.0
 LEVELS_SEEN = (0.5, 1.5)
@@ -94,3 +102,11 @@ def test_a_power_outside_zero_to_one_is_refused_with_the_fix() -> None:
     data["power"] = 1.7
     with pytest.raises(calibrate.ArtefactError, match="outside \\[0, 1\\]; refit the model"):
         Calibration.from_dict(data)
+
+
+def test_the_reference_keeps_its_relative_band_while_a_model_measures_its_power() -> None:
+    series = load(21, seed=8, scale=60.0)  # Poisson noise around a daily cycle
+    model = fit_calibrated(catalog.adapter("seasonal"), series, steps=3)
+    reference = fit_calibrated(catalog.adapter("naive"), series, steps=3)
+    assert model.calibration.power < 0.9
+    assert reference.calibration.power == 1.0
