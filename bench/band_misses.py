@@ -7,8 +7,9 @@ what the load did over the cold start (growth L[t] / L[t-k-1]) and by its level 
 mean scored load); from forecasts.csv (the point graded a lead time ahead, one row per model
 step) the share of points above the P95 band, split by the forecast's level and by the trend
 known at the origin (the last actual over the one three model steps before it; the graded point
-is the one a 10-minute lead time ahead, as bench/figures.py runs). A band calibrated on average
-can still miss where it matters: this says where. Never judges.
+is the one a 10-minute lead time ahead, as bench/figures.py runs); and how many under-provisioned
+steps had a band that asked for enough. A band calibrated on average can still miss where it
+matters: this says where, and whether it was the band at all. Never judges.
 """
 
 from __future__ import annotations
@@ -90,10 +91,26 @@ def band(directory: Path) -> list[str]:
     return lines
 
 
+def enough(directory: Path) -> list[str]:
+    """Of the under-provisioned steps that are model-step rows (forecasts.csv's), how many had a
+    P95 band, made a lead time earlier, that asked for enough replicas: those the band did not
+    lose (the decision did: a budget-lowered quantile, a later decision asking less)."""
+    frame = pd.read_csv(directory / "decisions.csv").merge(
+        pd.read_csv(directory / "forecasts.csv"), on="timestamp", how="inner"
+    )
+    summary = json.loads((directory / "summary.json").read_text())["decisions"]
+    threshold = float(summary["config"]["threshold"])
+    upper = frame["forecast_p95"].to_numpy(dtype=float)
+    need = frame["required"].to_numpy()
+    under = np.isfinite(upper) & (frame["ready"].to_numpy() < need)
+    asked = under & (np.ceil(upper / threshold - 1e-9) >= need)
+    return [f"under-provisioned model steps whose P95 band asked for enough: {share(asked, under)}"]
+
+
 def main(argv: list[str]) -> int:
     for name in argv:
         print(f"{name}:")
-        for line in steps(Path(name)) + band(Path(name)):
+        for line in steps(Path(name)) + band(Path(name)) + enough(Path(name)):
             print(f"  {line}")
     return 0
 
