@@ -104,7 +104,32 @@ def enough(directory: Path) -> list[str]:
     need = frame["required"].to_numpy()
     under = np.isfinite(upper) & (frame["ready"].to_numpy() < need)
     asked = under & (np.ceil(upper / threshold - 1e-9) >= need)
-    return [f"under-provisioned model steps whose P95 band asked for enough: {share(asked, under)}"]
+    lines = [
+        f"under-provisioned model steps whose P95 band asked for enough: {share(asked, under)}"
+    ]
+    budget_share = summary["policy"]["prewarm"].get("budget_share")
+    if budget_share:  # a share budget: how much of it the rolling window had spent
+        spent = _spent(directory, float(summary["trace"]["step_seconds"]), float(budget_share))
+        late = frame[["timestamp"]].merge(spent, on="timestamp", how="left")["spent"].to_numpy()
+        lines.append(
+            f"  ... with over half the budget spent (quantile sliding): {share(late > 0.5, asked)}"
+        )
+        graded = np.isfinite(upper)
+        lines.append(
+            f"  every graded point with over half the budget spent: {share(late > 0.5, graded)}"
+        )
+    return lines
+
+
+def _spent(directory: Path, step: float, budget_share: float) -> pd.DataFrame:
+    """Share of the rolling day's budget spent at each step, rebuilt from decisions.csv's
+    charges and reactive replicas (an approximation of the ledger: no clamp, no hold)."""
+    frame = pd.read_csv(directory / "decisions.csv")
+    window = max(1, round(86400.0 / step))
+    spent = frame["prewarm_replica_hours"].rolling(window, min_periods=1).sum()
+    base = (frame["reactive"] * step / 3600.0).rolling(window, min_periods=1).sum()
+    frame["spent"] = spent / np.maximum(budget_share * base, 1e-9)
+    return frame[["timestamp", "spent"]]
 
 
 def main(argv: list[str]) -> int:
