@@ -5,7 +5,7 @@
 
 Each load is replayed twice with `scaler backtest`'s defaults (threshold p99/20, 10-minute lead
 time, 15-minute horizon, the default budget): once with the power measured on each fit's
-calibration backtest, once with power 1 (`--relative-band`). Per load and side it prints the
+calibration backtest, once with power 1 (the default). Per load and side it prints the
 frontier ratio, under-provisioned steps, GPU-hours x reactive, the P95 coverage of the point
 graded a lead time ahead, and that coverage below half and above 1.5x the mean load (night and
 peak), with the powers the fits measured. A benchmark, not a test: it never judges.
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             print(f"  {name} {side}: {time.process_time() - began:.0f} s CPU", file=sys.stderr)
-    calibrate.LEVEL_POWER = True
+    calibrate.LEVEL_POWER = False
     return 0
 
 

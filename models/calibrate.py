@@ -51,9 +51,11 @@ LEVELS: FloatArray = np.round(np.arange(0.50, 0.995, 0.01), 2)
 """Quantile levels kept in the calibration table (0.50 .. 0.99)."""
 FLOOR_FRACTION = 0.1
 """Residual scale floor, as a fraction of the mean load: keeps near-zero forecasts sane."""
-LEVEL_POWER = True
-"""Measure the scale's power on the calibration backtest (False: power 1, the residuals purely
-relative to the forecast, as before: the ablation)."""
+LEVEL_POWER = False
+"""Measure the scale's power on the calibration backtest (False, the default: power 1, the
+residuals purely relative to the forecast). Off by default: with it, drift fallback after an
+injected drop buys more phantom prewarm than no drift (tests/unit/test_drift_drop.py fails);
+`scaler backtest --band-power` turns it on (docs/forecasting.md)."""
 MIN_POWER_POINTS = 200
 """Fewest residuals a measured power needs; with fewer, power 1."""
 MIN_POWER_SPREAD = 0.1

@@ -171,10 +171,10 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     p.add_argument(
-        "--relative-band",
+        "--band-power",
         action="store_true",
-        help="ablation: scale the P95 band purely relative to the forecast instead of at the "
-        "power of the level measured on the calibration backtest (docs/forecasting.md)",
+        help="experiment: scale the P95 band by the forecast to the power measured on the "
+        "calibration backtest instead of purely relative (docs/forecasting.md)",
     )
     live = p.add_argument_group(
         "history from Prometheus instead of TRACE.csv (the Prometheus connection flags below apply)"
@@ -207,7 +207,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
-    calibrate.LEVEL_POWER = not args.relative_band  # one process, one run: the offline ablation
+    calibrate.LEVEL_POWER = args.band_power  # one process, one run: the offline experiment
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 

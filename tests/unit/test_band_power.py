@@ -33,6 +33,11 @@ def backtest(*, growth: float, seed: int, origins: int = 4000, steps: int = 3) -
     return Backtest(actual=actual, p50=p50)
 
 
+@pytest.fixture(autouse=True)
+def band_power(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calibrate, "LEVEL_POWER", True)  # off by default (calibrate.LEVEL_POWER)
+
+
 def coverage_by_level(table: Calibration, test: Backtest) -> list[float]:
     upper = table.upper(test.p50[:, 0], 0.95)
     hit = test.actual[:, 0] <= upper
