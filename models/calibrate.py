@@ -5,9 +5,14 @@ the forecaster's relative residuals, per horizon step, measured on a rolling bac
 recent window the model was not fitted on (split conformal). So the realised coverage follows the
 nominal quantile whatever model is underneath.
 
-Residuals are relative to the point forecast (floored at a fraction of the mean load), because
+Residuals are scaled by the point forecast (floored at a fraction of the mean load), because
 load noise grows with load: absolute residuals would make the band too wide at night and too
-narrow at the peak, exactly where prewarming matters.
+narrow at the peak, exactly where prewarming matters. How fast it grows is measured, not assumed
+(normalized conformal): the scale is max(p50, floor) ** power x mean ** (1 - power), `power` the
+slope of log |residual| on log scale over the calibration backtest, within [0, 1]. Counts of
+independent requests grow their noise as the square root of the level (power 0.5): a purely
+relative band (power 1) is then too wide at the peak, where the budget is spent, and too narrow
+at night.
 """
 
 from __future__ import annotations
@@ -46,6 +51,16 @@ LEVELS: FloatArray = np.round(np.arange(0.50, 0.995, 0.01), 2)
 """Quantile levels kept in the calibration table (0.50 .. 0.99)."""
 FLOOR_FRACTION = 0.1
 """Residual scale floor, as a fraction of the mean load: keeps near-zero forecasts sane."""
+LEVEL_POWER = False
+"""Measure the scale's power on the calibration backtest (False, the default: power 1, the
+residuals purely relative to the forecast). Off by default: with it, drift fallback after an
+injected drop buys more phantom prewarm than no drift (tests/unit/test_drift_drop.py fails);
+`scaler backtest --band-power` turns it on (docs/forecasting.md)."""
+MIN_POWER_POINTS = 200
+"""Fewest residuals a measured power needs; with fewer, power 1."""
+MIN_POWER_SPREAD = 0.1
+"""Least standard deviation of log scale (the forecast's range, ~10 %) a power is measured on:
+a flat forecast says nothing about how noise grows with load."""
 ARTEFACT_FORMAT = 3
 """Bumped whenever an artefact of the previous format would predict differently when loaded."""
 CONTEXT = WEEK + DAY
@@ -64,9 +79,11 @@ class Calibration:
     widen: float = 0.0
     """Adaptive widening of the spread above the median (models.adaptive); 0 = as measured.
     Not in the artefact: it is recomputed from the load seen since the fit."""
+    power: float = 1.0
+    """How the residual scale grows with the forecast (level_power); 1 = purely relative."""
 
     def scale(self, p50: FloatArray) -> FloatArray:
-        return np.maximum(p50, self.floor)
+        return scale_of(p50, floor=self.floor, power=self.power)
 
     def offsets(self, steps: int, quantile: float) -> FloatArray:
         """Relative offset at `quantile` for steps 1..steps (last row repeats past the table)."""
@@ -93,6 +110,7 @@ class Calibration:
             "table": [[float(v) for v in row] for row in self.table],
             "floor": self.floor,
             "samples": self.samples,
+            "power": self.power,
         }
 
     @classmethod
@@ -102,11 +120,14 @@ class Calibration:
             levels = np.asarray(data["levels"], dtype=np.float64)
             floor = float(data["floor"])
             samples = int(data["samples"])
+            power = float(data.get("power", 1.0))  # artefacts before it: purely relative
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtefactError(f"calibration table is malformed: {exc!r}") from exc
         if table.ndim != 2 or table.shape[1] != LEVELS.size or not np.allclose(levels, LEVELS):
             raise ArtefactError("calibration table has other quantile levels than this version")
-        return cls(table=table, floor=floor, samples=samples)
+        if not 0.0 <= power <= 1.0:
+            raise ArtefactError(f"calibration power {power} is outside [0, 1]; refit the model")
+        return cls(table=table, floor=floor, samples=samples, power=power)
 
 
 @dataclass(frozen=True)
@@ -121,9 +142,9 @@ class Backtest:
     def origins(self) -> int:
         return int(self.actual.shape[0])
 
-    def relative(self, floor: float) -> FloatArray:
-        """Residuals (actual - p50) / max(p50, floor): the unit the calibration table is in."""
-        out: FloatArray = (self.actual - self.p50) / np.maximum(self.p50, floor)
+    def relative(self, floor: float, power: float = 1.0) -> FloatArray:
+        """Residuals (actual - p50) / scale_of(p50): the unit the calibration table is in."""
+        out: FloatArray = (self.actual - self.p50) / scale_of(self.p50, floor=floor, power=power)
         return out
 
     def part(self, rows: slice) -> Backtest:
@@ -160,12 +181,14 @@ def pinball(actual: FloatArray, upper: FloatArray, quantile: float) -> float:
     return float(np.maximum(quantile * diff, (quantile - 1) * diff).mean())
 
 
-def scores(backtest: Backtest, *, floor: float, quantile: float) -> dict[str, float]:
+def scores(
+    backtest: Backtest, *, floor: float, quantile: float, relative: bool = False
+) -> dict[str, float]:
     """Out-of-sample scores of the calibrated quantile: each half of the origins is scored with
     the table measured on the other half (cross-fitted), so no origin grades its own table."""
     if backtest.origins < 4:
         return {}
-    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
+    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile, relative=relative)
     a, u = actual.ravel(), upper.ravel()
     ok = np.isfinite(a)
     p50, seen = backtest.p50.ravel(), backtest.actual.ravel()
@@ -195,20 +218,62 @@ def origin_losses(backtest: Backtest, *, floor: float, quantile: float) -> Float
 
 
 def _cross_fitted(
-    backtest: Backtest, *, floor: float, quantile: float
+    backtest: Backtest, *, floor: float, quantile: float, relative: bool = False
 ) -> tuple[FloatArray, FloatArray]:
     """(actual, calibrated upper) per origin, each half calibrated on the other half."""
     n = backtest.origins
     halves = (slice(0, n // 2), slice(n // 2, n))
     upper = np.empty_like(backtest.p50)
     for fit_on, score_on in (halves, halves[::-1]):
-        table = Calibration(
-            table=table_from(backtest.part(fit_on).relative(floor)), floor=floor, samples=n
-        )
+        table = measured(backtest.part(fit_on), floor=floor, samples=n, relative=relative)
         p50 = backtest.p50[score_on]
         offsets = table.offsets(p50.shape[1], quantile)
         upper[score_on] = np.maximum(p50 + offsets * table.scale(p50), np.maximum(p50, 0.0))
     return backtest.actual, upper
+
+
+def scale_of(p50: FloatArray, *, floor: float, power: float) -> FloatArray:
+    """The residual scale of a forecast: max(p50, floor) ** power x mean ** (1 - power), the mean
+    load being floor / FLOOR_FRACTION; power 1 is max(p50, floor) itself, exactly."""
+    scale: FloatArray = np.maximum(p50, floor)
+    if power == 1.0:
+        return scale
+    mean = floor / FLOOR_FRACTION
+    out: FloatArray = mean * (scale / mean) ** power
+    return out
+
+
+def level_power(backtest: Backtest, *, floor: float) -> float:
+    """How the size of the residuals grows with the forecast: the least-squares slope of
+    log |actual - p50| on log max(p50, floor) over every graded point, within [0, 1]
+    (multiplicative heteroscedasticity, Harvey 1976); 1 when there is too little to measure it
+    on (LEVEL_POWER off, too few residuals, a forecast without range)."""
+    if not LEVEL_POWER:
+        return 1.0
+    error = np.abs(backtest.actual - backtest.p50).ravel()
+    scale = np.maximum(backtest.p50, floor).ravel()
+    ok = np.isfinite(error) & np.isfinite(scale) & (error > floor * 1e-3)
+    if ok.sum() < MIN_POWER_POINTS:
+        return 1.0
+    x, y = np.log(scale[ok]), np.log(error[ok])
+    spread = float(x.std())
+    if spread < MIN_POWER_SPREAD:
+        return 1.0
+    slope = float(np.mean((x - x.mean()) * (y - y.mean())) / spread**2)
+    return round(min(max(slope, 0.0), 1.0), 3) if math.isfinite(slope) else 1.0
+
+
+def measured(
+    backtest: Backtest, *, floor: float, samples: int, relative: bool = False
+) -> Calibration:
+    """The table of a calibration backtest, at the power measured on it (1 when `relative`)."""
+    power = 1.0 if relative else level_power(backtest, floor=floor)
+    return Calibration(
+        table=table_from(backtest.relative(floor, power)),
+        floor=floor,
+        samples=samples,
+        power=power,
+    )
 
 
 def table_from(errors: FloatArray) -> FloatArray:
@@ -337,11 +402,12 @@ class CalibratedModel:
         since = max(self.trained_until, known.end - RECALIBRATION_WINDOW)
         window = known.since(since - RECALIBRATION_WINDOW / 2)  # level/state context
         backtest = rolling(self.model, window, since=since, steps=steps)
-        errors = backtest.relative(self.calibration.floor)
+        floor, power = self.calibration.floor, self.calibration.power
+        errors = backtest.relative(floor, power)
         if np.isfinite(errors[:, -1:]).sum() < MIN_ORIGINS:
             return self.calibration
         table = table_from(errors)
-        return Calibration(table=table, floor=self.calibration.floor, samples=backtest.origins)
+        return Calibration(table=table, floor=floor, samples=backtest.origins, power=power)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -388,13 +454,17 @@ def calibrated(
     the last half of fit_calibrated, also what combines fitted models without refitting them."""
     history = prepared(history)
     floor = _floor(history)
-    graded = scores(backtest, floor=floor, quantile=quantile)
+    relative = not getattr(final, "band_power", True)  # the reference's (models.reference)
+    graded = scores(backtest, floor=floor, quantile=quantile, relative=relative)
     if graded:
         graded["in_sample"] = float(in_sample)
     return CalibratedModel(
         model=final,
-        calibration=Calibration(
-            table=table_from(backtest.relative(floor)), floor=floor, samples=backtest.origins
+        calibration=measured(
+            backtest,
+            floor=floor,
+            samples=backtest.origins,
+            relative=relative,
         ),
         trained_from=history.start,
         trained_until=history.end,

@@ -127,7 +127,7 @@ def _upper(table: Calibration, p50: FloatArray, widen: FloatArray, quantile: flo
     column, median = _columns(table, quantile)
     spread = column - median
     offsets = (median[None, :] + spread[None, :] * (1 + widen)[:, None])[:, rows]
-    out: FloatArray = np.maximum(p50 + offsets * np.maximum(p50, table.floor), np.maximum(p50, 0.0))
+    out: FloatArray = np.maximum(p50 + offsets * table.scale(p50), np.maximum(p50, 0.0))
     return out
 
 
@@ -166,9 +166,11 @@ def _widen(
         column, mid = _columns(table, model.quantile)
         index = np.minimum(np.arange(steps), table.table.shape[0] - 1)
         median[rows], spread[rows] = mid[index], (column - mid)[index]
-    floors = np.array([t.floor for t in tables])[:, None]
+    scales = np.empty_like(p50)
+    for table, rows in _by_table(tables):
+        scales[rows] = table.scale(p50[rows])
     p_l, m_l, s_l = p50.tolist(), median.tolist(), spread.tolist()
-    scale_l, zero_l = np.maximum(p50, floors).tolist(), np.maximum(p50, 0.0).tolist()
+    scale_l, zero_l = scales.tolist(), np.maximum(p50, 0.0).tolist()
     actuals = history.values[ends].tolist()
     factors: list[float] = []
     widen = np.empty(ends.size)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models import catalog, fitcache
+from models import calibrate, catalog, fitcache
 from models.base import Series
 from scaler.decision import budget, countries, resolution
 from scaler.decision.spec import duration_arg
@@ -170,6 +170,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
+    p.add_argument(
+        "--band-power",
+        action="store_true",
+        help="experiment: scale the P95 band by the forecast to the power measured on the "
+        "calibration backtest instead of purely relative (docs/forecasting.md)",
+    )
     live = p.add_argument_group(
         "history from Prometheus instead of TRACE.csv (the Prometheus connection flags below apply)"
     )
@@ -201,6 +207,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
+    calibrate.LEVEL_POWER = args.band_power  # one process, one run: the offline experiment
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 
