@@ -7,7 +7,7 @@ measured offline is exactly what runs in the cluster.
     held       = ceil(held load / threshold)       held load: max sample of the last lead time
     predictive = ceil(peak of the forecast at the affordable quantile
                       over [now, now + lead + horizon] / threshold)
-    level      = ceil(held load x level_ratio / threshold)   the band's reach above its median
+    level      = ceil(floor load x level_ratio / threshold)  the band's reach above its median
     prewarm    = min(max(0, max(predictive, held, level) - reactive), maxPrewarmReplicas,
                      allowance)
     desired    = clamp(reactive + prewarm, minReplicas, maxReplicas)
@@ -17,11 +17,14 @@ capacity above what a reactive autoscaler runs, so it is paid from the budget li
 (reason `hold`): measured before, the free lead-time hold was 0.15x of reactive GPU-hours on
 nasa_http and 0.30x on twitter_aapl, outside a "strict" 10 % budget (docs/budget.md).
 
-The level insurance (reason `level`) buys the held load times how far the calibrated band reaches
+The level insurance (reason `level`) buys the floor load times how far the calibrated band reaches
 above its own median at the step being decided: when the forecast's median runs below the level
 the load is at (a model fitted on last week's level of a growing service), its peak would buy
 nothing the next step's noise needs. It reads the band at the affordable quantile, so it fades
-to nothing as the budget runs out; docs/policy.md has the ablation (`--no-level`).
+to nothing as the budget runs out. The floor (the HPA window's highest sample) is the statistic the
+model forecasts at its step (on a finer trace, each bucket's highest sample); the lead time's
+hold, a max over more samples, already carries the noise's upper tail and insuring it again
+over-bought on mongodb_rps_1min. docs/policy.md has the ablation (`--no-level`).
 
 desired is never below reactive (unless maxReplicas says so): a forecast may add capacity early,
 never take away capacity that current load needs. The affordable quantile is the calibrated one
@@ -66,9 +69,9 @@ class Reason(StrEnum):
     stabilisation (a replica released now takes a cold start to come back), paid from the
     budget like any prewarm; the forecast needs no more."""
     LEVEL = "level"
-    """The load's own level (the held load) insured at the forecast's calibrated band: the
-    forecast's median runs below the level the load is at, so its peak would buy nothing the
-    next step's noise needs (level_load); paid from the budget like any prewarm."""
+    """The load's own level (the reactive floor's load) insured at the forecast's calibrated
+    band: the forecast's median runs below the level the load is at, so its peak would buy
+    nothing the next step's noise needs (level_load); paid from the budget like any prewarm."""
     NO_MODEL = "no_model"
     """No usable model yet (short history, failed fit): pure reactive."""
     BUDGET_UNKNOWN = "budget_unknown"
@@ -266,8 +269,8 @@ def decide(
     (DRIFT_FALLBACK, NO_MODEL, BUDGET_UNKNOWN) forces no forecast. `held_load` is the highest
     load of the last lead time (floor_load over floor_samples): its replicas above reactive are
     held as paid prewarm (reason HOLD, or the fallback's), within the same caps; None (or a
-    held load no higher than `load`) holds nothing. `level_load` is the held load insured at
-    the forecast's band (held x level_ratio): its replicas above both the forecast's and the
+    held load no higher than `load`) holds nothing. `level_load` is the floor's load insured
+    at the forecast's band (`load` x level_ratio): its replicas above both the forecast's and the
     hold's are bought as prewarm too (reason LEVEL), within the same caps; it is ignored in a
     fallback (no forecast, no band) and when None.
     """

@@ -94,8 +94,9 @@ class ReplayConfig:
     (policy.insured_peak). An experiment, not the default: it helped llm_serving and lost on
     mongodb_rps and on every kind of synthetic load (docs/policy.md)."""
     level_points: int = policy.LEVEL_POINTS
-    """Forecast points whose calibrated band insures the load's held level (policy.level_ratio,
-    reason level); 0 is the ablation (no level insurance: the rule before it)."""
+    """Forecast points whose calibrated band insures the load's level, the reactive floor
+    (policy.level_ratio, reason level); 0 is the ablation (no level insurance: the rule
+    before it)."""
     allocation: str = "quantile"
     """How prewarm spends the budget: "quantile" (the affordable quantile's peak, sliding from
     the P95 to the median as the budget runs out), or an experiment of decision.allocation
@@ -257,7 +258,7 @@ def simulate(
             p50 = origin.forecast.p50[:ahead]
             upper = band.upper(p50, quantile)
             if config.level_points > 0:
-                level = hold_load * policy.level_ratio(upper, p50, points=config.level_points)
+                level = base * policy.level_ratio(upper, p50, points=config.level_points)
             peak = policy.insured_peak(
                 upper,
                 band.upper(p50, min(quantile, policy.MEDIAN)),

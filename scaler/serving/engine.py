@@ -456,7 +456,7 @@ class Engine:
                 allowance=allowance,
                 fallback=fallback,
                 held_load=held,
-                level_load=held * state.level_ratio,
+                level_load=floor * state.level_ratio,
             )
         cost = state.ledger.charge(now, predictive.prewarm, step)
         used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), step)

@@ -60,7 +60,8 @@ class TargetState:
     before the step's charge; None when there was no forecast."""
     level_ratio: float = 1.0
     """How far this step's calibrated band reaches above its median at the read quantile
-    (policy.level_ratio): the held load times it is insured (reason level); 1 without one."""
+    (policy.level_ratio): the reactive floor's load times it is insured (reason level); 1
+    without one."""
     drift: drift.DriftTracker | None = None
     """Forecasts awaiting their actuals, and the drift state they add up to."""
     lead_time_source: str = "metadata"
