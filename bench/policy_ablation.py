@@ -7,7 +7,10 @@
 Each load is replayed once per variant (inside one fit cache, so the variants see the very same
 forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no drift unless
 `--drift` (the policy's own figures). Variants:
-- `quantile`: the affordable quantile's peak (P95 sliding to the median as the budget empties);
+- `quantile`: the default: the affordable quantile's peak (P95 sliding to the median as the
+  budget empties), and the held level insured at the band (policy.level_ratio);
+- `no_level`: the same without the level insurance (`level_points=0`, the rule before it);
+- `lvl2`: the level insured at the widest band of the first two points instead of one;
 - `free_hold`: the same with the lead time's hold free (`charge_hold=False`, the old rule);
 - `insured`: the same, the P95 only over the lead time (`insure_lead_time_only`);
 - `marginal`: decision.allocation (the replicas that cover the most steps per replica-hour).
@@ -18,28 +21,65 @@ reactive / prewarm replica-hours per variant. A benchmark, not a test: it never 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import synthetic
 
-from models import fitcache
+from models import fitcache, walkforward
 from models.base import Series
 from scaler.decision import budget
 from scaler.offline import replay, traces
 
 VARIANTS = {
     "quantile": {"allocation": "quantile"},
+    "no_level": {"level_points": 0},
     "free_hold": {"allocation": "quantile", "charge_hold": False},
     "insured": {"allocation": "quantile", "insure_lead_time_only": True},
     "marginal": {"allocation": "marginal"},
+    "lvl2": {"level_points": 2},
     "marginal_lookahead": {"allocation": "marginal_lookahead"},
     "marginal_every": {"allocation": "marginal_every"},
 }
+
+
+@contextlib.contextmanager
+def recorded_forecasts() -> Iterator[None]:
+    """Within the block, every walk over the same series from the same origin replays the
+    origins (forecasts and models) the first walk made, so variants cost one walk: the walk,
+    and the drift tracker that restarts it, never depend on the policy."""
+    real = walkforward.walk_forward
+    seen: dict[tuple[Any, ...], tuple[list[Any], Iterator[Any]]] = {}
+
+    def walk(make: Any, series: Series, *, start: int, **options: Any) -> Iterator[Any]:
+        key = (str(make), series.start, len(series), start, tuple(sorted(options.items())))
+        if key not in seen:
+            seen[key] = ([], real(make, series, start=start, **options))
+        made, source = seen[key]
+
+        def origins() -> Iterator[Any]:
+            i = 0
+            while True:
+                if i == len(made):
+                    nxt = next(source, None)
+                    if nxt is None:
+                        return
+                    made.append(nxt)
+                yield made[i]
+                i += 1
+
+        return origins()
+
+    with mock.patch.object(replay, "walk_forward", walk):
+        yield
 
 
 def loads(args: argparse.Namespace) -> list[tuple[str, Series]]:
@@ -74,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             drift=args.drift,
         )
         cells = []
-        with fitcache.sharing():
+        with fitcache.sharing(), recorded_forecasts():
             for variant in names:
                 began = time.process_time()
                 options = VARIANTS[variant]

@@ -7,13 +7,24 @@ measured offline is exactly what runs in the cluster.
     held       = ceil(held load / threshold)       held load: max sample of the last lead time
     predictive = ceil(peak of the forecast at the affordable quantile
                       over [now, now + lead + horizon] / threshold)
-    prewarm    = min(max(0, max(predictive, held) - reactive), maxPrewarmReplicas, allowance)
+    level      = ceil(floor load x level_ratio / threshold)  the band's reach above its median
+    prewarm    = min(max(0, max(predictive, held, level) - reactive), maxPrewarmReplicas,
+                     allowance)
     desired    = clamp(reactive + prewarm, minReplicas, maxReplicas)
 
 Holding a replica past the HPA's scale-down stabilisation, for the rest of a cold start, is
 capacity above what a reactive autoscaler runs, so it is paid from the budget like any prewarm
 (reason `hold`): measured before, the free lead-time hold was 0.15x of reactive GPU-hours on
 nasa_http and 0.30x on twitter_aapl, outside a "strict" 10 % budget (docs/budget.md).
+
+The level insurance (reason `level`) buys the floor load times how far the calibrated band reaches
+above its own median at the step being decided: when the forecast's median runs below the level
+the load is at (a model fitted on last week's level of a growing service), its peak would buy
+nothing the next step's noise needs. It reads the band at the affordable quantile, so it fades
+to nothing as the budget runs out. The floor (the HPA window's highest sample) is the statistic the
+model forecasts at its step (on a finer trace, each bucket's highest sample); the lead time's
+hold, a max over more samples, already carries the noise's upper tail and insuring it again
+over-bought on mongodb_rps_1min. docs/policy.md has the ablation (`--no-level`).
 
 desired is never below reactive (unless maxReplicas says so): a forecast may add capacity early,
 never take away capacity that current load needs. The affordable quantile is the calibrated one
@@ -57,6 +68,10 @@ class Reason(StrEnum):
     """Replicas the load of the last lead time needed, held past the HPA's scale-down
     stabilisation (a replica released now takes a cold start to come back), paid from the
     budget like any prewarm; the forecast needs no more."""
+    LEVEL = "level"
+    """The load's own level (the reactive floor's load) insured at the forecast's calibrated
+    band: the forecast's median runs below the level the load is at, so its peak would buy
+    nothing the next step's noise needs (level_load); paid from the budget like any prewarm."""
     NO_MODEL = "no_model"
     """No usable model yet (short history, failed fit): pure reactive."""
     BUDGET_UNKNOWN = "budget_unknown"
@@ -205,6 +220,36 @@ def replicas_for(load: float, threshold: float) -> int:
     return math.ceil(ratio - 1e-9)
 
 
+LEVEL_POINTS = 1
+"""Forecast points whose calibrated band insures the load's level (level_ratio): the first,
+the step being decided. The band of one step ahead is the noise a replica asked for now must
+already absorb; the farther points' width is the forecast's business (its own peak)."""
+MAX_LEVEL_RATIO = 4.0
+"""Largest band ratio the level insurance applies (300 %, the frontier's widest headroom)."""
+
+
+def level_ratio(
+    upper: Sequence[float] | npt.NDArray[np.float64],
+    median: Sequence[float] | npt.NDArray[np.float64],
+    *,
+    points: int = LEVEL_POINTS,
+) -> float:
+    """How far above its own median the calibrated forecast reaches at the quantile read, as a
+    ratio (upper / median, the largest over the first `points`), in [1, MAX_LEVEL_RATIO]; 1
+    (no insurance) when no point has a finite positive median.
+
+    The band is the model's out-of-sample error at that quantile, measured by its calibration
+    and widened by adaptive conformal inference, so the ratio is the data's own statistic; as
+    the budget runs out the quantile read slides to the median and the ratio to 1."""
+    up = np.asarray(upper, dtype=np.float64)[: max(points, 0)]
+    mid = np.asarray(median, dtype=np.float64)[: up.size]
+    up = up[: mid.size]
+    ok = np.isfinite(up) & np.isfinite(mid) & (mid > 0)
+    if not ok.any():
+        return 1.0
+    return float(min(max(float((up[ok] / mid[ok]).max()), 1.0), MAX_LEVEL_RATIO))
+
+
 def decide(
     *,
     load: float,
@@ -213,6 +258,7 @@ def decide(
     allowance: int,
     fallback: Reason | None = None,
     held_load: float | None = None,
+    level_load: float | None = None,
 ) -> Decision:
     """The replicas to ask for now.
 
@@ -223,21 +269,31 @@ def decide(
     (DRIFT_FALLBACK, NO_MODEL, BUDGET_UNKNOWN) forces no forecast. `held_load` is the highest
     load of the last lead time (floor_load over floor_samples): its replicas above reactive are
     held as paid prewarm (reason HOLD, or the fallback's), within the same caps; None (or a
-    held load no higher than `load`) holds nothing.
+    held load no higher than `load`) holds nothing. `level_load` is the floor's load insured
+    at the forecast's band (`load` x level_ratio): its replicas above both the forecast's and the
+    hold's are bought as prewarm too (reason LEVEL), within the same caps; it is ignored in a
+    fallback (no forecast, no band) and when None.
     """
     reactive = replicas_for(load, limits.threshold)
     usable = fallback is None and forecast_peak is not None and math.isfinite(forecast_peak)
     peak = float(forecast_peak) if usable and forecast_peak is not None else math.nan
     predictive = replicas_for(peak, limits.threshold) if usable else 0
     held = replicas_for(held_load, limits.threshold) if held_load is not None else 0
-    wanted = max(0, max(predictive, held) - reactive)
+    level = replicas_for(level_load, limits.threshold) if usable and level_load is not None else 0
+    wanted = max(0, max(predictive, held, level) - reactive)
     caps = {
         Reason.PREWARM_CAPPED: max(0, limits.max_prewarm_replicas),
         Reason.BUDGET_CAPPED: max(0, allowance),
     }
     prewarm = min(wanted, *caps.values())
     reason = fallback or (
-        Reason.REACTIVE if wanted == 0 else Reason.FORECAST if predictive > held else Reason.HOLD
+        Reason.REACTIVE
+        if wanted == 0
+        else Reason.FORECAST
+        if predictive > held and predictive >= level
+        else Reason.LEVEL
+        if level > held
+        else Reason.HOLD
     )
     if prewarm < wanted:
         reason = min(caps, key=lambda r: caps[r])

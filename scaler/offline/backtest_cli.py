@@ -168,6 +168,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "past the HPA's 5-minute stabilisation from the budget (docs/budget.md)",
     )
     policy_flags.add_argument(
+        "--no-level",
+        action="store_true",
+        help="ablation: do not insure the held load at the forecast's band (reason level; "
+        "docs/policy.md)",
+    )
+    policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     p.add_argument(
@@ -291,6 +297,7 @@ def replay_config(
         insure_lead_time_only=args.insure_lead_time_only,
         allocation=args.allocation,
         charge_hold=not args.free_hold,
+        level_points=0 if args.no_level else replay.ReplayConfig.level_points,
     )
 
 

@@ -93,6 +93,10 @@ class ReplayConfig:
     """Read only the lead time at the insured quantile and the horizon past it at the median
     (policy.insured_peak). An experiment, not the default: it helped llm_serving and lost on
     mongodb_rps and on every kind of synthetic load (docs/policy.md)."""
+    level_points: int = policy.LEVEL_POINTS
+    """Forecast points whose calibrated band insures the load's level, the reactive floor
+    (policy.level_ratio, reason level); 0 is the ablation (no level insurance: the rule
+    before it)."""
     allocation: str = "quantile"
     """How prewarm spends the budget: "quantile" (the affordable quantile's peak, sliding from
     the P95 to the median as the budget runs out), or an experiment of decision.allocation
@@ -242,7 +246,7 @@ def simulate(
             fallback_steps += 1
         base = policy.floor_load(load[max(0, t - free) : t].tolist())
         hold_load = policy.floor_load(load[max(0, t - floor) : t].tolist())
-        peak = None
+        peak = level = None
         if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
                 config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
@@ -252,8 +256,11 @@ def simulate(
                 made_at, coarse.step, now=now, lookahead=config.lead_time + config.horizon
             )
             p50 = origin.forecast.p50[:ahead]
+            upper = band.upper(p50, quantile)
+            if config.level_points > 0:
+                level = base * policy.level_ratio(upper, p50, points=config.level_points)
             peak = policy.insured_peak(
-                band.upper(p50, quantile),
+                upper,
                 band.upper(p50, min(quantile, policy.MEDIAN)),
                 insured_points=resolution.lookahead_points(
                     made_at, coarse.step, now=now, lookahead=config.lead_time
@@ -280,6 +287,7 @@ def simulate(
             allowance=ledger.allowance(now, step),
             fallback=fallback,
             held_load=hold_load if config.charge_hold else None,
+            level_load=level,
         )
         if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
             decision = margin.decide(

@@ -383,7 +383,7 @@ class Engine:
     def _forecast_peak(
         self, state: TargetState, now: float
     ) -> tuple[float | None, policy.Reason | None]:
-        state.read_quantile = None
+        state.read_quantile, state.level_ratio = None, 1.0
         if state.model is None or state.history is None:
             return None, policy.Reason.NO_MODEL
         spec = state.spec
@@ -406,6 +406,7 @@ class Engine:
         steps = forecast.p50.size
         upper = state.model.calibration_for(state.history, steps).upper(forecast.p50, quantile)
         peak = policy.finite_peak(upper[forecast.times() <= now + spec.lookahead + 1e-9])
+        state.level_ratio = policy.level_ratio(upper, forecast.p50)
         fallback = policy.Reason.DRIFT_FALLBACK if tracker.monitor.in_fallback else None
         return peak, fallback
 
@@ -455,6 +456,7 @@ class Engine:
                 allowance=allowance,
                 fallback=fallback,
                 held_load=held,
+                level_load=floor * state.level_ratio,
             )
         cost = state.ledger.charge(now, predictive.prewarm, step)
         used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), step)

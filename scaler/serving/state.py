@@ -58,6 +58,10 @@ class TargetState:
     read_quantile: float | None = None
     """The quantile this step's forecast (and a drift margin) was read at: the affordable one
     before the step's charge; None when there was no forecast."""
+    level_ratio: float = 1.0
+    """How far this step's calibrated band reaches above its median at the read quantile
+    (policy.level_ratio): the reactive floor's load times it is insured (reason level); 1
+    without one."""
     drift: drift.DriftTracker | None = None
     """Forecasts awaiting their actuals, and the drift state they add up to."""
     lead_time_source: str = "metadata"

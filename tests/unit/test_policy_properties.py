@@ -39,6 +39,7 @@ def limit_sets(draw: st.DrawFn) -> policy.Limits:
     allowance=st.integers(-5, 1000),
     fb=reasons,
     held=helds,
+    level=helds,
 )
 def test_never_below_reactive_nor_above_max_replicas_nor_prewarm_cap(
     load: float,
@@ -47,6 +48,7 @@ def test_never_below_reactive_nor_above_max_replicas_nor_prewarm_cap(
     allowance: int,
     fb: policy.Reason | None,
     held: float | None,
+    level: float | None,
 ) -> None:
     d = policy.decide(
         load=load,
@@ -55,6 +57,7 @@ def test_never_below_reactive_nor_above_max_replicas_nor_prewarm_cap(
         allowance=allowance,
         fallback=fb,
         held_load=held,
+        level_load=level,
     )
     assert d.desired >= min(d.reactive, limits.max_replicas)
     assert d.desired <= limits.max_replicas
@@ -64,16 +67,23 @@ def test_never_below_reactive_nor_above_max_replicas_nor_prewarm_cap(
 
 
 @settings(max_examples=300, deadline=None)
-@given(load=loads, peak=peaks, limits=limit_sets(), fb=reasons, held=helds)
+@given(load=loads, peak=peaks, limits=limit_sets(), fb=reasons, held=helds, level=helds)
 def test_a_budget_of_zero_gives_exactly_the_reactive_decision_and_holds_nothing(
     load: float,
     peak: float | None,
     limits: policy.Limits,
     fb: policy.Reason | None,
     held: float | None,
+    level: float | None,
 ) -> None:
     ours = policy.decide(
-        load=load, forecast_peak=peak, limits=limits, allowance=0, fallback=fb, held_load=held
+        load=load,
+        forecast_peak=peak,
+        limits=limits,
+        allowance=0,
+        fallback=fb,
+        held_load=held,
+        level_load=level,
     )
     reactive = policy.decide(load=load, forecast_peak=None, limits=limits, allowance=0)
     assert ours.desired == reactive.desired
@@ -89,6 +99,7 @@ def test_a_budget_of_zero_gives_exactly_the_reactive_decision_and_holds_nothing(
     extra=st.integers(0, 50),
     fb=reasons,
     held=helds,
+    level=helds,
 )
 def test_more_budget_never_yields_fewer_replicas(
     load: float,
@@ -98,10 +109,18 @@ def test_more_budget_never_yields_fewer_replicas(
     extra: int,
     fb: policy.Reason | None,
     held: float | None,
+    level: float | None,
 ) -> None:
-    common = {"load": load, "forecast_peak": peak, "limits": limits, "fallback": fb}
-    less = policy.decide(**common, allowance=a, held_load=held)  # type: ignore[arg-type]
-    more = policy.decide(**common, allowance=a + extra, held_load=held)  # type: ignore[arg-type]
+    common = {
+        "load": load,
+        "forecast_peak": peak,
+        "limits": limits,
+        "fallback": fb,
+        "held_load": held,
+        "level_load": level,
+    }
+    less = policy.decide(**common, allowance=a)  # type: ignore[arg-type]
+    more = policy.decide(**common, allowance=a + extra)  # type: ignore[arg-type]
     assert more.desired >= less.desired
 
 
@@ -139,6 +158,8 @@ clock_moves = st.one_of(
     st.sampled_from([-1800.0, -43200.0]),  # back by half a window (of 1 h, of 1 day)
     st.sampled_from([math.nan, math.inf, -math.inf, 0.0]),  # broken clocks
 )
+ratios = st.floats(min_value=1.0, max_value=policy.MAX_LEVEL_RATIO)
+"""policy.level_ratio: how far the calibrated band reaches above its median."""
 steps = st.tuples(clock_moves, loads, peaks, st.sampled_from([30.0, 300.0, 600.0, math.nan]))
 
 
@@ -149,6 +170,7 @@ steps = st.tuples(clock_moves, loads, peaks, st.sampled_from([30.0, 300.0, 600.0
     window=st.sampled_from([3600.0, 86400.0]),
     price=st.one_of(st.none(), st.floats(min_value=0.01, max_value=10)),
     limits=limit_sets(),
+    ratio=ratios,
 )
 def test_prewarm_spent_in_any_window_never_exceeds_the_budget(
     sequence: list[tuple[float, float, float | None, float]],
@@ -156,6 +178,7 @@ def test_prewarm_spent_in_any_window_never_exceeds_the_budget(
     window: float,
     price: float | None,
     limits: policy.Limits,
+    ratio: float,
 ) -> None:
     ledger = budget.Ledger(budget=budget_amount, window=window, cost_per_replica_hour=price)
     now = 1_000_000.0
@@ -172,6 +195,7 @@ def test_prewarm_spent_in_any_window_never_exceeds_the_budget(
             limits=limits,
             allowance=ledger.allowance(stamp, step),
             held_load=policy.floor_load(recent),
+            level_load=policy.floor_load(recent) * ratio,
         )
         hours = ledger.charge(stamp, d.prewarm, step)
         if hours > 0:
@@ -261,6 +285,7 @@ def test_an_absurd_load_asks_for_max_replicas_instead_of_crashing() -> None:
     window=st.sampled_from([3600.0, 86400.0]),
     price=st.one_of(st.none(), st.floats(min_value=0.01, max_value=10)),
     limits=limit_sets(),
+    ratio=ratios,
 )
 def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it(
     sequence: list[tuple[float, float, float | None, float]],
@@ -268,6 +293,7 @@ def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it
     window: float,
     price: float | None,
     limits: policy.Limits,
+    ratio: float,
 ) -> None:
     ledger = budget.Ledger(budget=0.0, window=window, cost_per_replica_hour=price, share=share)
     now = 1_000_000.0
@@ -285,6 +311,7 @@ def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it
             limits=limits,
             allowance=ledger.allowance(stamp, step),
             held_load=policy.floor_load(recent),
+            level_load=policy.floor_load(recent) * ratio,
         )
         hours = ledger.charge(stamp, d.prewarm, step)
         if hours > 0:
@@ -294,3 +321,38 @@ def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it
         in_window = sum(x for t, x in spent if end - window < t <= end)
         reactive = sum(x for t, x in used if end - window < t <= end)
         assert in_window <= share * reactive + 1e-6
+
+
+def test_the_level_insured_at_the_band_is_paid_prewarm_with_its_own_reason() -> None:
+    limits = policy.Limits(threshold=10.0, max_prewarm_replicas=5)
+
+    def decide(
+        peak: float | None, level: float, *, allowance: int = 10, fb: policy.Reason | None = None
+    ) -> tuple[int, policy.Reason]:
+        d = policy.decide(
+            load=40.0,
+            forecast_peak=peak,
+            limits=limits,
+            allowance=allowance,
+            fallback=fb,
+            held_load=50.0,
+            level_load=level,
+        )
+        return d.desired, d.reason
+
+    assert decide(45.0, 65.0) == (7, policy.Reason.LEVEL)
+    assert decide(75.0, 65.0) == (8, policy.Reason.FORECAST)
+    assert decide(45.0, 48.0) == (5, policy.Reason.HOLD)
+    assert decide(45.0, 65.0, allowance=1) == (5, policy.Reason.BUDGET_CAPPED)
+    for fallback in (policy.Reason.DRIFT_FALLBACK, policy.Reason.NO_MODEL):
+        assert decide(45.0, 65.0, fb=fallback) == (5, fallback)  # no forecast, no band
+    assert decide(None, 65.0) == (5, policy.Reason.HOLD)
+
+
+def test_the_level_ratio_is_the_bands_reach_above_its_median_bounded() -> None:
+    assert policy.level_ratio([12.0, 30.0], [10.0, 10.0]) == 1.2  # the first point only
+    assert policy.level_ratio([12.0, 30.0], [10.0, 10.0], points=2) == 3.0
+    assert policy.level_ratio([8.0], [10.0]) == 1.0  # never below the level
+    assert policy.level_ratio([1e9], [1.0]) == policy.MAX_LEVEL_RATIO
+    for upper, median in (([5.0], [0.0]), ([math.nan], [1.0]), ([1.0], [math.inf]), ([], [])):
+        assert policy.level_ratio(upper, median) == 1.0
