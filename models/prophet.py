@@ -16,7 +16,6 @@ a level shift (a holiday, a launch, a migration) is followed within the hour.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import tempfile
@@ -27,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from models import stan_inputs
 from models.base import (
     DAY,
     WEEK,
@@ -270,12 +270,12 @@ class ProphetModel:
 
 
 def _write_inputs_in_c(stan: Any) -> None:
-    """Hand CmdStan its data and inits as JSON files written by the C encoder of `json.dumps`.
+    """Hand CmdStan its data and inits as JSON files written in C (models/stan_inputs.py).
 
     cmdstanpy writes them with stanio, which walks every number of Prophet's feature matrix in
     Python and then streams it through json's pure-Python encoder: 3-4 s per fit on four weeks
-    of 5-minute data, a third of a backtest. The text is the same (both write each float with
-    its shortest repr), so the fit is the same, bit for bit."""
+    of 5-minute data, a third of a backtest. The numbers are the same (each float's shortest
+    repr), so the fit is the same, bit for bit."""
     optimize = getattr(stan, "optimize", None)
     if optimize is None or getattr(optimize, "writes_inputs_in_c", False):
         return
@@ -286,20 +286,13 @@ def _write_inputs_in_c(stan: Any) -> None:
             for name, value in (("data", data), ("inits", inits)):
                 if isinstance(value, dict):
                     path = Path(folder) / f"{name}.json"
-                    path.write_text(json.dumps(value, default=_plain))
+                    stan_inputs.write(path, value)
                     value = str(path)
                 paths.append(value)
             return optimize(data=paths[0], inits=paths[1], **kwargs)
 
     from_files.writes_inputs_in_c = True  # type: ignore[attr-defined]
     stan.optimize = from_files
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars and arrays as JSON numbers and lists (what stanio makes of them)."""
-    if isinstance(value, np.generic | np.ndarray):
-        return value.tolist()
-    raise TypeError(f"prophet: {type(value).__name__} is not JSON data for CmdStan")
 
 
 def _ds(times: FloatArray) -> pd.Series:

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFINED = {
     "prometheus_api_client": {"scaler/sources/prometheus.py"},
     "prophet": {"models/prophet.py"},
+    "orjson": {"models/stan_inputs.py"},
     "statsmodels": {"models/ets.py"},
     "kubernetes": {
         "scaler/kube/api.py",
