@@ -2,9 +2,9 @@
 
 Owns: range queries cut into chunks under Prometheus' 11,000-points-per-series limit and laid on
 the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), each bucket's
-peak of a history at a finer `resolution` (a plain range query at it, the peaks taken here; a
-subquery only past MAX_RAW_POINTS), instant queries
-for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
+peak of a history at a finer `resolution` (the `peak_query` subquery, Prometheus takes the
+peaks; `peaks_raw` reads the samples raw and takes them here, the same numbers), instant
+queries for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
 shared record, see budget.spent_per_step), one client per Prometheus URL, and the translation of
 every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
 `MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
@@ -56,9 +56,12 @@ POOL_CONNECTIONS = 64
 """Connections kept per Prometheus: more than the requests a bulkhead lets in at once."""
 MAX_POINTS = 11_000
 """Points per series Prometheus serves in one range query (it rejects more with HTTP 400)."""
-MAX_RAW_POINTS = 20 * MAX_POINTS
-"""Most points of a history read raw for its bucket peaks (20 queries: 4 weeks at a 15 s
-resolution); a finer one is asked as a subquery, which costs Prometheus far more."""
+MAX_SUBQUERY_SAMPLES = 10 * MAX_POINTS
+"""Most samples at the peaks' resolution one subquery request evaluates (4 weeks at 30 s are
+80,640): a finer resolution is asked in more requests, so that none runs into the timeout.
+Measured (bench/warm_phases.py, 11.5 days at 30 s, 100 targets): the subquery costs Prometheus
+56 ms of CPU and the scaler 11 ms, the same peaks read raw 108 and 88 ms (33,120 points to
+encode and decode instead of 3,312)."""
 
 URL_FIX = "check serverAddress / --prometheus-url"
 LEDGER_URL_FIX = "check --ledger-prometheus-url (the Prometheus that scrapes the scaler)"
@@ -97,9 +100,12 @@ class PrometheusSource:
         call_budget: float = math.inf,
         on_request: OnRequest | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        peaks_raw: bool = False,
     ) -> None:
         """`credentials` default to none, with `default_url` trusted. Nothing is sent to
-        Prometheus until the first query."""
+        Prometheus until the first query. `peaks_raw`: read bucket peaks as the raw samples
+        (the ablation of the subquery, and its cross-check: the same numbers, at several
+        times the CPU on both sides)."""
         if not (0 <= retries <= 10 and 0 <= backoff <= 60 and timeout > 0 and call_budget > 0):
             raise ValueError(
                 f"Prometheus retries must be 0-10, backoff 0-60 s, timeout and call budget "
@@ -111,6 +117,7 @@ class PrometheusSource:
             PrometheusAuth(), trusted_urls=(self.default_url,)
         )
         self.retries, self.backoff, self.call_budget = retries, backoff, call_budget
+        self.peaks_raw = peaks_raw
         self._on_request = on_request
         self._sleep = sleep
         self._clients: dict[Connection, PrometheusConnect] = {}
@@ -127,23 +134,27 @@ class PrometheusSource:
     ) -> Series:
         """Values of spec.query at start, start + step, ... <= end; NaN where there is no sample.
         With `resolution` finer than `step`, each value is the bucket's peak: the highest of
-        the query sampled every `resolution` in (T - step, T]. Read as a plain range query at
-        `resolution` with the peaks taken here (cheap for Prometheus, chunked under MAX_POINTS)
-        while that is at most MAX_RAW_POINTS points; as the `peak_query` subquery beyond that,
-        or when `step` is no whole multiple of `resolution` or `start` is off its grid.
+        the query sampled every `resolution` in (T - step, T], read as the `peak_query`
+        subquery at `step` (Prometheus takes the peaks), in requests of at most MAX_POINTS
+        points and MAX_SUBQUERY_SAMPLES samples. With `peaks_raw`, as a plain range query at
+        `resolution` with the peaks taken here, when `step` is a whole multiple of
+        `resolution` and `start` is on its grid.
 
         Raises NoData when the whole window holds no series at all.
         """
         began = time.monotonic()
         grid = _Grid(start, step, _grid_size(start, end, step))
-        per = _samples_per_bucket(start, step, resolution)
-        if per is not None and grid.size * per <= MAX_RAW_POINTS:
+        per = _samples_per_bucket(start, step, resolution) if self.peaks_raw else None
+        if per is not None:
             fine = _Grid(start - step + step / per, step / per, grid.size * per)
             raw, found = self._range(spec, spec.query, fine, began)
             values = _bucket_peaks(raw, per)
-        else:
+        elif resolution is not None and resolution < step:
             query = peak_query(spec.query, step, resolution)
-            values, found = self._range(spec, query, grid, began)
+            most = max(1, min(MAX_POINTS, MAX_SUBQUERY_SAMPLES // math.ceil(step / resolution)))
+            values, found = self._range(spec, query, grid, began, most=most)
+        else:
+            values, found = self._range(spec, spec.query, grid, began)
         if grid.size and not found:
             url = self._url(spec)
             raise NoData(
@@ -153,10 +164,10 @@ class PrometheusSource:
         return Series(start, step, values)
 
     def _range(
-        self, spec: TargetSpec, query: str, grid: _Grid, began: float
+        self, spec: TargetSpec, query: str, grid: _Grid, began: float, most: int = MAX_POINTS
     ) -> tuple[FloatArray, bool]:
-        """`query`'s values on `grid` (NaN where no sample), in chunks of at most MAX_POINTS,
-        and whether any chunk held a series."""
+        """`query`'s values on `grid` (NaN where no sample), in chunks of at most `most`
+        points, and whether any chunk held a series."""
         values = np.full(grid.size, np.nan)
         found = False
         url = self._url(spec)
@@ -164,9 +175,9 @@ class PrometheusSource:
             "%s: history of %d points in %d queries",
             spec.label,
             grid.size,
-            math.ceil(grid.size / MAX_POINTS),
+            math.ceil(grid.size / most),
         )
-        for chunk in grid.chunks(MAX_POINTS):
+        for chunk in grid.chunks(most):
             call = partial(_query_range, query=query, chunk=chunk)
             result = self._ask(spec, call, kind="range", began=began)
             with _expecting(spec, url, RANGE_SHAPE):
@@ -465,7 +476,7 @@ def _samples_per_bucket(start: float, step: float, resolution: float | None) -> 
     """How many samples at `resolution` a bucket of `step` holds when the bucket peaks can be
     taken from a plain range query on the same points the subquery samples (a whole number,
     on a grid through `start` aligned, as Prometheus aligns a subquery, to multiples of
-    `resolution`); None when the history is the value at each point or needs the subquery."""
+    `resolution`); None when the history is the value at each point or takes the subquery."""
     if resolution is None or resolution >= step:
         return None
     _check_resolution(resolution)
