@@ -127,6 +127,8 @@ def phases(
         lap("drift replay since the fit")
         source.latest(spec, at=end)
         lap("instant query")
+        source.spent_samples(spec, start=end - spec.prewarm_budget_window, end=end, step=60.0)
+        lap("ledger range query (spend counter)")
     return spent
 
 

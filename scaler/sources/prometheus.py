@@ -30,7 +30,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
@@ -221,25 +221,51 @@ class PrometheusSource:
         Asks `default_url`, never spec.server_address: the ledger lives in the Prometheus that
         scrapes the scaler, not in the one holding the target's load.
         """
-        # Every trigger key of this ScaledObject (`namespace/name#<metadata hash>`): editing a
-        # trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
+        found = self.spent_samples_of([spec], start=start, end=end, step=step, reactive=reactive)
+        return found[spend_key(spec)]
+
+    def spent_samples_of(
+        self,
+        specs: Sequence[TargetSpec],
+        *,
+        start: float,
+        end: float,
+        step: float,
+        reactive: bool = False,
+    ) -> dict[str, list[list[tuple[float, float]]]]:
+        """`spent_samples` of each of `specs`, keyed by `spend_key`, in one range query (chunked
+        under MAX_POINTS) whose selector matches all their ScaledObjects: what a warm-up asks
+        once for many targets instead of once for each. The same series, so the same samples,
+        as each target's own query. Errors name the first of `specs`."""
+        if not specs:
+            return {}
+        # Every trigger key of these ScaledObjects (`namespace/name#<metadata hash>`): editing
+        # a trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
         # the ScaledObject's other triggers counts too (per time, the max across series), which
         # errs on the side of spending less, never more.
-        pattern = re.escape(f"{spec.namespace}/{spec.name}#") + "[0-9a-f]+"
+        objects = sorted({spend_key(spec) for spec in specs})
+        alternatives = "|".join(re.escape(key) for key in objects)
+        group = alternatives if len(objects) == 1 else f"(?:{alternatives})"
+        pattern = group + re.escape("#") + "[0-9a-f]+"
         target = pattern.replace("\\", "\\\\").replace('"', '\\"')
         query = f'{REACTIVE_COUNTER if reactive else SPENT_COUNTER}{{target=~"{target}"}}'
-        series: dict[str, list[tuple[float, float]]] = {}
+        series: dict[str, dict[str, list[tuple[float, float]]]] = {key: {} for key in objects}
         began = time.monotonic()
+        first = specs[0]
         for chunk in _Grid(start, step, _grid_size(start, end, step)).chunks(MAX_POINTS):
             call = partial(_query_range, query=query, chunk=chunk)
             result = self._ask(
-                spec, call, url=self.default_url, query=query, kind="ledger", began=began
+                first, call, url=self.default_url, query=query, kind="ledger", began=began
             )
-            with _expecting(spec, self.default_url, RANGE_SHAPE):
+            with _expecting(first, self.default_url, RANGE_SHAPE):
                 for found in result:
-                    samples = series.setdefault(repr(sorted(found["metric"].items())), [])
+                    owner = str(found["metric"]["target"]).rsplit("#", 1)[0]
+                    if owner not in series:  # not one of ours: another object's prefix
+                        continue
+                    name = repr(sorted(found["metric"].items()))
+                    samples = series[owner].setdefault(name, [])
                     samples += [(float(at), _to_float(text)) for at, text in found["values"]]
-        return list(series.values())
+        return {key: list(found.values()) for key, found in series.items()}
 
     def close(self) -> None:
         """Close every HTTP connection pool."""
@@ -376,6 +402,11 @@ class _FileAuth(requests.auth.AuthBase):
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         request.headers.update(self.credentials.secret_headers(self.modes))
         return request
+
+
+def spend_key(spec: TargetSpec) -> str:
+    """The ScaledObject whose spend a target's ledger is rebuilt from: `namespace/name`."""
+    return f"{spec.namespace}/{spec.name}"
 
 
 def _retryable(e: requests.RequestException) -> bool:
