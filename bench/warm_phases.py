@@ -119,8 +119,11 @@ def phases(
         model = artefact.load(stored.artefact)
         null = driftstate.null_from_json(stored.artefact.get(driftstate.NULL_KEY), spec, step)
         lap("artefact load")
-        first = driftstate.start if args.whole_window else driftstate.replay_start
-        begin = max(first(model, window=WINDOW), end - 2 * WINDOW + step)
+        if args.whole_window:
+            first = driftstate.start(model, window=WINDOW)
+        else:
+            first = driftstate.replay_start(model, window=WINDOW, null_stored=null is not None)
+        begin = max(first, end - 2 * WINDOW + step)
         history = source.history(spec, start=begin, end=end, step=step, resolution=resolution)
         lap(f"range query ({len(history)} points)")
         driftstate.rebuild(spec, model, history, window=WINDOW, null=null)
