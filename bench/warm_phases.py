@@ -89,7 +89,7 @@ def main() -> int:
 
 def phases(
     args: argparse.Namespace, work: Path, prom: promtest.PrometheusServer, now: float
-) -> dict[str, float]:
+) -> dict[str, tuple[float, float]]:
     objects = replicas.target_objects(args.targets, prom.traces)
     until = now - args.model_age
     replicas.warm_store(
