@@ -91,15 +91,9 @@ class Batches:
                 "ledger batch of %d targets failed, each reads alone: %s", len(members), exc
             )
             return None
+        # A member the record left out (its connection is misconfigured) reads alone.
         return {
-            m.key: (
-                spent.get(_object(m), []),
-                used.get(_object(m), []) if m.prewarm_budget_share is not None else [],
-            )
+            m.key: (spent[m.key], used[m.key] if m.prewarm_budget_share is not None else [])
             for m in members
+            if m.key in spent and (m.prewarm_budget_share is None or m.key in used)
         }
-
-
-def _object(spec: TargetSpec) -> str:
-    """The ScaledObject a spend counter is recorded for (sources/prometheus.py spend_key)."""
-    return f"{spec.namespace}/{spec.name}"

@@ -74,6 +74,6 @@ class SpendRecord(Protocol):
         step: float,
         reactive: bool = False,
     ) -> dict[str, list[list[tuple[float, float]]]]:
-        """`spent_samples` of every one of `specs` in one read, keyed by `namespace/name` (the
-        ScaledObject a spend counter is recorded for)."""
+        """`spent_samples` of every one of `specs` in one read, keyed by spec.key; a target
+        left out is for its own `spent_samples` to read (and say why it cannot)."""
         ...

@@ -45,7 +45,7 @@ from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
 from scaler.decision.spec import TargetSpec
-from scaler.errors import BadQuery, MalformedAnswer, NoData, SourceUnavailable
+from scaler.errors import BadQuery, ConfigError, MalformedAnswer, NoData, SourceUnavailable
 from scaler.settings import PrometheusAuth
 from scaler.sources.base import Sample
 from scaler.sources.credentials import Connection, Credentials
@@ -222,7 +222,7 @@ class PrometheusSource:
         scrapes the scaler, not in the one holding the target's load.
         """
         found = self.spent_samples_of([spec], start=start, end=end, step=step, reactive=reactive)
-        return found[spend_key(spec)]
+        return found[spec.key]
 
     def spent_samples_of(
         self,
@@ -233,12 +233,31 @@ class PrometheusSource:
         step: float,
         reactive: bool = False,
     ) -> dict[str, list[list[tuple[float, float]]]]:
-        """`spent_samples` of each of `specs`, keyed by `spend_key`, in one range query (chunked
-        under MAX_POINTS) whose selector matches all their ScaledObjects: what a warm-up asks
-        once for many targets instead of once for each. The same series, so the same samples,
-        as each target's own query. Errors name the first of `specs`."""
-        if not specs:
-            return {}
+        """`spent_samples` of each of `specs`, keyed by spec.key, in one range query (chunked
+        under MAX_POINTS) per connection (credentials, headers, tenant) whose selector matches
+        all their ScaledObjects: what a warm-up asks once for many targets instead of once for
+        each. The same series, so the same samples, as each target's own query. Asked with
+        others, a target whose connection is misconfigured (ConfigError) is left out: its own
+        read says why. Errors name the first target of the request."""
+        groups: dict[Connection, list[TargetSpec]] = {}
+        for spec in specs:
+            try:
+                connection = self.credentials.connection(spec, self.default_url)
+            except ConfigError:
+                if len(specs) == 1:
+                    raise
+                continue
+            groups.setdefault(connection, []).append(spec)
+        found: dict[str, list[list[tuple[float, float]]]] = {}
+        for members in groups.values():
+            found.update(
+                self._spent_of(members, start=start, end=end, step=step, reactive=reactive)
+            )
+        return found
+
+    def _spent_of(
+        self, specs: list[TargetSpec], *, start: float, end: float, step: float, reactive: bool
+    ) -> dict[str, list[list[tuple[float, float]]]]:
         # Every trigger key of these ScaledObjects (`namespace/name#<metadata hash>`): editing
         # a trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
         # the ScaledObject's other triggers counts too (per time, the max across series), which
@@ -265,7 +284,10 @@ class PrometheusSource:
                     name = repr(sorted(found["metric"].items()))
                     samples = series[owner].setdefault(name, [])
                     samples += [(float(at), _to_float(text)) for at, text in found["values"]]
-        return {key: list(found.values()) for key, found in series.items()}
+        return {
+            spec.key: [list(samples) for samples in series[spend_key(spec)].values()]
+            for spec in specs
+        }
 
     def close(self) -> None:
         """Close every HTTP connection pool."""
