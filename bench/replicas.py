@@ -402,6 +402,9 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         )
         print(f"  warm store: {args.targets} champions written in {took:.1f}s")
         requests = requests_of(objects)
+        prom_pid = prometheus._process.pid if prometheus._process is not None else 0
+        prom_before = procs.cpu_seconds([prom_pid])
+        queries_before = prometheus_queries(prometheus.url)
         a = Replica("a", args, work, prometheus.url)
         spy = None if args.profile is None else sampled(a, args.profile)
         serving = a.wait_serving(args.startup_timeout)
@@ -409,7 +412,8 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=60)
         cpu_at_serving = procs.cpu_seconds(a.server.cpu_pids())
-        prom_pid = prometheus._process.pid if prometheus._process is not None else 0
+        prom_at_serving = procs.cpu_seconds([prom_pid]) - prom_before
+        queries_warm = prometheus_queries(prometheus.url) - queries_before
         codes = await all_answer(a.server.address, requests)
         answered = time.monotonic() - a.started
         lines = a.server.log.read_text().splitlines()
@@ -428,9 +432,13 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         prom_cpu = procs.cpu_seconds([prom_pid])
         out["warm"]["scaler_cpu_s"] = cpu_at_serving
         out["warm"]["prometheus_cpu_s_total"] = prom_cpu
+        out["warm"]["prometheus_cpu_s_warm_up"] = prom_at_serving
+        out["warm"]["queries_per_target_warm_up"] = queries_warm / args.targets
         print(
             f"    CPU spent until SERVING: scaler {cpu_at_serving:.1f}s (process tree, imports "
-            f"included); Prometheus {prom_cpu:.1f}s since it started (backfill load included)"
+            f"included); Prometheus {prom_at_serving:.1f}s from the replica's start, "
+            f"{prom_cpu:.1f}s since it started (backfill load included); "
+            f"{queries_warm / args.targets:.2f} Prometheus queries per target until SERVING"
         )
         ok = codes.get("OK", 0) == args.targets and answered < GOAL_WARM_S
         print(

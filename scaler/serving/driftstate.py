@@ -43,6 +43,10 @@ own memory, a week at most, and the daily re-measure's half week fall inside it)
 measured again (none stored) reads 1.5 weeks (drift.NULL_SPAN and half of it as context); a
 day more keeps that window's first point inside. tests/unit/test_replay_span.py holds the
 replay from this span to the one from the whole window, bit for bit."""
+REPLAY_SPAN_NULL_STORED = CONTEXT + DAY
+"""The same with the model's null stored with it (NULL_KEY): nothing measures it again, so the
+forecasts' CONTEXT and the day are all a replay reads (9 days instead of 11.5: a warm-up's
+largest read, the bucket peaks before the fit, is that much shorter)."""
 
 NULL_KEY = "drift_null"
 """Artefact key holding the model's drift null, measured once by the replica that fitted it."""
@@ -53,11 +57,13 @@ def start(model: CalibratedModel, *, window: float) -> float:
     return model.trained_until - window + model.step
 
 
-def replay_start(model: CalibratedModel, *, window: float) -> float:
-    """Where the least history a rebuild needs begins: REPLAY_SPAN (at most the engine's
-    `window`) before the fit. A rebuild from there gives the same tracker as one from `start`;
-    what the engine keeps for its next fit is read after SERVING (scaler/serving/warmup.py)."""
-    return model.trained_until - min(window, REPLAY_SPAN) + model.step
+def replay_start(model: CalibratedModel, *, window: float, null_stored: bool = False) -> float:
+    """Where the least history a rebuild needs begins: REPLAY_SPAN (REPLAY_SPAN_NULL_STORED
+    when the model's null is stored; at most the engine's `window`) before the fit. A rebuild
+    from there gives the same tracker as one from `start`; what the engine keeps for its next
+    fit is read after SERVING (scaler/serving/warmup.py)."""
+    span = REPLAY_SPAN_NULL_STORED if null_stored else REPLAY_SPAN
+    return model.trained_until - min(window, span) + model.step
 
 
 def rebuild(

@@ -42,7 +42,7 @@ from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, CircuitOpen, ScalerError
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import fitting, isolation, leadtime, warmup
+from scaler.serving import fitting, isolation, leadtime, ledgerreads, warmup
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -116,6 +116,14 @@ class Engine:
         by `forget` when their ScaledObject goes."""
         self.pod_selectors: leadtime.PodSelectors | None = None
         """Where leadTime: auto finds a target's pods without podSelector (kube/selectors.py)."""
+        self.ledger_batches = (
+            None
+            if spend_record is None
+            else ledgerreads.Batches(
+                spend_record, partial(self.isolation.run, SPEND_RECORD), step=LEDGER_STEP
+            )
+        )
+        """Ledgers of a step read together (a fresh replica's 1,000), serving/ledgerreads.py."""
 
     # ---- what the server calls -------------------------------------------------------------
     def ensure(self, spec: TargetSpec) -> TargetState:
@@ -297,24 +305,11 @@ class Engine:
         spec, record = state.spec, self.spend_record
         assert record is not None
         start = now - spec.prewarm_budget_window
-        try:
-            samples = await self.isolation.run(
-                SPEND_RECORD,
-                partial(record.spent_samples, spec, start=start, end=now, step=LEDGER_STEP),
-            )
-            used = []  # what a share budget is a share of, recorded alike
-            if spec.prewarm_budget_share is not None:
-                used = await self.isolation.run(
-                    SPEND_RECORD,
-                    partial(
-                        record.spent_samples,
-                        spec,
-                        start=start,
-                        end=now,
-                        step=LEDGER_STEP,
-                        reactive=True,
-                    ),
-                )
+        waiting = (s.spec for s in self.targets.values() if not s.ledger_known)
+        assert self.ledger_batches is not None
+        try:  # with others whose first refresh is in this step, else alone
+            batched = await self.ledger_batches.read(spec, now=now, waiting=waiting)
+            samples, used = batched or await self._ledger_samples(record, spec, start, now)
         except ScalerError as exc:
             if state.ledger_note is None:
                 logger.warning(
@@ -344,6 +339,18 @@ class Engine:
             state.ledger.limit(now),
             reserve,
         )
+
+    async def _ledger_samples(
+        self, record: SpendRecord, spec: TargetSpec, start: float, now: float
+    ) -> ledgerreads.Read:
+        """The spend samples of `spec`'s ledger, and for a share budget the reactive
+        replica-hours' it is a share of (recorded alike), read for this target alone."""
+        read = partial(record.spent_samples, spec, start=start, end=now, step=LEDGER_STEP)
+        samples = await self.isolation.run(SPEND_RECORD, read)
+        used = []
+        if spec.prewarm_budget_share is not None:
+            used = await self.isolation.run(SPEND_RECORD, partial(read, reactive=True))
+        return samples, used
 
     def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:
         step, window = self.settings.model_step, self.settings.history

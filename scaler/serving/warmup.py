@@ -130,7 +130,9 @@ async def adopt(engine: Engine, state: TargetState) -> None:
         return
     step, window = engine.settings.model_step, engine.settings.history
     end = np.floor(engine.clock.now() / step) * step
-    begin = max(driftstate.replay_start(model, window=window), end - 2 * window + step)
+    stored = state.model_null is not None  # no null measured again: a shorter replay span
+    first = driftstate.replay_start(model, window=window, null_stored=stored)
+    begin = max(first, end - 2 * window + step)
     history = state.history
     if history is None or history.step != step or history.start > begin or history.end < end:
         history = await _fetch(engine, spec, start=begin, end=float(end), old=history)

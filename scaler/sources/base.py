@@ -9,6 +9,7 @@ Sources are synchronous; the engine calls them from worker threads.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,4 +63,17 @@ class SpendRecord(Protocol):
         """(time, counter value) on the grid start, start + step, ... <= end, one list per
         series; raises SourceUnavailable when the record cannot be read. `reactive` reads the
         reactive replica-hours counter (what a share budget is a share of) instead."""
+        ...
+
+    def spent_samples_of(
+        self,
+        specs: Sequence[TargetSpec],
+        *,
+        start: float,
+        end: float,
+        step: float,
+        reactive: bool = False,
+    ) -> dict[str, list[list[tuple[float, float]]]]:
+        """`spent_samples` of every one of `specs` in one read, keyed by spec.key; a target
+        left out is for its own `spent_samples` to read (and say why it cannot)."""
         ...

@@ -2,9 +2,9 @@
 
 Owns: range queries cut into chunks under Prometheus' 11,000-points-per-series limit and laid on
 the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), each bucket's
-peak of a history at a finer `resolution` (a plain range query at it, the peaks taken here; a
-subquery only past MAX_RAW_POINTS), instant queries
-for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
+peak of a history at a finer `resolution` (the `peak_query` subquery, Prometheus takes the
+peaks; `peaks_raw` reads the samples raw and takes them here, the same numbers), instant
+queries for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
 shared record, see budget.spent_per_step), one client per Prometheus URL, and the translation of
 every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
 `MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
@@ -30,7 +30,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
@@ -45,7 +45,7 @@ from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
 from scaler.decision.spec import TargetSpec
-from scaler.errors import BadQuery, MalformedAnswer, NoData, SourceUnavailable
+from scaler.errors import BadQuery, ConfigError, MalformedAnswer, NoData, SourceUnavailable
 from scaler.settings import PrometheusAuth
 from scaler.sources.base import Sample
 from scaler.sources.credentials import Connection, Credentials
@@ -56,9 +56,12 @@ POOL_CONNECTIONS = 64
 """Connections kept per Prometheus: more than the requests a bulkhead lets in at once."""
 MAX_POINTS = 11_000
 """Points per series Prometheus serves in one range query (it rejects more with HTTP 400)."""
-MAX_RAW_POINTS = 20 * MAX_POINTS
-"""Most points of a history read raw for its bucket peaks (20 queries: 4 weeks at a 15 s
-resolution); a finer one is asked as a subquery, which costs Prometheus far more."""
+MAX_SUBQUERY_SAMPLES = 10 * MAX_POINTS
+"""Most samples at the peaks' resolution one subquery request evaluates (4 weeks at 30 s are
+80,640): a finer resolution is asked in more requests, so that none runs into the timeout.
+Measured (bench/warm_phases.py, 11.5 days at 30 s, 100 targets): the subquery costs Prometheus
+56 ms of CPU and the scaler 11 ms, the same peaks read raw 108 and 88 ms (33,120 points to
+encode and decode instead of 3,312)."""
 
 URL_FIX = "check serverAddress / --prometheus-url"
 LEDGER_URL_FIX = "check --ledger-prometheus-url (the Prometheus that scrapes the scaler)"
@@ -97,9 +100,12 @@ class PrometheusSource:
         call_budget: float = math.inf,
         on_request: OnRequest | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        peaks_raw: bool = False,
     ) -> None:
         """`credentials` default to none, with `default_url` trusted. Nothing is sent to
-        Prometheus until the first query."""
+        Prometheus until the first query. `peaks_raw`: read bucket peaks as the raw samples
+        (the ablation of the subquery, and its cross-check: the same numbers, at several
+        times the CPU on both sides)."""
         if not (0 <= retries <= 10 and 0 <= backoff <= 60 and timeout > 0 and call_budget > 0):
             raise ValueError(
                 f"Prometheus retries must be 0-10, backoff 0-60 s, timeout and call budget "
@@ -111,6 +117,7 @@ class PrometheusSource:
             PrometheusAuth(), trusted_urls=(self.default_url,)
         )
         self.retries, self.backoff, self.call_budget = retries, backoff, call_budget
+        self.peaks_raw = peaks_raw
         self._on_request = on_request
         self._sleep = sleep
         self._clients: dict[Connection, PrometheusConnect] = {}
@@ -127,23 +134,27 @@ class PrometheusSource:
     ) -> Series:
         """Values of spec.query at start, start + step, ... <= end; NaN where there is no sample.
         With `resolution` finer than `step`, each value is the bucket's peak: the highest of
-        the query sampled every `resolution` in (T - step, T]. Read as a plain range query at
-        `resolution` with the peaks taken here (cheap for Prometheus, chunked under MAX_POINTS)
-        while that is at most MAX_RAW_POINTS points; as the `peak_query` subquery beyond that,
-        or when `step` is no whole multiple of `resolution` or `start` is off its grid.
+        the query sampled every `resolution` in (T - step, T], read as the `peak_query`
+        subquery at `step` (Prometheus takes the peaks), in requests of at most MAX_POINTS
+        points and MAX_SUBQUERY_SAMPLES samples. With `peaks_raw`, as a plain range query at
+        `resolution` with the peaks taken here, when `step` is a whole multiple of
+        `resolution` and `start` is on its grid.
 
         Raises NoData when the whole window holds no series at all.
         """
         began = time.monotonic()
         grid = _Grid(start, step, _grid_size(start, end, step))
-        per = _samples_per_bucket(start, step, resolution)
-        if per is not None and grid.size * per <= MAX_RAW_POINTS:
+        per = _samples_per_bucket(start, step, resolution) if self.peaks_raw else None
+        if per is not None:
             fine = _Grid(start - step + step / per, step / per, grid.size * per)
             raw, found = self._range(spec, spec.query, fine, began)
             values = _bucket_peaks(raw, per)
-        else:
+        elif resolution is not None and resolution < step:
             query = peak_query(spec.query, step, resolution)
-            values, found = self._range(spec, query, grid, began)
+            most = max(1, min(MAX_POINTS, MAX_SUBQUERY_SAMPLES // math.ceil(step / resolution)))
+            values, found = self._range(spec, query, grid, began, most=most)
+        else:
+            values, found = self._range(spec, spec.query, grid, began)
         if grid.size and not found:
             url = self._url(spec)
             raise NoData(
@@ -153,10 +164,10 @@ class PrometheusSource:
         return Series(start, step, values)
 
     def _range(
-        self, spec: TargetSpec, query: str, grid: _Grid, began: float
+        self, spec: TargetSpec, query: str, grid: _Grid, began: float, most: int = MAX_POINTS
     ) -> tuple[FloatArray, bool]:
-        """`query`'s values on `grid` (NaN where no sample), in chunks of at most MAX_POINTS,
-        and whether any chunk held a series."""
+        """`query`'s values on `grid` (NaN where no sample), in chunks of at most `most`
+        points, and whether any chunk held a series."""
         values = np.full(grid.size, np.nan)
         found = False
         url = self._url(spec)
@@ -164,9 +175,9 @@ class PrometheusSource:
             "%s: history of %d points in %d queries",
             spec.label,
             grid.size,
-            math.ceil(grid.size / MAX_POINTS),
+            math.ceil(grid.size / most),
         )
-        for chunk in grid.chunks(MAX_POINTS):
+        for chunk in grid.chunks(most):
             call = partial(_query_range, query=query, chunk=chunk)
             result = self._ask(spec, call, kind="range", began=began)
             with _expecting(spec, url, RANGE_SHAPE):
@@ -210,25 +221,73 @@ class PrometheusSource:
         Asks `default_url`, never spec.server_address: the ledger lives in the Prometheus that
         scrapes the scaler, not in the one holding the target's load.
         """
-        # Every trigger key of this ScaledObject (`namespace/name#<metadata hash>`): editing a
-        # trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
+        found = self.spent_samples_of([spec], start=start, end=end, step=step, reactive=reactive)
+        return found[spec.key]
+
+    def spent_samples_of(
+        self,
+        specs: Sequence[TargetSpec],
+        *,
+        start: float,
+        end: float,
+        step: float,
+        reactive: bool = False,
+    ) -> dict[str, list[list[tuple[float, float]]]]:
+        """`spent_samples` of each of `specs`, keyed by spec.key, in one range query (chunked
+        under MAX_POINTS) per connection (credentials, headers, tenant) whose selector matches
+        all their ScaledObjects: what a warm-up asks once for many targets instead of once for
+        each. The same series, so the same samples, as each target's own query. Asked with
+        others, a target whose connection is misconfigured (ConfigError) is left out: its own
+        read says why. Errors name the first target of the request."""
+        groups: dict[Connection, list[TargetSpec]] = {}
+        for spec in specs:
+            try:
+                connection = self.credentials.connection(spec, self.default_url)
+            except ConfigError:
+                if len(specs) == 1:
+                    raise
+                continue
+            groups.setdefault(connection, []).append(spec)
+        found: dict[str, list[list[tuple[float, float]]]] = {}
+        for members in groups.values():
+            found.update(
+                self._spent_of(members, start=start, end=end, step=step, reactive=reactive)
+            )
+        return found
+
+    def _spent_of(
+        self, specs: list[TargetSpec], *, start: float, end: float, step: float, reactive: bool
+    ) -> dict[str, list[list[tuple[float, float]]]]:
+        # Every trigger key of these ScaledObjects (`namespace/name#<metadata hash>`): editing
+        # a trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
         # the ScaledObject's other triggers counts too (per time, the max across series), which
         # errs on the side of spending less, never more.
-        pattern = re.escape(f"{spec.namespace}/{spec.name}#") + "[0-9a-f]+"
+        objects = sorted({spend_key(spec) for spec in specs})
+        alternatives = "|".join(re.escape(key) for key in objects)
+        group = alternatives if len(objects) == 1 else f"(?:{alternatives})"
+        pattern = group + re.escape("#") + "[0-9a-f]+"
         target = pattern.replace("\\", "\\\\").replace('"', '\\"')
         query = f'{REACTIVE_COUNTER if reactive else SPENT_COUNTER}{{target=~"{target}"}}'
-        series: dict[str, list[tuple[float, float]]] = {}
+        series: dict[str, dict[str, list[tuple[float, float]]]] = {key: {} for key in objects}
         began = time.monotonic()
+        first = specs[0]
         for chunk in _Grid(start, step, _grid_size(start, end, step)).chunks(MAX_POINTS):
             call = partial(_query_range, query=query, chunk=chunk)
             result = self._ask(
-                spec, call, url=self.default_url, query=query, kind="ledger", began=began
+                first, call, url=self.default_url, query=query, kind="ledger", began=began
             )
-            with _expecting(spec, self.default_url, RANGE_SHAPE):
+            with _expecting(first, self.default_url, RANGE_SHAPE):
                 for found in result:
-                    samples = series.setdefault(repr(sorted(found["metric"].items())), [])
+                    owner = str(found["metric"]["target"]).rsplit("#", 1)[0]
+                    if owner not in series:  # not one of ours: another object's prefix
+                        continue
+                    name = repr(sorted(found["metric"].items()))
+                    samples = series[owner].setdefault(name, [])
                     samples += [(float(at), _to_float(text)) for at, text in found["values"]]
-        return list(series.values())
+        return {
+            spec.key: [list(samples) for samples in series[spend_key(spec)].values()]
+            for spec in specs
+        }
 
     def close(self) -> None:
         """Close every HTTP connection pool."""
@@ -367,6 +426,11 @@ class _FileAuth(requests.auth.AuthBase):
         return request
 
 
+def spend_key(spec: TargetSpec) -> str:
+    """The ScaledObject whose spend a target's ledger is rebuilt from: `namespace/name`."""
+    return f"{spec.namespace}/{spec.name}"
+
+
 def _retryable(e: requests.RequestException) -> bool:
     """A failure that a second try may not meet: a refused or reset connection, or a busy or
     restarting server. Not a timeout (an outage the breaker must see), not TLS (a config)."""
@@ -465,7 +529,7 @@ def _samples_per_bucket(start: float, step: float, resolution: float | None) -> 
     """How many samples at `resolution` a bucket of `step` holds when the bucket peaks can be
     taken from a plain range query on the same points the subquery samples (a whole number,
     on a grid through `start` aligned, as Prometheus aligns a subquery, to multiples of
-    `resolution`); None when the history is the value at each point or needs the subquery."""
+    `resolution`); None when the history is the value at each point or takes the subquery."""
     if resolution is None or resolution >= step:
         return None
     _check_resolution(resolution)

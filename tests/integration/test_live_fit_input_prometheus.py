@@ -1,8 +1,8 @@
 """On a real Prometheus, the live engine fits on the series `scaler backtest --prometheus-url`
 fits on: per-bucket peaks at the model step of the query sampled at the decision step, on the
-first (full-window) read and on every incremental update after it. The full window is read as
-plain range queries with the peaks taken in-process; the subquery it replaced gives the same
-numbers."""
+first (full-window) read and on every incremental update after it. The window is read as a
+max_over_time subquery; the raw samples with the peaks taken in-process (`peaks_raw`) give the
+same numbers."""
 
 from __future__ import annotations
 
@@ -105,26 +105,36 @@ def test_the_live_fit_input_is_the_backtests_bucket_peaks_on_a_real_prometheus(
     assert (seen & ~(live.values <= points.values)).sum() > 0.25 * len(live)
 
 
-def test_the_raw_read_gives_the_subquerys_bucket_peaks_in_chunks_under_the_points_limit(
+def test_the_subquery_gives_the_raw_reads_bucket_peaks_in_requests_under_both_limits(
     prometheus_server: PrometheusServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     trace = prometheus_server.traces["llm_serving_10min"]
     target = spec.parse("gpu", "llm", {"query": trace.selector, "threshold": "10"})
     end = np.floor(trace.end / MODEL_STEP) * MODEL_STEP
     window = {"start": end - 2 * DAY + MODEL_STEP, "end": end, "step": MODEL_STEP}
-    asked: list[str] = []
-    counted = prometheus.PrometheusSource(
-        prometheus_server.url, timeout=5.0, on_request=lambda kind, _o: asked.append(kind)
-    )
+    asked: list[tuple[bool, str]] = []
+    sources = [
+        prometheus.PrometheusSource(
+            prometheus_server.url,
+            timeout=5.0,
+            on_request=lambda kind, _o, raw=raw: asked.append((raw, kind)),
+            peaks_raw=raw,
+        )
+        for raw in (True, False)
+    ]
     try:
-        raw = counted.history(target, **window, resolution=FINE)
-        raw_queries = len(asked)
-        monkeypatch.setattr(prometheus, "MAX_RAW_POINTS", 0)  # ablation: the subquery
-        subquery = counted.history(target, **window, resolution=FINE)
+        raw, subquery = (s.history(target, **window, resolution=FINE) for s in sources)
+        # Each subquery request evaluates at most MAX_SUBQUERY_SAMPLES samples: fewer, more.
+        monkeypatch.setattr(prometheus, "MAX_SUBQUERY_SAMPLES", 1000)
+        small = sources[1].history(target, **window, resolution=FINE)
     finally:
-        counted.close()
+        for s in sources:
+            s.close()
 
     np.testing.assert_array_equal(raw.values, subquery.values)
+    np.testing.assert_array_equal(small.values, subquery.values)
     # 11,520 raw points in two days at 15 s: two chunks under Prometheus' 11,000-points limit.
+    raw_queries = sum(1 for read_raw, _kind in asked if read_raw)
     assert raw_queries == -(-round(2 * DAY / FINE) // prometheus.MAX_POINTS) == 2
-    assert len(asked) == raw_queries + 1
+    # The subquery: one request of 576 points, then of 1000 // 20 = 50 points each.
+    assert len(asked) - raw_queries == 1 + -(-len(subquery) // (1000 // round(MODEL_STEP / FINE)))
