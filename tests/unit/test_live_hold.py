@@ -22,8 +22,11 @@ STEP = 30.0
 SPEC = spec.parse("gpu", "llm", {"query": "x", "threshold": "20", "leadTime": "10m"})
 
 
-def decided(tmp_path: Path, *, budget_hours: float) -> tuple[TargetState, policy.Decision]:
-    """One decision at NOW after 240 (12 replicas) until 5.5 minutes ago, then 100 (5 replicas)."""
+def ready_engine(
+    tmp_path: Path, history: Series, *, budget_hours: float
+) -> tuple[Engine, TargetState]:
+    """An engine (file source, clock at NOW) whose SPEC target has `history` up to NOW and a
+    known ledger of `budget_hours` a day: ready to decide."""
     path = tmp_path / "flat.csv"
     path.write_text("timestamp,value\n2026-01-01 00:00:00,1\n2026-01-01 00:05:00,1\n")
     clock = ManualClock(NOW)
@@ -34,10 +37,17 @@ def decided(tmp_path: Path, *, budget_hours: float) -> tuple[TargetState, policy
         telemetry=Telemetry(CollectorRegistry()),
     )
     state = engine.ensure(SPEC)
-    values = np.r_[np.full(9, 240.0), np.full(11, 100.0)]  # 30 s samples up to NOW
-    state.history = Series(NOW - STEP * (values.size - 1), STEP, values)
+    state.history = history
     state.ledger = budget.Ledger(budget=budget_hours, window=DAY)
     state.ledger_known = True
+    return engine, state
+
+
+def decided(tmp_path: Path, *, budget_hours: float) -> tuple[TargetState, policy.Decision]:
+    """One decision at NOW after 240 (12 replicas) until 5.5 minutes ago, then 100 (5 replicas)."""
+    values = np.r_[np.full(9, 240.0), np.full(11, 100.0)]  # 30 s samples up to NOW
+    history = Series(NOW - STEP * (values.size - 1), STEP, values)
+    engine, state = ready_engine(tmp_path, history, budget_hours=budget_hours)
     engine._decide(state, now=NOW, load=100.0, peak=None, fallback=None)
     assert state.predictive is not None
     return state, state.predictive

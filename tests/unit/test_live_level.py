@@ -6,35 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from prometheus_client import CollectorRegistry
 
-from models.base import DAY, Series
-from scaler.clock import ManualClock
-from scaler.decision import budget, policy
-from scaler.serving.engine import Engine
+from models.base import Series
+from scaler.decision import policy
 from scaler.serving.state import TargetState
-from scaler.serving.telemetry import Telemetry
-from scaler.settings import EngineSettings
-from scaler.sources.file import FileSource
-from tests.unit.test_live_hold import NOW, SPEC, STEP
+from tests.unit.test_live_hold import NOW, STEP, ready_engine
 
 
 def decided(tmp_path: Path, *, ratio: float) -> tuple[TargetState, policy.Decision]:
     """One decision at NOW on a flat 200 (10 replicas), the forecast's peak at 190, with a band
     reaching `ratio` above its median."""
-    path = tmp_path / "flat.csv"
-    path.write_text("timestamp,value\n2026-01-01 00:00:00,1\n2026-01-01 00:05:00,1\n")
-    clock = ManualClock(NOW)
-    engine = Engine(
-        settings=EngineSettings(step=STEP, model_step=300.0, fit_workers=0),
-        source_for=lambda _spec: FileSource(path, clock=clock),
-        clock=clock,
-        telemetry=Telemetry(CollectorRegistry()),
-    )
-    state = engine.ensure(SPEC)
-    state.history = Series(NOW - STEP * 19, STEP, np.full(20, 200.0))
-    state.ledger = budget.Ledger(budget=24.0, window=DAY)
-    state.ledger_known = True
+    history = Series(NOW - STEP * 19, STEP, np.full(20, 200.0))
+    engine, state = ready_engine(tmp_path, history, budget_hours=24.0)
     state.level_ratio = ratio
     engine._decide(state, now=NOW, load=200.0, peak=190.0, fallback=None)
     assert state.predictive is not None
