@@ -8,8 +8,9 @@ Each load is replayed once per variant (inside one fit cache, so the variants se
 forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no drift unless
 `--drift` (the policy's own figures). Variants:
 - `quantile`: the default: the affordable quantile's peak (P95 sliding to the median as the
-  budget empties), and the held level insured at the band (policy.level_ratio);
-- `no_level`: the same without the level insurance (`level_points=0`, the rule before it);
+  budget empties);
+- `level`: the same with the level insurance at the band (policy.level_ratio,
+  `level_points=1`, `scaler backtest --level`; off by default);
 - `lvl2`: the level insured at the widest band of the first two points instead of one;
 - `free_hold`: the same with the lead time's hold free (`charge_hold=False`, the old rule);
 - `insured`: the same, the P95 only over the lead time (`insure_lead_time_only`);
@@ -41,7 +42,7 @@ from scaler.offline import replay, traces
 
 VARIANTS = {
     "quantile": {"allocation": "quantile"},
-    "no_level": {"level_points": 0},
+    "level": {"level_points": 1},
     "free_hold": {"allocation": "quantile", "charge_hold": False},
     "insured": {"allocation": "quantile", "insure_lead_time_only": True},
     "marginal": {"allocation": "marginal"},

@@ -142,6 +142,10 @@ class EngineSettings:
     recorded (scaler/decision/unrecorded.py)."""
     fit_workers: int = 1
     """Processes that fit models off the serving process; 0 fits in a thread (tests, demo)."""
+    level_points: int = 0
+    """Forecast points whose band insures the reactive floor's load (policy.level_ratio, reason
+    level); 0, the default, insures nothing: the same experiment as `scaler backtest --level`,
+    off because it is a trade, not a win (docs/policy.md "Level insurance")."""
     fit_timeout: float = 900.0
     """Seconds one fit may run in a worker process before the worker is killed and replaced
     (an `auto` selection on four weeks takes seconds to a minute)."""

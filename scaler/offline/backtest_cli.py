@@ -11,7 +11,7 @@ from typing import Any
 
 from models import calibrate, catalog, fitcache
 from models.base import Series
-from scaler.decision import budget, countries, resolution
+from scaler.decision import budget, countries, policy, resolution
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
 from scaler.offline import prometheus_history, replay
@@ -168,10 +168,11 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "past the HPA's 5-minute stabilisation from the budget (docs/budget.md)",
     )
     policy_flags.add_argument(
-        "--no-level",
+        "--level",
         action="store_true",
-        help="ablation: do not insure the held load at the forecast's band (reason level; "
-        "docs/policy.md)",
+        help="experiment: also insure the reactive floor's load at the forecast's band (reason "
+        "level); off by default, it helps load whose median lags its level and costs where the "
+        "budget binds (docs/policy.md)",
     )
     policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
@@ -297,7 +298,7 @@ def replay_config(
         insure_lead_time_only=args.insure_lead_time_only,
         allocation=args.allocation,
         charge_hold=not args.free_hold,
-        level_points=0 if args.no_level else replay.ReplayConfig.level_points,
+        level_points=policy.LEVEL_POINTS if args.level else 0,
     )
 
 

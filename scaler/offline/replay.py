@@ -93,10 +93,11 @@ class ReplayConfig:
     """Read only the lead time at the insured quantile and the horizon past it at the median
     (policy.insured_peak). An experiment, not the default: it helped llm_serving and lost on
     mongodb_rps and on every kind of synthetic load (docs/policy.md)."""
-    level_points: int = policy.LEVEL_POINTS
+    level_points: int = 0
     """Forecast points whose calibrated band insures the load's level, the reactive floor
-    (policy.level_ratio, reason level); 0 is the ablation (no level insurance: the rule
-    before it)."""
+    (policy.level_ratio, reason level); 0, the default, insures nothing. An experiment, not the
+    default: it brought llm_serving below 1 and cost nasa, twitter and mongodb 0.03-0.05
+    (docs/policy.md "Level insurance"); `scaler backtest --level` runs it."""
     allocation: str = "quantile"
     """How prewarm spends the budget: "quantile" (the affordable quantile's peak, sliding from
     the P95 to the median as the budget runs out), or an experiment of decision.allocation

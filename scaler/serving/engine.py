@@ -413,7 +413,9 @@ class Engine:
         steps = forecast.p50.size
         upper = state.model.calibration_for(state.history, steps).upper(forecast.p50, quantile)
         peak = policy.finite_peak(upper[forecast.times() <= now + spec.lookahead + 1e-9])
-        state.level_ratio = policy.level_ratio(upper, forecast.p50)
+        state.level_ratio = policy.level_ratio(
+            upper, forecast.p50, points=self.settings.level_points
+        )
         fallback = policy.Reason.DRIFT_FALLBACK if tracker.monitor.in_fallback else None
         return peak, fallback
 
