@@ -23,19 +23,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import synthetic
+from policy_ablation import config_for, loads
 
 from models import calibrate
 from models.base import Series
 from models.walkforward import walk_forward
 from scaler.decision import budget, policy, resolution
-from scaler.offline import replay, traces
-
-
-def loads(args: argparse.Namespace) -> list[tuple[str, Series]]:
-    found = [(k, synthetic.load(k, days=args.days)) for k in args.kinds.split(",") if k]
-    for name in (n for n in args.traces.split(",") if n):
-        found.append((Path(name).stem, traces.read_trace(Path(name))))
-    return found
+from scaler.offline import replay
 
 
 def coverage(series: Series, config: replay.ReplayConfig, model: str) -> tuple[str, str]:
@@ -80,12 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|")
     for name, series in loads(args):
-        config = replay.ReplayConfig(
-            threshold=replay.threshold_from("p99/20", series),
-            budget=amount,
-            budget_share=share,
-            drift=args.drift,
-        )
+        config = config_for(series, amount, share, args.drift)
         for measured in (True, False):
             began = time.process_time()
             calibrate.LEVEL_POWER = measured

@@ -90,6 +90,18 @@ def loads(args: argparse.Namespace) -> list[tuple[str, Series]]:
     return found
 
 
+def config_for(
+    series: Series, amount: float, share: float | None, drift: bool
+) -> replay.ReplayConfig:
+    """The replay every variant of a load starts from: the README's threshold, the budget."""
+    return replay.ReplayConfig(
+        threshold=replay.threshold_from("p99/20", series),
+        budget=amount,
+        budget_share=share,
+        drift=drift,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="seasonal")
@@ -108,12 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|" + "---|" * len(names))
     for name, series in loads(args):
-        config = replay.ReplayConfig(
-            threshold=replay.threshold_from("p99/20", series),
-            budget=amount,
-            budget_share=share,
-            drift=args.drift,
-        )
+        config = config_for(series, amount, share, args.drift)
         cells = []
         with fitcache.sharing(), recorded_forecasts():
             for variant in names:

@@ -38,6 +38,15 @@ def band_power(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(calibrate, "LEVEL_POWER", True)  # off by default (calibrate.LEVEL_POWER)
 
 
+def measured_relative(train: Backtest) -> Calibration:
+    """The ablation: the same calibration with the power off (the purely relative band)."""
+    calibrate.LEVEL_POWER = False
+    try:
+        return measured(train, floor=FLOOR, samples=train.origins)
+    finally:
+        calibrate.LEVEL_POWER = True
+
+
 def coverage_by_level(table: Calibration, test: Backtest) -> list[float]:
     upper = table.upper(test.p50[:, 0], 0.95)
     hit = test.actual[:, 0] <= upper
@@ -57,11 +66,7 @@ def test_the_measured_power_is_how_fast_the_residuals_grow_with_the_forecast(
 def test_a_measured_power_covers_night_and_peak_alike_where_relative_does_not() -> None:
     train, test = backtest(growth=0.5, seed=2), backtest(growth=0.5, seed=3)
     fitted = measured(train, floor=FLOOR, samples=train.origins)
-    calibrate.LEVEL_POWER = False
-    try:
-        relative = measured(train, floor=FLOOR, samples=train.origins)
-    finally:
-        calibrate.LEVEL_POWER = True
+    relative = measured_relative(train)
     assert relative.power == 1.0
     night, peak = coverage_by_level(fitted, test)
     assert 0.92 <= night <= 0.98 and 0.92 <= peak <= 0.98
@@ -72,11 +77,7 @@ def test_a_measured_power_covers_night_and_peak_alike_where_relative_does_not() 
 def test_the_measured_band_is_narrower_at_the_peak_on_counting_noise() -> None:
     train = backtest(growth=0.5, seed=4)
     fitted = measured(train, floor=FLOOR, samples=train.origins)
-    calibrate.LEVEL_POWER = False
-    try:
-        relative = measured(train, floor=FLOOR, samples=train.origins)
-    finally:
-        calibrate.LEVEL_POWER = True
+    relative = measured_relative(train)
     peak = np.array([18.0])
     assert fitted.upper(peak, 0.95)[0] < relative.upper(peak, 0.95)[0]
 
