@@ -200,19 +200,31 @@ class Champions:
 
     async def keep(self, states: dict[str, TargetState]) -> None:
         """Write each target's checkpoint when one is due, one at a time, every poll, until
-        cancelled (checkpoints.py)."""
+        cancelled (checkpoints.py). Logged when it wrote any, and once all are up to date."""
+        all_logged = False
         while True:
             await asyncio.sleep(self.poll_every)
             began, wrote = time.monotonic(), 0
             for state in list(states.values()):
                 wrote += await self.checkpoint(state)
-            if wrote:
+            current = sum(1 for state in states.values() if self._current(state))
+            if wrote or (current == len(states) and not all_logged):
+                all_logged = current == len(states)
                 logger.info(
-                    "checkpoints written for %d of %d targets in %.1fs",
+                    "checkpoints written for %d targets in %.1fs; %d of %d up to date",
                     wrote,
-                    len(states),
                     time.monotonic() - began,
+                    current,
+                    len(states),
                 )
+
+    def _current(self, state: TargetState) -> bool:
+        """The target's newest due checkpoint is in the store (this replica wrote or read it)."""
+        done, history = self._checkpointed.get(state.spec.key), state.history
+        if done is None or history is None or done[0] != state.model_version:
+            return False
+        at = checkpoints.due_at(history)
+        return at is None or done[1] >= at
 
     async def checkpoint(self, state: TargetState) -> bool:
         """Write the target's checkpoint if one is due and not written yet; True when this
@@ -223,10 +235,8 @@ class Champions:
         step, peaks = self.fit_input
         if state.history_partial or history.step != step:
             return False
-        at = checkpoints.due_at(history)
-        spec = state.spec
-        done = self._checkpointed.get(spec.key)
-        if at is None or (done is not None and done[0] == version and done[1] >= at):
+        at, spec = checkpoints.due_at(history), state.spec
+        if at is None or self._current(state):
             return False
         data = checkpoints.encode(spec, history, at=at, peaks=peaks)
         try:
