@@ -11,7 +11,8 @@ issue 8, and exits 1 only when it cannot run. In order:
    differ) and a warm store: each target's champion (`--champion` kind, seasonal by default)
    fitted on history up to `--model-age` before now, written and promoted as `scaler retrain`
    or a replica would, with the drift null a replica stores with it (`--no-null`: as the
-   retrain job writes it);
+   retrain job writes it); with `--checkpoints` a first replica then serves until every
+   target's checkpoint is in the store (scaler/serving/checkpoints.py), and stops;
 3. replica A: `scaler serve --targets --store` from process start to gRPC health SERVING, then
    GetMetrics for every target at once (goal: all answer, under 30 s from start);
 4. A's steady state over `--window` seconds: CPU seconds of its process tree per wall second
@@ -187,7 +188,14 @@ def warm_store(
 
 
 class Replica:
-    def __init__(self, name: str, args: argparse.Namespace, work: Path, prom: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: argparse.Namespace,
+        work: Path,
+        prom: str,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         self.grpc_port, self.http_port = procs.free_port(), procs.free_port()
         argv = [
             sys.executable, "-m", "scaler", "serve", "--host", "127.0.0.1",
@@ -201,6 +209,7 @@ class Replica:
             argv += ["--warm-nice", str(args.warm_nice)]
         if args.fit_input is not None:
             argv += ["--fit-input", args.fit_input]
+        argv += extra
         self.started = time.monotonic()
         self.server = procs.Server(name, argv, work / f"{name}.log", port=self.grpc_port)
         self.name = name
@@ -238,6 +247,32 @@ async def backfilled(replica: Replica, within: float) -> float:
             raise RuntimeError(f"{replica.name} never read its older history")
         await asyncio.sleep(0.5)
     return time.monotonic() - replica.started
+
+
+def checkpoints_current(replica: Replica) -> int:
+    """Targets whose newest due checkpoint is in the store, as the replica last logged."""
+    found = re.findall(r"; (\d+) of \d+ up to date", replica.server.log.read_text())
+    return int(found[-1]) if found else 0
+
+
+async def checkpoints_written(replica: Replica, targets: int, within: float) -> float:
+    """Seconds from the replica's start until every target's checkpoint is in the store."""
+    while checkpoints_current(replica) < targets:
+        if time.monotonic() - replica.started > within:
+            raise RuntimeError(f"{replica.name} never checkpointed all:\n{replica.server.tail()}")
+        await asyncio.sleep(0.5)
+    return time.monotonic() - replica.started
+
+
+async def checkpointed_store(args: argparse.Namespace, work: Path, prom: str) -> float:
+    """A replica serves on the warm store until every target's checkpoint is written (the store
+    as a serving fleet leaves it: scaler/serving/checkpoints.py), then stops."""
+    writer = Replica("w", args, work, prom, extra=("--store-poll", "5s"))
+    try:
+        writer.wait_serving(args.startup_timeout)
+        return await checkpoints_written(writer, args.targets, 3 * args.startup_timeout)
+    finally:
+        writer.server.stop()
 
 
 def requests_of(objects: list[dict[str, Any]]) -> list[pb.GetMetricsRequest]:
@@ -401,6 +436,10 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             kind=args.champion,
         )
         print(f"  warm store: {args.targets} champions written in {took:.1f}s")
+        if args.checkpoints:
+            took = await checkpointed_store(args, work, prometheus.url)
+            print(f"  checkpoints: a first replica wrote all {args.targets} in {took:.1f}s")
+        out["checkpoints"] = args.checkpoints
         requests = requests_of(objects)
         prom_pid = prometheus._process.pid if prometheus._process is not None else 0
         prom_before = procs.cpu_seconds([prom_pid])
@@ -455,6 +494,10 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         filled = await backfilled(a, within=args.startup_timeout)
         out["warm"]["backfilled_s"] = filled
         print(f"  older history read {filled:.1f}s after start (after SERVING, one at a time)")
+        # So are the checkpoints of a replica that restored none (scaler/serving/checkpoints.py).
+        written = await checkpoints_written(a, args.targets, within=args.startup_timeout)
+        out["warm"]["checkpointed_s"] = written
+        print(f"  every target's checkpoint in the store {written:.1f}s after start")
         q0, c0, t0 = (
             prometheus_queries(prometheus.url),
             procs.cpu_seconds(a.server.cpu_pids()),
@@ -533,6 +576,12 @@ def main() -> int:
         "--warm-nice",
         type=int,
         help="the replicas' --warm-nice (default: the scaler's, 0)",
+    )
+    p.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="a first replica serves until it has written every target's checkpoint, as a "
+        "serving fleet leaves the store; without it the store holds champions only (ablation)",
     )
     p.add_argument("--poll", type=float, default=10.0)
     p.add_argument("--window", type=float, default=120.0)

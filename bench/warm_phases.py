@@ -8,6 +8,7 @@ in it). The same Prometheus, targets and champions as bench/replicas.py.
     .venv/bin/python bench/warm_phases.py --targets 100 --whole-window       # ablation
     .venv/bin/python bench/warm_phases.py --targets 100 --fit-input points   # value at each point
     .venv/bin/python bench/warm_phases.py --targets 100 --peak-read raw      # peaks read raw
+    .venv/bin/python bench/warm_phases.py --targets 100 --checkpoint         # from a checkpoint
 
 With `--fit-input peaks` (serve's default) the range query reads each 5-minute bucket's peak of
 the query sampled every 30 s. The CPU seconds Prometheus spent in each phase are read from
@@ -23,7 +24,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import procs
 import replicas
 
@@ -31,7 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from models import artefact  # noqa: E402
-from scaler.serving import driftstate  # noqa: E402
+from models.base import Series  # noqa: E402
+from scaler.serving import checkpoints, driftstate  # noqa: E402
 from scaler.sources import prometheus  # noqa: E402
 from scaler.store.base import StoreKey  # noqa: E402
 from scaler.store.directory import DirectoryStore  # noqa: E402
@@ -60,6 +64,12 @@ def main() -> int:
         default="subquery",
         help="how the peaks are read: the max_over_time subquery (Prometheus takes them, the "
         "default) or raw samples with the peaks taken here (PrometheusSource peaks_raw)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        action="store_true",
+        help="each target's checkpoint is in the store (written first, at the newest due hour, "
+        "from the whole window): read it, then only the history after it",
     )
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,6 +112,8 @@ def phases(
     step = replicas.MODEL_STEP
     end = math.floor(now / step) * step
     spent: dict[str, tuple[float, float]] = {}
+    if args.checkpoint:
+        checkpointed(objects, source, store, end=end, resolution=resolution)
     for obj in objects:
         spec = replicas.spec_of(obj)
         t, theirs = time.process_time(), procs.cpu_seconds([prom_pid])
@@ -124,8 +136,18 @@ def phases(
         else:
             first = driftstate.replay_start(model, window=WINDOW, null_stored=null is not None)
         begin = max(first, end - 2 * WINDOW + step)
-        history = source.history(spec, start=begin, end=end, step=step, resolution=resolution)
-        lap(f"range query ({len(history)} points)")
+        if args.checkpoint:  # as champions.restore and warmup._fetch
+            data = store.checkpoint(StoreKey.of(spec), stored.version)
+            kept = checkpoints.decode(data, spec, step=step, peaks=resolution)
+            lap(f"checkpoint read and decode ({len(kept)} points)")
+            newer = source.history(
+                spec, start=kept.end + step, end=end, step=step, resolution=resolution
+            )
+            lap(f"range query after the checkpoint ({len(newer)} points)")
+            history = Series(kept.start, step, np.concatenate([kept.values, newer.values]))
+        else:
+            history = source.history(spec, start=begin, end=end, step=step, resolution=resolution)
+            lap(f"range query ({len(history)} points)")
         driftstate.rebuild(spec, model, history, window=WINDOW, null=null)
         lap("drift replay since the fit")
         source.latest(spec, at=end)
@@ -133,6 +155,32 @@ def phases(
         source.spent_samples(spec, start=end - spec.prewarm_budget_window, end=end, step=60.0)
         lap("ledger range query (spend counter)")
     return spent
+
+
+def checkpointed(
+    objects: list[dict[str, Any]],
+    source: prometheus.PrometheusSource,
+    store: DirectoryStore,
+    *,
+    end: float,
+    resolution: float | None,
+) -> None:
+    """Every target's checkpoint at the newest hour due at `end`, from the whole window read
+    once per query, as a serving replica writes it (champions.checkpoint)."""
+    step = replicas.MODEL_STEP
+    at = math.floor((end - checkpoints.SETTLE * step) / checkpoints.EVERY) * checkpoints.EVERY
+    read: dict[str, Series] = {}
+    for obj in objects:
+        spec = replicas.spec_of(obj)
+        if spec.query not in read:
+            read[spec.query] = source.history(
+                spec, start=at - WINDOW + step, end=at, step=step, resolution=resolution
+            )
+        key = StoreKey.of(spec)
+        version = store.champion_version(key)
+        assert version is not None
+        data = checkpoints.encode(spec, read[spec.query], at=at, peaks=resolution)
+        store.put_checkpoint(key, version, int(at), data)
 
 
 if __name__ == "__main__":

@@ -450,7 +450,10 @@ async def run_server(
     store_models = None
     if store is not None:
         store_models = champions.Champions(
-            store, poll=settings.store_poll, on_status=champions.retrain_gauges(telemetry)
+            store,
+            poll=settings.store_poll,
+            on_status=champions.retrain_gauges(telemetry),
+            fit_input=(settings.engine.model_step, settings.engine.history_peaks),
         )
     source = make_source(settings, clock, telemetry)
     spend_record = make_spend_record(settings, telemetry)
@@ -496,6 +499,7 @@ async def run_server(
         background.append(asyncio.create_task(grpc_server.set_serving(health)))
         if store_models is not None:
             background.append(asyncio.create_task(store_models.poll(engine.targets)))
+            background.append(asyncio.create_task(store_models.keep(engine.targets)))
         if discovery is not None:
             following = discovered.follow(engine, discovery, load=load)
             background.append(asyncio.create_task(following))

@@ -14,6 +14,9 @@ the models fitted here so that every replica ends up on the same artefact.
   by a compare-and-set on the version this replica was serving (None for the first model). The
   first writer wins; a replica that lost the race adopts the winner's artefact, so replicas never
   serve two models of one target for longer than a poll.
+- `keep` and `restore`: the serving checkpoints (scaler/serving/checkpoints.py): each target's
+  history up to the hour, written once per (target, version, hour) by whichever replica comes
+  first; `load` starts a target's history from its champion's newest one.
 - `allow`: an early refit (a drift alarm, or the full `auto` selection after the quick first
   model) of a target whose model came through the store runs at most once per EARLY_REFIT_GAP on
   a replica; a champion promoted meanwhile by another replica is adopted instead of fitting.
@@ -30,16 +33,18 @@ import logging
 import math
 import os
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from models import artefact
+from models.base import Series
 from models.calibrate import CalibratedModel
 from scaler.decision import drift
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
-from scaler.serving import driftstate
+from scaler.serving import checkpoints, driftstate
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
 from scaler.store.base import ModelStore, Status, Stored, StoreError, StoreKey
@@ -90,11 +95,17 @@ class Champions:
         *,
         poll: float,
         on_status: Callable[[str, Status], None] = lambda _key, _status: None,
+        fit_input: tuple[float, float | None] | None = None,
     ) -> None:
         self.store = store
         self.poll_every = poll
         self.on_status = on_status
         """Hears each served target's store status every poll (retrain_gauges)."""
+        self.fit_input = fit_input
+        """The engine's (model step, bucket-peak resolution): what a checkpoint holds; None
+        writes and reads no checkpoints."""
+        self._checkpointed: dict[str, tuple[int, float]] = {}
+        """(version, T) of each target's newest checkpoint this replica wrote or read."""
         self.writer = f"{socket.gethostname()}/{os.getpid()}"
         """Who wrote a version, in its meta (for people reading the store)."""
         self._early: dict[str, float] = {}
@@ -106,6 +117,8 @@ class Champions:
         stored = await asyncio.to_thread(self.store.champion, key_of(state.spec))
         if stored is not None:
             self._use(state, stored)
+            if state.history is None:
+                state.history = await self.restore(state)
 
     def _use(self, state: TargetState, stored: Stored) -> None:
         model = artefact.load(stored.artefact)
@@ -161,6 +174,80 @@ class Champions:
             return False
         self._use(state, stored)
         return True
+
+    async def restore(self, state: TargetState) -> Series | None:
+        """The history of the newest checkpoint of the target's model version; None (read it
+        all from Prometheus) when there is none, or it is unreadable or does not match."""
+        if self.fit_input is None or state.model_version is None:
+            return None
+        step, peaks = self.fit_input
+        key, version = key_of(state.spec), state.model_version
+        try:
+            data = await asyncio.to_thread(self.store.checkpoint, key, version)
+            if data is None:
+                return None
+            history = checkpoints.decode(data, state.spec, step=step, peaks=peaks)
+        except (StoreError, checkpoints.Rejected) as exc:
+            logger.warning(
+                "%s: checkpoint of v%d ignored, reading the whole history: %s",
+                state.spec.key,
+                version,
+                exc,
+            )
+            return None
+        self._checkpointed[state.spec.key] = (version, history.end)
+        return history
+
+    async def keep(self, states: dict[str, TargetState]) -> None:
+        """Write each target's checkpoint when one is due, one at a time, every poll, until
+        cancelled (checkpoints.py). Logged when it wrote any, and once all are up to date."""
+        all_logged = False
+        while True:
+            await asyncio.sleep(self.poll_every)
+            began, wrote = time.monotonic(), 0
+            for state in list(states.values()):
+                wrote += await self.checkpoint(state)
+            current = sum(1 for state in states.values() if self._current(state))
+            if wrote or (current == len(states) and not all_logged):
+                all_logged = current == len(states)
+                logger.info(
+                    "checkpoints written for %d targets in %.1fs; %d of %d up to date",
+                    wrote,
+                    time.monotonic() - began,
+                    current,
+                    len(states),
+                )
+
+    def _current(self, state: TargetState) -> bool:
+        """The target's newest due checkpoint is in the store (this replica wrote or read it)."""
+        done, history = self._checkpointed.get(state.spec.key), state.history
+        if done is None or history is None or done[0] != state.model_version:
+            return False
+        at = checkpoints.due_at(history)
+        return at is None or done[1] >= at
+
+    async def checkpoint(self, state: TargetState) -> bool:
+        """Write the target's checkpoint if one is due and not written yet; True when this
+        replica wrote it (False too when another replica was first)."""
+        history, version = state.history, state.model_version
+        if self.fit_input is None or history is None or version is None:
+            return False
+        step, peaks = self.fit_input
+        if state.history_partial or history.step != step:
+            return False
+        at, spec = checkpoints.due_at(history), state.spec
+        if at is None or self._current(state):
+            return False
+        data = checkpoints.encode(spec, history, at=at, peaks=peaks)
+        try:
+            wrote = await asyncio.to_thread(
+                self.store.put_checkpoint, key_of(spec), version, int(at), data
+            )
+        except StoreError as exc:  # tried again next poll
+            logger.warning("%s: checkpoint not written: %s", spec.key, exc)
+            return False
+        self._checkpointed[spec.key] = (version, at)
+        return wrote
 
     # ---- writing -----------------------------------------------------------------------------
     def allow(self, state: TargetState, now: float) -> bool:

@@ -163,10 +163,12 @@ async def backfill(engine: Engine) -> None:
     cancelled, each step, for targets warmed later too (discovered ones); a failed read is
     tried again the next step, and fits of that target wait for it (TargetState.history_partial)."""
     slots = asyncio.Semaphore(BACKFILL_AT_ONCE)
+    first = True  # logged even when none is pending (histories restored whole from checkpoints)
     while True:
         await asyncio.sleep(engine.settings.step)  # the engine's first refresh of all goes first
         pending = [s for s in engine.targets.values() if s.history_partial]
-        if pending:
+        if pending or first:
+            first = False
             began = time.monotonic()
             await asyncio.gather(*(_complete(engine, state, slots) for state in pending))
             logger.info(

@@ -11,6 +11,8 @@ backend keeps:
   writer wins and the others adopt its artefact.
 - `champion` returns the newest version at or below the pointer that still loads: a version
   damaged after it was written is skipped with a warning, and the last good one stays in use.
+- `put_checkpoint` is an exclusive create per (key, version, time): replicas checkpointing the
+  same hour write it once; `checkpoint` reads the newest of a version.
 
 Must not: fit, score or decide which model is better (the retrain job does); talk to Kubernetes
 (scaler/kube/ does, for the ConfigMap backend).
@@ -146,6 +148,10 @@ class Status:
         }
 
 
+CHECKPOINTS_KEPT = 2
+"""Serving checkpoints kept per key: the newest and the one before, which a replica may be
+reading while the next is written."""
+
 MAX_REASON = 1000
 """Characters of a retrain outcome's reason kept in the store."""
 
@@ -202,6 +208,18 @@ class ModelStore(Protocol):
 
     def record_retrain(self, key: StoreKey, *, ok: bool, at: float, reason: str) -> None:
         """Keep the retrain job's outcome for `key` (its last success and last failure)."""
+        ...
+
+    def put_checkpoint(self, key: StoreKey, version: int, at: int, data: dict[str, Any]) -> bool:
+        """Store a serving checkpoint of `version` at time `at` (scaler/serving/checkpoints.py),
+        atomically and only if none exists for (key, version, at): the first writer wins and
+        False means another one did. Older checkpoints past CHECKPOINTS_KEPT are dropped.
+        StoreError when it cannot be written (too large, the store down)."""
+        ...
+
+    def checkpoint(self, key: StoreKey, version: int) -> dict[str, Any] | None:
+        """The newest checkpoint of `version` (None: none), as written; StoreError when it
+        cannot be read whole (the caller then replays from the fit)."""
         ...
 
 

@@ -7,7 +7,9 @@ object past 1 MiB, so a version larger than MAX_BYTES is refused here with its s
 one pointer ConfigMap, `scaler-model-<slug>`, whose data names the champion, and, once the
 retrain job has run for the key, `scaler-model-<slug>-retrain` with its last outcome. All carry
 the labels below, so a version list is one label-selected LIST, and `statuses` (every pointer
-and outcome, what serve polls) is one LIST for the whole store.
+and outcome, what serve polls) is one LIST for the whole store. Serving checkpoints
+(scaler/serving/checkpoints.py) are immutable `scaler-model-<slug>-c000003-1764633600`, gzip in
+binaryData like the versions, created once: a 409 means another replica wrote that hour first.
 - put: the next version number is claimed by *creating* its ConfigMap; AlreadyExists (409) means
   another writer took it, so re-list and try the next, a bounded number of times.
 - promote: compare-and-set on the pointer's resourceVersion; a 409 means another writer moved
@@ -46,6 +48,7 @@ ROLE, KEY = "scaler.store/role", "scaler.store/key"
 RETRAIN_ROLE = "retrain"
 """Role of `scaler-model-<slug>-retrain`: the retrain job's last outcome for the key."""
 ARTEFACT = "artefact.json.gz"
+CHECKPOINT_ROLE, CHECKPOINT = "checkpoint", "checkpoint.json.gz"
 
 
 class ConfigMapStore:
@@ -165,7 +168,9 @@ class ConfigMapStore:
     def statuses(self) -> dict[StoreKey, base.Status]:
         # One LIST for the whole store: the pointers and the retrain records, not the versions.
         with _as_store_error(None, None):
-            found = self.maps.list(f"{MANAGED_LABEL}={MANAGED[MANAGED_LABEL]},{ROLE}!=version")
+            found = self.maps.list(
+                f"{MANAGED_LABEL}={MANAGED[MANAGED_LABEL]},{ROLE}!=version,{ROLE}!={CHECKPOINT_ROLE}"
+            )
         pointers: dict[StoreKey, int | None] = {}
         records: dict[StoreKey, Any] = {}
         for cm in found:
@@ -210,6 +215,54 @@ class ConfigMapStore:
                 continue
             return
         raise StoreError(f"{key}: the retrain record kept changing under {ATTEMPTS} tries")
+
+    def put_checkpoint(self, key: StoreKey, version: int, at: int, data: dict[str, Any]) -> bool:
+        blob = gzip.compress(json.dumps(data, allow_nan=False).encode(), mtime=0)
+        if len(blob) > MAX_BYTES:
+            raise StoreError(
+                f"{key} v{version}: checkpoint is {len(blob)} bytes compressed, past the "
+                f"{MAX_BYTES}-byte ConfigMap limit; use the directory store (--store DIR)"
+            )
+        cm = ConfigMap(
+            _checkpoint_name(key, version, at),
+            data={"version": str(version), "at": str(at), "key": json.dumps(key.to_dict())},
+            binary_data={CHECKPOINT: blob},
+            labels=self._labels(key, CHECKPOINT_ROLE),
+            immutable=True,
+        )
+        try:
+            with _as_store_error(key, version):
+                self.maps.create(cm)
+        except _Taken:
+            return False
+        try:
+            with _as_store_error(key, version):
+                found = self._checkpoints(key)
+                for old in found[: -base.CHECKPOINTS_KEPT]:
+                    self.maps.delete(old.name)
+        except StoreError as exc:  # written; pruning waits for the next one
+            logger.warning("%s: old checkpoints not pruned yet: %s", key, exc)
+        return True
+
+    def checkpoint(self, key: StoreKey, version: int) -> dict[str, Any] | None:
+        with _as_store_error(key, version):
+            mine = [cm for cm in self._checkpoints(key) if cm.data.get("version") == str(version)]
+        if not mine:
+            return None
+        newest = mine[-1].name
+        try:
+            data = json.loads(gzip.decompress(mine[-1].binary_data[CHECKPOINT]))
+        except (KeyError, OSError, EOFError, ValueError) as exc:
+            raise StoreError(f"{key} v{version}: ConfigMap {newest} damaged ({exc})") from exc
+        if not isinstance(data, dict):
+            raise StoreError(f"{key} v{version}: ConfigMap {newest} is not a checkpoint")
+        return data
+
+    def _checkpoints(self, key: StoreKey) -> list[ConfigMap]:
+        """The key's checkpoints, oldest first (KubeError as the API raised it)."""
+        found = self.maps.list(_selector(key, CHECKPOINT_ROLE))
+        timed = [cm for cm in found if cm.data.get("at", "").isdigit()]
+        return sorted(timed, key=lambda cm: int(cm.data["at"]))
 
     def _labels(self, key: StoreKey, role: str) -> dict[str, str]:
         return MANAGED | {ROLE: role, KEY: key.digest}
@@ -256,6 +309,10 @@ def _pointer_name(key: StoreKey) -> str:
 
 def _version_name(key: StoreKey, version: int) -> str:
     return f"{PREFIX}-{key.slug}-v{version:06d}"
+
+
+def _checkpoint_name(key: StoreKey, version: int, at: int) -> str:
+    return f"{PREFIX}-{key.slug}-c{version:06d}-{at}"
 
 
 def _selector(key: StoreKey, role: str) -> str:

@@ -2,7 +2,8 @@
 
 Layout: ROOT/<key slug>/key.json (the key, for `keys()`), v000001.json, v000002.json, ... (one
 version each: {"version", "key", "meta", "artefact"}), champion.json ({"version": n}) and
-retrain.json (the retrain job's last success and failure, for serve's gauges).
+retrain.json (the retrain job's last success and failure, for serve's gauges), and serving
+checkpoints c000002-001764633600.json (version, epoch seconds: scaler/serving/checkpoints.py).
 Every file is written to a temporary file in the same directory, fsynced, moved into place with
 os.replace, and the directory is fsynced: after a crash (SIGKILL, power loss) a reader finds the
 old file or the new one, never half of one. Writers of one key (replicas, the retrain job)
@@ -33,6 +34,7 @@ from scaler.store.base import ArtefactRejected, Stored, StoreError, StoreKey
 logger = logging.getLogger(__name__)
 
 _VERSION = re.compile(r"v(\d{6,})\.json")
+_CHECKPOINT = re.compile(r"c(\d{6,})-(\d{12,})\.json")
 RETRAIN = "retrain.json"
 """The retrain job's last outcome for the key: {"success_at", "failure_at", "reason", "key"}."""
 STALE_TEMP_SECONDS = 3600.0
@@ -155,6 +157,45 @@ class DirectoryStore:
             record = base.Status.retrain_record(old, ok=ok, at=at, reason=reason)
             _write_json(self._folder(key) / RETRAIN, record | {"key": key.to_dict()}, key)
 
+    def put_checkpoint(self, key: StoreKey, version: int, at: int, data: dict[str, Any]) -> bool:
+        path = self._folder(key) / _checkpoint_name(version, at)
+        record = {"key": key.to_dict(), "version": version, "at": at, "checkpoint": data}
+        with self._locked(key):  # exclusive: the name is checked and written under the lock
+            if path.exists():
+                return False
+            _write_json(path, record, key)
+            kept = self._checkpoints(key)
+            for old in kept[: -base.CHECKPOINTS_KEPT]:
+                (self._folder(key) / _checkpoint_name(*old)).unlink(missing_ok=True)
+        return True
+
+    def checkpoint(self, key: StoreKey, version: int) -> dict[str, Any] | None:
+        mine = [c for c in self._checkpoints(key) if c[0] == version]
+        if not mine:
+            return None
+        path = self._folder(key) / _checkpoint_name(*mine[-1])
+        try:
+            record = json.loads(path.read_text())
+        except FileNotFoundError:  # pruned by a newer one just now: read that next time
+            return None
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{key} v{version}: checkpoint {path} unreadable ({exc})") from exc
+        data = record.get("checkpoint") if isinstance(record, dict) else None
+        if not isinstance(data, dict) or record.get("version") != version:
+            raise StoreError(f"{key} v{version}: {path} is not a checkpoint record")
+        return data
+
+    def _checkpoints(self, key: StoreKey) -> list[tuple[int, int]]:
+        """(version, at) of every checkpoint kept, oldest first."""
+        try:
+            names = os.listdir(self._folder(key))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"{key}: cannot list {self._folder(key)} ({exc})") from exc
+        found = (m for m in map(_CHECKPOINT.fullmatch, names) if m)
+        return sorted(((int(m.group(1)), int(m.group(2))) for m in found), key=lambda c: c[1])
+
     def _folder(self, key: StoreKey) -> Path:
         return self.root / key.slug
 
@@ -184,6 +225,10 @@ class DirectoryStore:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _checkpoint_name(version: int, at: int) -> str:
+    return f"c{version:06d}-{at:012d}.json"
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
