@@ -325,7 +325,7 @@ class PrometheusSource:
         # thrown away after use. The longer prefix wins over the adapter the library mounts.
         adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_CONNECTIONS)
         session.mount(connection.url.rstrip("/") + "/", adapter)
-        return PrometheusConnect(
+        return _Client(
             url=connection.url,
             headers=dict(connection.headers),
             disable_ssl=connection.verify is False,
@@ -579,8 +579,28 @@ def _query_range(
 def _query_instant(
     client: PrometheusConnect, extra: dict[str, str], query: str, at: float
 ) -> list[Any]:
-    result: list[Any] = client.custom_query(query, params={"time": _ts(at), **extra})
-    return result
+    assert isinstance(client, _Client)  # every client is made by PrometheusSource._connect
+    return client.instant(query, {"time": _ts(at), **extra})
+
+
+class _Client(PrometheusConnect):
+    """The library's client, plus the instant query the engine sends for every target every
+    step, asked uncompressed: an answer of one sample is a few hundred bytes, and gzip cost
+    both ends more CPU than the bytes it saved (bench/replicas.py --profile-steady). The same
+    session (pooled keep-alive connections, credentials, TLS, the status hook) and the same
+    `data.result` as `custom_query`; range queries stay the library's, compressed."""
+
+    def instant(self, query: str, params: dict[str, str]) -> list[Any]:
+        response = self._session.get(
+            f"{self.url}/api/v1/query",
+            params={"query": query, **params},
+            headers={**(self.headers or {}), "Accept-Encoding": "identity"},
+            timeout=self._timeout,
+        )
+        if response.status_code != 200:  # 2xx but not 200 (the hook raised for the rest)
+            raise requests.HTTPError(f"HTTP {response.status_code}", response=response)
+        result: list[Any] = response.json()["data"]["result"]
+        return result
 
 
 def _single_series(spec: TargetSpec, url: str, result: list[Any]) -> dict[str, Any] | None:
