@@ -498,12 +498,16 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         written = await checkpoints_written(a, args.targets, within=args.startup_timeout)
         out["warm"]["checkpointed_s"] = written
         print(f"  every target's checkpoint in the store {written:.1f}s after start")
+        spy = None if args.profile_steady is None else sampled(a, args.profile_steady)
         q0, c0, t0 = (
             prometheus_queries(prometheus.url),
             procs.cpu_seconds(a.server.cpu_pids()),
             time.monotonic(),
         )
         await asyncio.sleep(args.window)
+        if spy is not None:  # py-spy is not in the replica's process tree: not in its CPU
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
         q1, c1, t1 = (
             prometheus_queries(prometheus.url),
             procs.cpu_seconds(a.server.cpu_pids()),
@@ -599,6 +603,12 @@ def main() -> int:
         type=Path,
         help="sample the first replica with py-spy (pip install py-spy; it is not a "
         "dependency) and write its collapsed stacks to this file",
+    )
+    p.add_argument(
+        "--profile-steady",
+        type=Path,
+        help="sample the first replica with py-spy over the steady-state window (the engine's "
+        "refresh) and write its collapsed stacks to this file",
     )
     args = p.parse_args()
     with contextlib.ExitStack() as stack:

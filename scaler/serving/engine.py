@@ -3,6 +3,8 @@
 Every `step` seconds (stamped on multiples of the step, so replicas agree) each target is
 refreshed: new samples are fetched from its source, a forecast is made from its calibrated
 model, the policy decides, the ledger is charged, and the decision is published for the server.
+The history and the forecast change only at a model-step point: between two, a refresh sends
+only its instant query and reuses the forecast it kept (`ForecastKept`), the same numbers.
 Models are fitted off this loop (a process pool, or a thread when fit_workers is 0) and refitted
 every `refit_every`. RPCs only ever read `TargetState`; nothing here runs on the request path.
 
@@ -35,7 +37,8 @@ from functools import partial
 
 import numpy as np
 
-from models.base import Series
+from models.base import Forecast, Series
+from models.calibrate import CalibratedModel, Calibration
 from scaler.clock import Clock
 from scaler.decision import budget, drift, margin, policy, unrecorded
 from scaler.decision.spec import TargetSpec
@@ -43,7 +46,7 @@ from scaler.errors import BadQuery, CircuitOpen, ScalerError
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import fitting, isolation, leadtime, ledgerreads, warmup
-from scaler.serving.state import TargetState, forecast_steps
+from scaler.serving.state import ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
@@ -277,9 +280,10 @@ class Engine:
         if not state.ledger_known:
             await self._rebuild_ledger(state, now)
         endpoint = self._endpoint(spec)
-        state.history = await self.isolation.run(
-            endpoint, partial(self._updated_history, source, state, now)
-        )
+        if self._history_due(state, now):  # 9 steps in 10 the model step holds no new point
+            state.history = await self.isolation.run(
+                endpoint, partial(self._updated_history, source, state, now)
+            )
         sample = await self.isolation.run(endpoint, partial(source.latest, spec, at=now))
         if now - sample.at > self.settings.staleness:
             raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
@@ -352,6 +356,14 @@ class Engine:
             used = await self.isolation.run(SPEND_RECORD, partial(read, reactive=True))
         return samples, used
 
+    def _history_due(self, state: TargetState, now: float) -> bool:
+        """Whether `_updated_history` would read anything: not when the history already ends
+        at this step's model-step point. Checked on the loop, so such a step costs neither a
+        worker thread's round trip nor a success told to the endpoint's breaker for a request
+        that was never sent."""
+        old, step = state.history, self.settings.model_step
+        return old is None or old.step != step or quantise(now, step) > old.end
+
     def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:
         step, window = self.settings.model_step, self.settings.history
         peaks = self.settings.history_peaks  # bucket peaks, as the backtest fits (or None)
@@ -395,11 +407,7 @@ class Engine:
             return None, policy.Reason.NO_MODEL
         spec = state.spec
         tracker = self._tracker(state)
-        forecast = state.model.forecast(
-            state.history,
-            steps=forecast_steps(spec, self.settings.model_step),
-            quantile=spec.quantile,
-        )
+        forecast, table = self._forecast(state, state.model, state.history)
         # Score the actuals now known against the forecasts made lead time before them, then
         # keep this forecast for its turn; a drift alarm asks for a refit on the next refresh.
         tracker.score(state.history)
@@ -410,14 +418,28 @@ class Engine:
         quantile = state.read_quantile = policy.affordable_quantile(
             spec.quantile, remaining=state.ledger.remaining(now), budget=state.ledger.limit(now)
         )
-        steps = forecast.p50.size
-        upper = state.model.calibration_for(state.history, steps).upper(forecast.p50, quantile)
+        upper = table.upper(forecast.p50, quantile)
         peak = policy.finite_peak(upper[forecast.times() <= now + spec.lookahead + 1e-9])
         state.level_ratio = policy.level_ratio(
             upper, forecast.p50, points=self.settings.level_points
         )
         fallback = policy.Reason.DRIFT_FALLBACK if tracker.monitor.in_fallback else None
         return peak, fallback
+
+    def _forecast(
+        self, state: TargetState, model: CalibratedModel, history: Series
+    ) -> tuple[Forecast, Calibration]:
+        """`model`'s forecast from `history` and the calibration table its bound is read from
+        (`calibration_for`, pure in the model and the history): made once per model step and
+        kept on the state (`ForecastKept`) for the steps between, which ask the same."""
+        kept, spec = state.forecast_kept, state.spec
+        if kept is not None and kept.matches(spec, model, history):
+            return kept.forecast, kept.table
+        steps = forecast_steps(spec, self.settings.model_step)
+        forecast = model.forecast(history, steps=steps, quantile=spec.quantile)
+        table = model.calibration_for(history, forecast.p50.size)
+        state.forecast_kept = ForecastKept(spec, model, history, forecast, table)
+        return forecast, table
 
     def _decide(
         self,

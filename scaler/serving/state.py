@@ -9,8 +9,8 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-from models.base import Series
-from models.calibrate import CalibratedModel
+from models.base import Forecast, Series
+from models.calibrate import CalibratedModel, Calibration
 from scaler.decision import budget, drift, policy
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery
@@ -69,7 +69,25 @@ class TargetState:
     (leadTime: auto, serving/leadtime.py)."""
     lead_time_next: float = -math.inf
     """When leadTime: auto learns again."""
+    forecast_kept: ForecastKept | None = None
+    """The forecast of the latest step, kept for the steps of the same model step."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(frozen=True)
+class ForecastKept:
+    """A forecast and its calibration table, as made from `history` by `model` for `spec`:
+    the same three objects (the history is replaced, not changed, when a point comes) ask
+    for the same numbers, so the 9 steps in 10 between model-step points reuse them."""
+
+    spec: TargetSpec
+    model: CalibratedModel
+    history: Series
+    forecast: Forecast
+    table: Calibration
+
+    def matches(self, spec: TargetSpec, model: CalibratedModel, history: Series) -> bool:
+        return self.spec is spec and self.model is model and self.history is history
 
 
 def forecast_steps(spec: TargetSpec, model_step: float) -> int:

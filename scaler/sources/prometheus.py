@@ -4,10 +4,11 @@ Owns: range queries cut into chunks under Prometheus' 11,000-points-per-series l
 the regular `Series` grid (NaN where Prometheus has no sample, +/-Inf included), each bucket's
 peak of a history at a finer `resolution` (the `peak_query` subquery, Prometheus takes the
 peaks; `peaks_raw` reads the samples raw and takes them here, the same numbers), instant
-queries for the latest value, the samples of the scaler's own spend counter (the prewarm ledger's
-shared record, see budget.spent_per_step), one client per Prometheus URL, and the translation of
-every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
-`MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
+queries for the latest value (asked uncompressed, on the client's own session: `_Client`),
+the samples of the scaler's own spend counter (the prewarm ledger's shared record, see
+budget.spent_per_step), one client per Prometheus URL, and the translation of every HTTP,
+transport, PromQL and answer-shape failure into `SourceUnavailable`, `MalformedAnswer`,
+`BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
 fix, and carry no timestamps, so that the engine can log a problem once per change.
 It is the only module that imports prometheus_api_client (and its transport, requests).
 
@@ -325,7 +326,7 @@ class PrometheusSource:
         # thrown away after use. The longer prefix wins over the adapter the library mounts.
         adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_CONNECTIONS)
         session.mount(connection.url.rstrip("/") + "/", adapter)
-        return PrometheusConnect(
+        return _Client(
             url=connection.url,
             headers=dict(connection.headers),
             disable_ssl=connection.verify is False,
@@ -579,8 +580,28 @@ def _query_range(
 def _query_instant(
     client: PrometheusConnect, extra: dict[str, str], query: str, at: float
 ) -> list[Any]:
-    result: list[Any] = client.custom_query(query, params={"time": _ts(at), **extra})
-    return result
+    assert isinstance(client, _Client)  # every client is made by PrometheusSource._connect
+    return client.instant(query, {"time": _ts(at), **extra})
+
+
+class _Client(PrometheusConnect):
+    """The library's client, plus the instant query the engine sends for every target every
+    step, asked uncompressed: an answer of one sample is a few hundred bytes, and gzip cost
+    both ends more CPU than the bytes it saved (bench/replicas.py --profile-steady). The same
+    session (pooled keep-alive connections, credentials, TLS, the status hook) and the same
+    `data.result` as `custom_query`; range queries stay the library's, compressed."""
+
+    def instant(self, query: str, params: dict[str, str]) -> list[Any]:
+        response = self._session.get(
+            f"{self.url}/api/v1/query",
+            params={"query": query, **params},
+            headers={**(self.headers or {}), "Accept-Encoding": "identity"},
+            timeout=self._timeout,
+        )
+        if response.status_code != 200:  # 2xx but not 200 (the hook raised for the rest)
+            raise requests.HTTPError(f"HTTP {response.status_code}", response=response)
+        result: list[Any] = response.json()["data"]["result"]
+        return result
 
 
 def _single_series(spec: TargetSpec, url: str, result: list[Any]) -> dict[str, Any] | None:
