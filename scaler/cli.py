@@ -262,6 +262,15 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "the whole store, to hot-reload promotions and export the retrain gauges "
         "(env SCALER_STORE_POLL; 1s-1h; default 60s)",
     )
+    w.add_argument(
+        "--checkpoints",
+        choices=("on", "off"),
+        default=env("CHECKPOINTS", "on"),
+        help="with --store: write each target's fit input to the store once an hour (about "
+        "60 kB a target; two kept) and start a fresh replica from the newest, so it reads "
+        "only the last hour from Prometheus; off for a ConfigMap store whose etcd must not "
+        "take that write rate (env SCALER_CHECKPOINTS; default on)",
+    )
     e = p.add_argument_group("engine")
     e.add_argument(
         "--step",
@@ -374,6 +383,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         watch_namespace=args.namespace or None,
         store=args.store or None,
         store_poll=args.store_poll,
+        checkpoints=args.checkpoints == "on",
         decision_log=args.decision_log,
         decision_log_max_bytes=args.decision_log_max_size,
         decision_log_keep=args.decision_log_keep,
@@ -453,7 +463,9 @@ async def run_server(
             store,
             poll=settings.store_poll,
             on_status=champions.retrain_gauges(telemetry),
-            fit_input=(settings.engine.model_step, settings.engine.history_peaks),
+            fit_input=(settings.engine.model_step, settings.engine.history_peaks)
+            if settings.checkpoints
+            else None,
         )
     source = make_source(settings, clock, telemetry)
     spend_record = make_spend_record(settings, telemetry)
@@ -499,7 +511,8 @@ async def run_server(
         background.append(asyncio.create_task(grpc_server.set_serving(health)))
         if store_models is not None:
             background.append(asyncio.create_task(store_models.poll(engine.targets)))
-            background.append(asyncio.create_task(store_models.keep(engine.targets)))
+            if settings.checkpoints:
+                background.append(asyncio.create_task(store_models.keep(engine.targets)))
         if discovery is not None:
             following = discovered.follow(engine, discovery, load=load)
             background.append(asyncio.create_task(following))

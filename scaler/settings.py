@@ -183,6 +183,9 @@ class Settings:
     `configmap:NAMESPACE`; None fits every model in-process and keeps it in memory."""
     store_poll: float = 60.0
     """Seconds between reads of each target's champion pointer (hot reload)."""
+    checkpoints: bool = True
+    """Write each target's fit input to the store hourly and start from the newest one, so a
+    fresh replica reads only what came after it (serving/checkpoints.py); off: neither."""
     decision_log: Path | None = None
     """Append a JSON line per target per decision change to this file (record/decisionlog.py)."""
     decision_log_max_bytes: int = 64 * 2**20
