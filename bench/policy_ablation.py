@@ -17,7 +17,8 @@ forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no dr
 - `marginal`: decision.allocation (the replicas that cover the most steps per replica-hour);
 - `full`: the P95 whatever the budget left, the allowance alone stopping it (cost-ordered,
   `insurance="full"`, `scaler backtest --insurance full`); `full_level`: with the level too;
-- `gated_level`: the level only while the median lags the load (decision.levelgate).
+- `gated_level`: the level only while the median lags the load (decision.levelgate);
+- `linear`: the quantile sliding over the whole budget instead of its last half.
 Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
 reactive / prewarm replica-hours per variant. A benchmark, not a test: it never judges.
 """
@@ -55,6 +56,7 @@ VARIANTS = {
     "full": {"insurance": "full"},
     "full_level": {"insurance": "full", "level_points": 1},
     "gated_level": {"level_points": 1, "level_gate": True},
+    "linear": {"insurance": "linear"},
 }
 
 

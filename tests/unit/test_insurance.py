@@ -24,7 +24,12 @@ def test_the_slide_reads_the_median_as_the_budget_runs_out_and_full_reads_the_ba
         full = policy.affordable_quantile(
             0.95, remaining=left * 10, budget=10.0, insurance=policy.FULL
         )
+        linear = policy.affordable_quantile(
+            0.95, remaining=left * 10, budget=10.0, insurance=policy.LINEAR
+        )
         assert full == pytest.approx(0.95)
+        assert linear == pytest.approx(policy.MEDIAN + 0.45 * left)
+        assert linear <= slide + 1e-12
         assert policy.MEDIAN <= slide <= 0.95
         if left < policy.FULL_INSURANCE_LEFT:
             assert slide < 0.95
@@ -42,7 +47,7 @@ def test_full_insurance_without_a_known_budget_or_with_none_reads_the_median() -
 
 
 def test_an_unknown_insurance_rule_is_refused_naming_the_rules() -> None:
-    with pytest.raises(ValueError, match="slide, full"):
+    with pytest.raises(ValueError, match="slide, full, linear"):
         policy.affordable_quantile(0.95, remaining=1.0, budget=2.0, insurance="always")
 
 
