@@ -14,7 +14,11 @@ forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no dr
 - `lvl2`: the level insured at the widest band of the first two points instead of one;
 - `free_hold`: the same with the lead time's hold free (`charge_hold=False`, the old rule);
 - `insured`: the same, the P95 only over the lead time (`insure_lead_time_only`);
-- `marginal`: decision.allocation (the replicas that cover the most steps per replica-hour).
+- `marginal`: decision.allocation (the replicas that cover the most steps per replica-hour);
+- `full`: the P95 whatever the budget left, the allowance alone stopping it (cost-ordered,
+  `insurance="full"`, `scaler backtest --insurance full`); `full_level`: with the level too;
+- `gated_level`: the level only while the median lags the load (decision.levelgate);
+- `linear`: the quantile sliding over the whole budget instead of its last half.
 Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
 reactive / prewarm replica-hours per variant. A benchmark, not a test: it never judges.
 """
@@ -49,6 +53,10 @@ VARIANTS = {
     "lvl2": {"level_points": 2},
     "marginal_lookahead": {"allocation": "marginal_lookahead"},
     "marginal_every": {"allocation": "marginal_every"},
+    "full": {"insurance": "full"},
+    "full_level": {"insurance": "full", "level_points": 1},
+    "gated_level": {"level_points": 1, "level_gate": True},
+    "linear": {"insurance": "linear"},
 }
 
 

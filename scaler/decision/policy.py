@@ -133,16 +133,40 @@ def forecast_points(lead_time: float, horizon: float, step: float) -> int:
     return max(1, math.ceil((lead_time + horizon) / step - 1e-9)) + 1
 
 
-def affordable_quantile(quantile: float, *, remaining: float, budget: float) -> float:
+SLIDE = "slide"
+"""Insurance rule (affordable_quantile's `insurance`): the quantile slides to the median as the
+window's budget runs out (the default)."""
+FULL = "full"
+"""Insurance rule: the calibrated quantile whatever the budget left, so the replicas bought are
+the first ones above the reactive floor, at the full band, until the allowance stops them
+(cost-ordered); an experiment, docs/policy.md "Cost-ordered insurance"."""
+LINEAR = "linear"
+"""Insurance rule: the quantile slides to the median over the whole budget (at the share left),
+so more is kept back for later; the slide's ablation in the other direction from FULL."""
+INSURANCE = (SLIDE, FULL, LINEAR)
+FULL_FROM = {SLIDE: FULL_INSURANCE_LEFT, LINEAR: 1.0}
+"""Share of the budget left from which each sliding rule reads the full calibrated quantile."""
+
+
+def affordable_quantile(
+    quantile: float, *, remaining: float, budget: float, insurance: str = SLIDE
+) -> float:
     """The forecast quantile the budget affords: the calibrated `quantile` while at least
     FULL_INSURANCE_LEFT of the window's budget is unspent (`remaining` of `budget`), sliding
     linearly to the median as it runs out. Prewarm for the rise the forecast expects (the
     median) is bought to the last replica-hour; insurance against noise above it only while the
-    budget is comfortable."""
+    budget is comfortable. With `insurance` FULL the calibrated quantile is read while anything
+    is left (the allowance alone caps what is bought); with LINEAR it slides over the whole
+    budget; the median when nothing is left, or when the budget is not finite."""
     budget_left = remaining / budget if budget > 0 else 0.0
     if not (math.isfinite(budget_left) and math.isfinite(quantile)):
         return MEDIAN
-    share = min(max(budget_left / FULL_INSURANCE_LEFT, 0.0), 1.0)
+    if insurance not in INSURANCE:
+        raise ValueError(f"insurance {insurance!r}: use one of {', '.join(INSURANCE)}")
+    if insurance == FULL:
+        share = float(budget_left > 0)
+    else:
+        share = min(max(budget_left / FULL_FROM[insurance], 0.0), 1.0)
     return MEDIAN + (min(max(quantile, MEDIAN), 1.0) - MEDIAN) * share
 
 

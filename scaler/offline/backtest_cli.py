@@ -162,6 +162,20 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "coverage per replica at a budget price (experiment, offline only; docs/policy.md)",
     )
     policy_flags.add_argument(
+        "--level-gate",
+        action="store_true",
+        help="experiment, with --level: insure the level only while the forecast's median ran "
+        "below the load on significantly more than half of the last window's steps",
+    )
+    policy_flags.add_argument(
+        "--insurance",
+        choices=policy.INSURANCE,
+        default=replay.ReplayConfig.insurance,
+        help="how the forecast quantile follows the budget: slide from the P95 to the median "
+        "once half the window's budget is spent (default), or full: the P95 until the budget "
+        "stops it (experiment, offline only; docs/policy.md)",
+    )
+    policy_flags.add_argument(
         "--free-hold",
         action="store_true",
         help="ablation: hold the lead time's highest load for free instead of paying the hold "
@@ -297,6 +311,8 @@ def replay_config(
         drift_margin=not args.no_drift_margin,
         insure_lead_time_only=args.insure_lead_time_only,
         allocation=args.allocation,
+        insurance=args.insurance,
+        level_gate=args.level_gate,
         charge_hold=not args.free_hold,
         level_points=policy.LEVEL_POINTS if args.level else 0,
     )

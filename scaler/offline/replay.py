@@ -16,6 +16,7 @@ or goes on. Scoring (warm-up, baselines, frontier) happens afterwards, on the wh
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import CalibratedModel, Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler.decision import allocation, budget, drift, margin, policy, resolution
+from scaler.decision import allocation, budget, drift, levelgate, margin, policy, resolution
 from scaler.errors import ConfigError
 from scaler.offline import baselines, yardstick
 
@@ -98,6 +99,15 @@ class ReplayConfig:
     (policy.level_ratio, reason level); 0, the default, insures nothing. An experiment, not the
     default: it brought llm_serving below 1 and cost nasa, twitter and mongodb 0.03-0.05
     (docs/policy.md "Level insurance"); `scaler backtest --level` runs it."""
+    level_gate: bool = False
+    """With level_points, insure the level only while the forecast's median ran below the load
+    on significantly more than half of the last budget window's model steps
+    (decision.levelgate); False insures it everywhere. Offline only: docs/policy.md."""
+    insurance: str = policy.SLIDE
+    """How the affordable quantile follows the budget (policy.affordable_quantile): "slide"
+    (the P95 sliding to the median once half the window's budget is spent, the default) or
+    "full" (the P95 until the allowance stops it: the first replicas above the floor are bought
+    at the full band, cost-ordered). Offline only: docs/policy.md "Cost-ordered insurance"."""
     allocation: str = "quantile"
     """How prewarm spends the budget: "quantile" (the affordable quantile's peak, sliding from
     the P95 to the median as the budget runs out), or an experiment of decision.allocation
@@ -197,6 +207,8 @@ def simulate(
     fallback_steps = episodes = retrains = 0
     starts: list[int] = []
     held = config.min_replicas
+    above: deque[bool] = deque(maxlen=max(1, round(config.budget_window / coarse.step)))
+    lagging = False  # decision.levelgate over `above`, judged each time a bucket is scored
     for t in range(len(series)):
         now = series.start + t * step
         if t == 0:
@@ -223,6 +235,11 @@ def simulate(
             if was_ok and tracker.monitor.in_fallback:
                 episodes += 1
                 starts.append(t)
+            if origin.forecast is not None and origin.forecast.p50.size:
+                expected = float(origin.forecast.p50[0])  # made for bucket i, one step ahead
+                if math.isfinite(expected) and math.isfinite(coarse.values[i]):
+                    above.append(bool(coarse.values[i] > expected))
+                    lagging = levelgate.median_lags(list(above))
             origin = next(origins)
             if anchor is None and origin.model is not None:
                 anchor = round((origin.model.trained_until - coarse.start) / coarse.step)
@@ -250,7 +267,10 @@ def simulate(
         peak = level = None
         if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
-                config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
+                config.quantile,
+                remaining=ledger.remaining(now),
+                budget=ledger.limit(now),
+                insurance=config.insurance,
             )
             made_at = coarse.start + origin.index * coarse.step
             ahead = resolution.lookahead_points(
@@ -258,7 +278,7 @@ def simulate(
             )
             p50 = origin.forecast.p50[:ahead]
             upper = band.upper(p50, quantile)
-            if config.level_points > 0:
+            if config.level_points > 0 and (not config.level_gate or lagging):
                 level = base * policy.level_ratio(upper, p50, points=config.level_points)
             peak = policy.insured_peak(
                 upper,
@@ -297,7 +317,10 @@ def simulate(
                 step=step,
                 lead_time=config.lead_time,
                 quantile=policy.affordable_quantile(
-                    config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
+                    config.quantile,
+                    remaining=ledger.remaining(now),
+                    budget=ledger.limit(now),
+                    insurance=config.insurance,
                 ),
                 limits=limits,
                 allowance=ledger.allowance(now, step),
