@@ -36,8 +36,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=REPO, help="checkout to import (this one)")
     parser.add_argument("--seeds", default="3,4")
+    parser.add_argument(
+        "--exact", action="store_true", help="Prophet fitted as before the quick fit (ablation)"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(args.tree.resolve()))
+    if args.exact:
+        from models import prophet
+
+        prophet.exact()
     from models.base import Series
     from scaler.decision import spec as specs
     from scaler.offline import retrain
@@ -69,7 +76,7 @@ def main() -> None:
                 "champion_loss": weekly["champion_loss"],
             }
         )
-    print(json.dumps({"tree": str(args.tree), "targets": rows}))
+    print(json.dumps({"tree": str(args.tree), "exact": args.exact, "targets": rows}))
 
 
 if __name__ == "__main__":

@@ -443,6 +443,9 @@ def fit_calibrated(
         in_sample = False
     backtest = rolling(probe, history, since=split, steps=steps)
     final = make()
+    warm_from = getattr(final, "warm_from", None)  # models.prophet: start from the probe's fit
+    if warm_from is not None:
+        warm_from(probe)
     final.fit(history)
     return calibrated(final, history, backtest, quantile=quantile, in_sample=in_sample)
 

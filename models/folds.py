@@ -39,16 +39,21 @@ def earlier_window(history: Series) -> tuple[float, float] | None:
 
 
 def earlier_backtest(
-    make: Callable[[], Forecaster], history: Series, *, steps: int
+    make: Callable[[], Forecaster], history: Series, *, steps: int, warm: object = None
 ) -> Backtest | None:
     """Rolling-origin forecasts over `earlier_window` by a model fitted on the history before
-    it (each origin sees only up to itself); None when there is no such window or no fit."""
+    it (each origin sees only up to itself); None when there is no such window or no fit.
+    `warm`, the same kind fitted on `history`, is where a model that can (models.prophet)
+    starts its fit from."""
     history = prepared(history)
     window = earlier_window(history)
     if window is None:
         return None
     start, end = window
     model = make()
+    warm_from = getattr(model, "warm_from", None)
+    if warm_from is not None and warm is not None:
+        warm_from(warm)
     try:
         model.fit(history.until(start))
     except ModelError:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -52,6 +53,26 @@ RESIDUAL_WEIGHTS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 """Candidate smoothing weights of the residual level (a grid: one parameter, no optimiser)."""
 HOLIDAY_DAYS = 42
 """Days past the end of training for which holiday effects are kept (refits are weekly)."""
+TOL_REL_GRAD = 1e9
+"""CmdStan L-BFGS's relative-gradient tolerance (in units of machine epsilon; CmdStan's default
+is 1e7). At the default, a 28-day fit at 5 minutes runs 300-400 iterations, most of them
+crawling along the flat valley the Laplace prior on the changepoints makes, moving the curve by
+a few thousandths of the noise; at 1e9 it stops after 30-150 iterations, a quarter of the CPU,
+with the fitted curve a few hundredths of sigma_obs away (docs/benchmark.md "Retrain")."""
+WARM_START = True
+"""Start a fit's L-BFGS from the optimum of a fit of the same model on an overlapping history
+(`warm_from`: the final fit from the calibration probe's, the earlier-window fit from the
+final's), rescaled to the new window, instead of Prophet's default start (flat trend, zero
+seasonality): with TOL_REL_GRAD loose, the fit stops nearer the exact optimum, sooner."""
+CMDSTAN_TOL_REL_GRAD = 1e7
+"""CmdStan's default, what `exact()` restores (the fits before TOL_REL_GRAD)."""
+
+
+def exact() -> None:
+    """The ablation (`scaler backtest --exact-prophet`): every fit from Prophet's default start
+    to CmdStan's default tolerance, bit for bit the fits before the cut. One process, one run."""
+    global TOL_REL_GRAD, WARM_START
+    TOL_REL_GRAD, WARM_START = CMDSTAN_TOL_REL_GRAD, False
 
 
 class ProphetModel:
@@ -77,6 +98,16 @@ class ProphetModel:
         self.sigma = 0.0
         self.holiday_days: FloatArray = np.zeros(0)
         self.holiday_effects: FloatArray = np.zeros(0)
+        self.optimum: Optimum | None = None
+        """Stan's fitted parameters with the scales they are in (not in the artefact)."""
+        self._start_from: Optimum | None = None
+
+    def warm_from(self, other: object) -> None:
+        """Start the next fit from `other`'s optimum (a fitted ProphetModel on a history with
+        the same start; anything else is ignored): with WARM_START, L-BFGS begins next to the
+        optimum instead of at Prophet's flat default and needs fewer iterations."""
+        if WARM_START and isinstance(other, ProphetModel) and other.optimum is not None:
+            self._start_from = other.optimum
 
     def fit(self, history: Series) -> None:
         history = prepared(history)
@@ -91,8 +122,13 @@ class ProphetModel:
         z = np.log(history.values[ok] + self.offset)
         frame = pd.DataFrame({"ds": _ds(times), "y": z})
         model = self._prophet(weekly=period >= WEEK)
+        options: dict[str, Any] = {}
+        if TOL_REL_GRAD != CMDSTAN_TOL_REL_GRAD:  # else Prophet's own call, bit for bit
+            options["tol_rel_grad"] = TOL_REL_GRAD
+        if self._start_from is not None:
+            options["init"] = self._start_from.rescaled(times, z)
         try:
-            model.fit(frame)
+            model.fit(frame, **options)
             in_sample = model.predict(frame[["ds"]])["yhat"].to_numpy(dtype=np.float64)
         except (RuntimeError, ValueError) as exc:
             raise FitError(f"prophet did not fit: {exc}") from exc
@@ -101,6 +137,7 @@ class ProphetModel:
         residuals[ok] = z - in_sample
         self.alpha = _residual_weight(residuals)
         self.sigma = finite_or(float(np.nanmean(model.params["sigma_obs"])) * self.y_scale, 0.0)
+        self.optimum = Optimum.of(model)
 
     def _prophet(self, *, weekly: bool) -> Any:
         from prophet import Prophet
@@ -267,6 +304,50 @@ class ProphetModel:
         if model.holiday_days.shape != model.holiday_effects.shape or model.t_scale <= 0:
             raise ArtefactError("prophet artefact: holiday arrays differ in length, or bad scale")
         return model
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """A Prophet MAP fit's parameters (in Prophet's scaled units) and the scales they are in,
+    to start another fit from."""
+
+    k: float
+    m: float
+    delta: FloatArray
+    beta: FloatArray
+    sigma_obs: float
+    y_scale: float
+    t_scale: float
+    """Seconds from the first to the last fitted point."""
+
+    @classmethod
+    def of(cls, model: Any) -> Optimum:
+        params = model.params
+        return cls(
+            k=float(np.nanmean(params["k"])),
+            m=float(np.nanmean(params["m"])),
+            delta=np.nanmean(params["delta"], axis=0),
+            beta=np.nanmean(params["beta"], axis=0),
+            sigma_obs=float(np.nanmean(params["sigma_obs"])),
+            y_scale=float(model.y_scale),
+            t_scale=pd.Timedelta(model.t_scale).total_seconds(),
+        )
+
+    def rescaled(self, times: FloatArray, z: FloatArray) -> dict[str, Any]:
+        """Stan inits for a fit on (times, z) that starts at the same time as this one did:
+        the same curve in that fit's scales (Prophet's absmax y scale, the span as t scale).
+        The changepoints keep their order (Prophet spreads them over the same share of each
+        history); a shape that does not match makes Prophet fall back to its default."""
+        y_scale = float(np.abs(z).max()) or 1.0
+        t_scale = float(times[-1] - times[0]) if times.size > 1 else self.t_scale
+        y, t = self.y_scale / y_scale, (t_scale / self.t_scale if self.t_scale > 0 else 1.0)
+        return {
+            "k": self.k * y * t,
+            "m": self.m * y,
+            "delta": self.delta * y * t,
+            "beta": self.beta * y,
+            "sigma_obs": max(self.sigma_obs * y, 1e-9),
+        }
 
 
 def _write_inputs_in_c(stan: Any) -> None:

@@ -97,7 +97,9 @@ def pooled_losses(
     earlier: dict[str, Backtest] = {}
     for model in models:
         if model.kind in catalog.CANDIDATES:
-            found = folds.earlier_backtest(catalog.adapter(model.kind), history, steps=steps)
+            found = folds.earlier_backtest(
+                catalog.adapter(model.kind), history, steps=steps, warm=model.model
+            )
             if found is None:
                 return None
             earlier[model.kind] = found

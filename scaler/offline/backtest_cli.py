@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models import calibrate, catalog, fitcache
+from models import calibrate, catalog, fitcache, prophet
 from models.base import Series
 from scaler.decision import budget, countries, policy, resolution
 from scaler.decision.spec import duration_arg
@@ -197,6 +197,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="experiment: scale the P95 band by the forecast to the power measured on the "
         "calibration backtest instead of purely relative (docs/forecasting.md)",
     )
+    p.add_argument(
+        "--exact-prophet",
+        action="store_true",
+        help="ablation: fit Prophet from its default start to CmdStan's default tolerance, as "
+        "before the quick fit (models/prophet.py TOL_REL_GRAD; docs/benchmark.md Retrain)",
+    )
     live = p.add_argument_group(
         "history from Prometheus instead of TRACE.csv (the Prometheus connection flags below apply)"
     )
@@ -229,6 +235,8 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
 
 def cmd_backtest(args: argparse.Namespace) -> int:
     calibrate.LEVEL_POWER = args.band_power  # one process, one run: the offline experiment
+    if args.exact_prophet:
+        prophet.exact()
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 
