@@ -85,6 +85,11 @@ class ReplayConfig:
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
     drift_margin: bool = True
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
+    drift_run_test: bool = True
+    """Engage fallback on a run of actuals below the band (drift.Null.run); False: the ablation."""
+    drop_margin: str = "none"
+    """Keep the margin in a fallback entered on a drop (load below the forecast); False: plain
+    reactive there, the margin only after a rise or a gap (the direction rule's ablation)."""
     charge_hold: bool = True
     """Free reactive floor over the HPA's 5-minute stabilisation, and the hold past it for the
     rest of the lead time paid from the budget (policy.decide's `held_load`, reason hold);
@@ -166,7 +171,9 @@ def simulate(
     )
     tracker = drift.DriftTracker(
         lead_time=config.lead_time,
-        monitor=drift.DriftMonitor(quantile=config.quantile, step=coarse.step),
+        monitor=drift.DriftMonitor(
+            quantile=config.quantile, step=coarse.step, run_test=config.drift_run_test
+        ),
     )
 
     def forecasts(start: int, kind: Callable[[], Forecaster] | str = make) -> Iterator[Origin]:
@@ -293,7 +300,15 @@ def simulate(
         if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
             decision = margin.decide(
                 load=decision.load,
-                recent=load[max(0, t - math.ceil(margin.LOOKBACK / step)) : t],
+                recent=load[
+                    max(
+                        0,
+                        t - math.ceil(margin.LOOKBACK / step),
+                        math.ceil((tracker.monitor.entered_at - series.start) / step)
+                        if tracker.monitor.after_drop and config.drop_margin == "since"
+                        else 0,
+                    ) : t
+                ],
                 step=step,
                 lead_time=config.lead_time,
                 quantile=policy.affordable_quantile(
@@ -302,6 +317,7 @@ def simulate(
                 limits=limits,
                 allowance=ledger.allowance(now, step),
                 held_load=hold_load if config.charge_hold else None,
+                after_drop=tracker.monitor.after_drop and config.drop_margin == "none",
             )
         spent[t] = ledger.charge(now, decision.prewarm, step)
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)
