@@ -125,9 +125,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--drop-margin",
-        choices=("full", "since", "none"),
-        default=None,
-        help="margin in a fallback entered on a drop (default: the replay's)",
+        action="store_true",
+        help="keep the margin in a fallback entered on a drop (the direction rule's ablation)",
     )
     args = parser.parse_args()
     series = read_trace(args.trace)
@@ -135,9 +134,8 @@ def main() -> None:
         threshold=replay.threshold_from(args.threshold, series),
         drift_margin=not args.no_drift_margin,
         drift_run_test=not args.no_run_test,
+        drop_margin=args.drop_margin,
     )
-    if args.drop_margin is not None:
-        config = dataclasses.replace(config, drop_margin=args.drop_margin)
     make: Callable[[], Forecaster] | str = (
         SeasonalBaseline if args.model == "seasonal" else args.model
     )

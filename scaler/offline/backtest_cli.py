@@ -149,6 +149,16 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="in drift fallback, scale plain reactive (no recent-growth margin)",
     )
     policy_flags.add_argument(
+        "--no-run-test",
+        action="store_true",
+        help="ablation: no drift alarm on a run of actuals below the band",
+    )
+    policy_flags.add_argument(
+        "--drop-margin",
+        action="store_true",
+        help="ablation: keep the growth margin in a fallback entered on a drop",
+    )
+    policy_flags.add_argument(
         "--insure-lead-time-only",
         action="store_true",
         help="experiment: buy the insured quantile only over the lead time and the median past "
@@ -295,6 +305,8 @@ def replay_config(
         model_step=config.step,
         drift=not args.no_drift,
         drift_margin=not args.no_drift_margin,
+        drift_run_test=not args.no_run_test,
+        drop_margin=args.drop_margin,
         insure_lead_time_only=args.insure_lead_time_only,
         allocation=args.allocation,
         charge_hold=not args.free_hold,

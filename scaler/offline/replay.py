@@ -87,9 +87,10 @@ class ReplayConfig:
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
     drift_run_test: bool = True
     """Engage fallback on a run of actuals below the band (drift.Null.run); False: the ablation."""
-    drop_margin: str = "none"
-    """Keep the margin in a fallback entered on a drop (load below the forecast); False: plain
-    reactive there, the margin only after a rise or a gap (the direction rule's ablation)."""
+    drop_margin: bool = False
+    """Keep the margin in a fallback entered on a drop (load below the forecast, the relearn
+    hold) too; False: plain reactive plus the paid hold there, the margin only after a rise or a
+    gap (the direction rule; True is its ablation, docs/policy.md "Drift")."""
     charge_hold: bool = True
     """Free reactive floor over the HPA's 5-minute stabilisation, and the hold past it for the
     rest of the lead time paid from the budget (policy.decide's `held_load`, reason hold);
@@ -300,15 +301,7 @@ def simulate(
         if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
             decision = margin.decide(
                 load=decision.load,
-                recent=load[
-                    max(
-                        0,
-                        t - math.ceil(margin.LOOKBACK / step),
-                        math.ceil((tracker.monitor.entered_at - series.start) / step)
-                        if tracker.monitor.after_drop and config.drop_margin == "since"
-                        else 0,
-                    ) : t
-                ],
+                recent=load[max(0, t - math.ceil(margin.LOOKBACK / step)) : t],
                 step=step,
                 lead_time=config.lead_time,
                 quantile=policy.affordable_quantile(
@@ -317,7 +310,7 @@ def simulate(
                 limits=limits,
                 allowance=ledger.allowance(now, step),
                 held_load=hold_load if config.charge_hold else None,
-                after_drop=tracker.monitor.after_drop and config.drop_margin == "none",
+                after_drop=tracker.monitor.after_drop and not config.drop_margin,
             )
         spent[t] = ledger.charge(now, decision.prewarm, step)
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)
