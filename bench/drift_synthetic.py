@@ -10,7 +10,8 @@ one mechanism taken out by replacing one function of scaler.decision.drift:
 - `short-alone`: the short window trips alone after CONFIRM observations, gross or not;
 - `no-hold`: fallback may end before a model trained a day after the alarm is in use;
 - `no-miss`: no coverage-miss test (`Null.missed` never trips);
-- `no-stale`: load back after a long gap is scored as any other (no restart of trust).
+- `no-stale`: load back after a long gap is scored as any other (no restart of trust);
+- `no-run`: no run test on actuals below the band (`run_limit` measures none).
 
 It prints fallback episodes per week of scored replay (after the 14-day warm-up) and the share
 of scored steps in fallback. A benchmark, not a test:
@@ -85,6 +86,8 @@ def ablated(name: str) -> Iterator[None]:
         swap(drift.Null, "missed", lambda self, misses: False)
     elif name == "no-stale":
         swap(drift, "STALE_AFTER", math.inf)
+    elif name == "no-run":
+        swap(drift, "run_limit", lambda *args, **kwargs: None)
     try:
         yield
     finally:
@@ -106,7 +109,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weeks", type=float, default=8.0)
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale")
+    parser.add_argument(
+        "--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale,no-run"
+    )
     args = parser.parse_args()
     print("| load | " + " | ".join(args.variants.split(",")) + " |")
     print("|---" * (1 + len(args.variants.split(","))) + "|")

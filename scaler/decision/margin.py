@@ -90,5 +90,6 @@ def decide(
     )
     if decision.reason in (policy.Reason.MAX_REPLICAS, policy.Reason.MIN_REPLICAS):
         return decision
-    reason = policy.Reason.DRIFT_MARGIN if decision.prewarm > 0 else policy.Reason.DRIFT_FALLBACK
+    margined = decision.prewarm > 0 and not after_drop  # after a drop the prewarm is the hold
+    reason = policy.Reason.DRIFT_MARGIN if margined else policy.Reason.DRIFT_FALLBACK
     return dataclasses.replace(decision, reason=reason)

@@ -60,6 +60,7 @@ def test_a_fallback_entered_on_a_drop_adds_no_growth_margin_only_the_paid_hold()
     assert drop.reason is policy.Reason.DRIFT_FALLBACK
     held = margin.decide(**common, limits=LIMITS, allowance=10, held_load=150.0, after_drop=True)  # type: ignore[arg-type]
     assert held.desired == policy.replicas_for(150.0, LIMITS.threshold) > drop.desired
+    assert held.prewarm > 0 and held.reason is policy.Reason.DRIFT_FALLBACK  # the paid hold
 
 
 def test_the_margin_is_bounded_whatever_the_spikes_and_needs_data() -> None:
