@@ -121,20 +121,20 @@ def main() -> None:
         "--no-drift-margin", action="store_true", help="plain reactive fallback (the ablation)"
     )
     parser.add_argument(
-        "--no-run-test", action="store_true", help="no run test on misses below (the ablation)"
+        "--run-test", action="store_true", help="the run test on misses below (off by default)"
     )
     parser.add_argument(
-        "--drop-margin",
+        "--no-drop-margin",
         action="store_true",
-        help="keep the margin in a fallback entered on a drop (the direction rule's ablation)",
+        help="no margin in a fallback entered on a drop (the direction rule, off by default)",
     )
     args = parser.parse_args()
     series = read_trace(args.trace)
     config = replay.ReplayConfig(
         threshold=replay.threshold_from(args.threshold, series),
         drift_margin=not args.no_drift_margin,
-        drift_run_test=not args.no_run_test,
-        drop_margin=args.drop_margin,
+        drift_run_test=args.run_test,
+        drop_margin=not args.no_drop_margin,
     )
     make: Callable[[], Forecaster] | str = (
         SeasonalBaseline if args.model == "seasonal" else args.model

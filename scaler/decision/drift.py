@@ -340,7 +340,11 @@ def run_limit(
     if q >= 1:
         return width
     chain = 1 + math.log(alpha / p) / math.log(q) if alpha < p else 1.0
-    return min(width, max(1, math.ceil(chain - 1e-9)))
+    # The chain is a model of the runs; the backtest's own longest run is what a healthy
+    # forecast did: a run no longer than that is no evidence (runs with a routine, such as a
+    # business day's late start, outlast the chain's geometric tail).
+    seen = int(lengths.max()) + 1
+    return min(width, max(1, math.ceil(chain - 1e-9), seen))
 
 
 def gapless_runs(errors: FloatArray) -> np.ndarray:
@@ -518,8 +522,9 @@ class DriftMonitor:
     healthy_run: int = 0
     tripped_run: int = 0
     """Consecutive observations with a window past its limit (CONFIRM engages fallback)."""
-    run_test: bool = True
-    """Engage on a run of actuals below the band (`Null.run`); False: the ablation."""
+    run_test: bool = False
+    """Engage on a run of actuals below the band (`Null.run`): off by default (the false alarms
+    it added on a business-hours trace, docs/policy.md "Drift"); `scaler backtest --run-test`."""
     below_run: int = 0
     """Consecutive scored actuals below the band's lower mirror (u < -1.645)."""
     entered_at: float = -math.inf
@@ -563,8 +568,11 @@ class DriftMonitor:
         null = self.current_null()
         gap = max(STALE_AFTER, null.routine_gap)
         stale = math.isfinite(self.last_at) and at - self.last_at > gap + 1e-6
+        # A gap ends a run, as in the calibration's run lengths (run_limit): a business day's
+        # evening below the band and the next morning's are two runs, not one.
+        contiguous = math.isfinite(self.last_at) and at - self.last_at <= 1.5 * self.step
         self.last_at = at
-        self.below_run = self.below_run + 1 if u < -Z_P95 and not stale else 0
+        self.below_run = self.below_run + 1 if u < -Z_P95 and contiguous else 0
         if stale and self.state is DriftState.OK:
             # Load came back after a gap longer than the long window (an outage, a lost
             # scraper): no evidence says the forecast still holds, so it earns trust afresh.

@@ -456,7 +456,6 @@ class Engine:
                 limits=limits,
                 allowance=allowance,
                 held_load=held,
-                after_drop=state.drift is not None and state.drift.monitor.after_drop,
             )
         else:
             predictive = policy.decide(

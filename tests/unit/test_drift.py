@@ -443,7 +443,7 @@ def test_a_drop_just_below_the_band_engages_on_the_run_test_long_before_the_miss
     assert (drop < -Z95).all()
     engaged_at = {}
     for test in (null, dataclasses.replace(null, run=None)):
-        monitor = drift.DriftMonitor(step=STEP, null=test, fitted_until=0.0)
+        monitor = drift.DriftMonitor(step=STEP, null=test, fitted_until=0.0, run_test=True)
         t = steady(monitor, np.zeros(long), 0)
         for i, e in enumerate(drop):
             steady(monitor, np.array([e]), t + i)
@@ -457,6 +457,36 @@ def test_a_drop_just_below_the_band_engages_on_the_run_test_long_before_the_miss
 def test_a_fallback_entered_on_a_run_below_the_band_holds_as_after_a_drop() -> None:
     null = measured_null(np.random.default_rng(11).normal(size=int(WEEK / STEP)))
     assert null.run is not None
-    monitor = drift.DriftMonitor(step=STEP, null=null, fitted_until=0.0)
+    monitor = drift.DriftMonitor(step=STEP, null=null, fitted_until=0.0, run_test=True)
     steady(monitor, np.full(null.run, -2.0), steady(monitor, np.zeros(null.windows[1]), 0))
     assert monitor.in_fallback and monitor.after_drop
+
+
+def test_a_gap_in_the_scored_actuals_ends_a_run_below_the_band_as_in_the_calibration() -> None:
+    # A business day's evening below the band and the next morning's are two runs, as the
+    # calibration's run lengths count them (run_limit: a gap ends a run); a gap shorter than the
+    # stale limit keeps every other window. The ablation, the same run with no gap, engages.
+    null = measured_null(np.random.default_rng(11).normal(size=int(WEEK / STEP)))
+    assert null.run is not None and null.run >= 2
+    engaged = []
+    for gap in (3, 0):
+        monitor = drift.DriftMonitor(step=STEP, null=null, fitted_until=0.0, run_test=True)
+        t = steady(
+            monitor, np.full(null.run - 1, -2.0), steady(monitor, np.zeros(null.windows[1]), 0)
+        )
+        steady(monitor, np.array([-2.0]), t + gap)
+        engaged.append(monitor.in_fallback)
+    assert engaged == [False, True]
+
+
+def test_a_run_the_calibration_backtest_itself_reached_is_no_evidence_of_drift() -> None:
+    # Scattered misses at the nominal rate give a short chain limit; one routine run of 30 (a
+    # business day's late start) lifts the limit past it, whatever the chain's geometric tail.
+    rng = np.random.default_rng(5)
+    missed = rng.random(4000) < 0.05
+    finite = np.ones_like(missed)
+    alpha = drift.side_chance(STEP)
+    scattered = drift.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05)
+    assert scattered is not None and scattered < 30
+    missed[1000:1030] = True
+    assert drift.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05) == 31

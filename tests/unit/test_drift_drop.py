@@ -19,7 +19,10 @@ TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 @pytest.mark.skipif(not (TRACES / "nasa_http_5min.csv").exists(), reason="needs ../shared")
 def test_drift_fallback_buys_a_quarter_of_no_drifts_phantom_prewarm_after_a_drop() -> None:
     series = read_trace(TRACES / "nasa_http_5min.csv")
-    config = replay.ReplayConfig(threshold=replay.threshold_from("p99/20", series))
+    # The two experiments together (both off by default: docs/policy.md "Drift").
+    config = replay.ReplayConfig(
+        threshold=replay.threshold_from("p99/20", series), drift_run_test=True, drop_margin=False
+    )
     result = drift_drop.measure(series, config, day=17, factor=0.3)
     assert result["no_drift"] > 0  # the drop leaves phantom load for the blind forecast to buy
     # issue 7's goal: a quarter of --no-drift's, or 2 replica-hours
