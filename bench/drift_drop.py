@@ -44,17 +44,18 @@ def phantom(
     series: Series, config: replay.ReplayConfig, *, at: float, make: Callable[[], Forecaster] | str
 ) -> tuple[float, float]:
     """(phantom, all) prewarm replica-hours bought in [at + GRACE, at + GRACE + SPAN)."""
-    found, spent, _ = phantom_split(series, config, at=at, make=make)
+    found, spent, _, _ = phantom_split(series, config, at=at, make=make)
     return sum(found.values()), spent
 
 
 def phantom_split(
     series: Series, config: replay.ReplayConfig, *, at: float, make: Callable[[], Forecaster] | str
-) -> tuple[dict[tuple[str, str], float], float, float]:
+) -> tuple[dict[tuple[str, str], float], float, float, int]:
     """Phantom prewarm replica-hours in [at + GRACE, at + GRACE + SPAN) by (drift state,
     decision reason): "ok" steps bought it from the forecast (before the alarm), "fallback"
-    steps from the margin or the paid hold; with all prewarm bought there, and the time of the
-    first step at or after `at` decided in fallback (NaN: none)."""
+    steps from the margin or the paid hold; with all prewarm bought there, the time of the
+    first step at or after `at` decided in fallback (NaN: none), and the steps there with fewer
+    replicas ready than the load required (the cost of buying less)."""
     frame, extra = replay.simulate(series, config, make=make)
     k = yardstick.cold_start_steps(config.lead_time, series.step)
     need = baselines.oracle(series.values, threshold=config.threshold, k=k)
@@ -73,7 +74,9 @@ def phantom_split(
         found[key] = found.get(key, 0.0) + float(unneeded[i]) * hours
     after = np.flatnonzero(fell & (times >= at))
     alarm = float(times[after[0]]) if after.size else math.nan
-    return found, float(spent[window].sum()), alarm
+    ready = yardstick.ready(desired, k)
+    short = int(np.sum(window & (ready < np.asarray(frame["required"]))))
+    return found, float(spent[window].sum()), alarm, short
 
 
 def measure(
@@ -88,8 +91,11 @@ def measure(
     the series is cut right after the counted day (nothing later can change it)."""
     at = series.start + day * DAY
     cut = dropped(series, at=at, factor=factor).until(at + GRACE + SPAN)
-    split, on_all, alarm = phantom_split(cut, config, at=at, make=make)
-    off, off_all = phantom(cut, dataclasses.replace(config, drift=False), at=at, make=make)
+    split, on_all, alarm, under = phantom_split(cut, config, at=at, make=make)
+    off_split, off_all, _, off_under = phantom_split(
+        cut, dataclasses.replace(config, drift=False), at=at, make=make
+    )
+    off = sum(off_split.values())
     on = sum(split.values())
     return {
         "drift": on,
@@ -98,6 +104,8 @@ def measure(
         "drift_all_prewarm": on_all,
         "no_drift_all_prewarm": off_all,
         "alarm_hours": (alarm - at) / HOUR,
+        "drift_under_steps": float(under),
+        "no_drift_under_steps": float(off_under),
         **{f"drift_{state}_{reason}": v for (state, reason), v in sorted(split.items())},
     }
 
@@ -112,11 +120,21 @@ def main() -> None:
     parser.add_argument(
         "--no-drift-margin", action="store_true", help="plain reactive fallback (the ablation)"
     )
+    parser.add_argument(
+        "--run-test", action="store_true", help="the run test on misses below (off by default)"
+    )
+    parser.add_argument(
+        "--no-drop-margin",
+        action="store_true",
+        help="no margin in a fallback entered on a drop (the direction rule, off by default)",
+    )
     args = parser.parse_args()
     series = read_trace(args.trace)
     config = replay.ReplayConfig(
         threshold=replay.threshold_from(args.threshold, series),
         drift_margin=not args.no_drift_margin,
+        drift_run_test=args.run_test,
+        drop_margin=not args.no_drop_margin,
     )
     make: Callable[[], Forecaster] | str = (
         SeasonalBaseline if args.model == "seasonal" else args.model
@@ -127,6 +145,10 @@ def main() -> None:
         f"replica-h, --no-drift {result['no_drift']:.2f} replica-h (share {result['share']:.2f}; "
         "goal <= 0.25 or <= 2 replica-h); all prewarm in that day: drift "
         f"{result['drift_all_prewarm']:.2f}, --no-drift {result['no_drift_all_prewarm']:.2f}"
+    )
+    print(
+        f"under-provisioned steps in that day: drift {result['drift_under_steps']:.0f}, "
+        f"--no-drift {result['no_drift_under_steps']:.0f}"
     )
     print(f"drift on: fallback from {result['alarm_hours']:.2f} h after the drop; phantom by")
     for key, value in result.items():

@@ -10,7 +10,8 @@ one mechanism taken out by replacing one function of scaler.decision.drift:
 - `short-alone`: the short window trips alone after CONFIRM observations, gross or not;
 - `no-hold`: fallback may end before a model trained a day after the alarm is in use;
 - `no-miss`: no coverage-miss test (`Null.missed` never trips);
-- `no-stale`: load back after a long gap is scored as any other (no restart of trust).
+- `no-stale`: load back after a long gap is scored as any other (no restart of trust);
+- `run`: the run test on actuals below the band on (off by default: docs/policy.md "Drift").
 
 It prints fallback episodes per week of scored replay (after the 14-day warm-up) and the share
 of scored steps in fallback. A benchmark, not a test:
@@ -92,9 +93,10 @@ def ablated(name: str) -> Iterator[None]:
             setattr(owner, attr, value)
 
 
-def episodes(series: Series) -> tuple[float, float]:
+def episodes(series: Series, *, run_test: bool = False) -> tuple[float, float]:
     """(episodes per scored week, share of scored steps in fallback) of one replay."""
-    frame, _ = replay.simulate(series, replay.ReplayConfig(threshold=40.0), make=SeasonalBaseline)
+    config = replay.ReplayConfig(threshold=40.0, drift_run_test=run_test)
+    frame, _ = replay.simulate(series, config, make=SeasonalBaseline)
     first = replay.warmup_steps(series)
     fallback = np.isin(np.asarray(frame["reason"])[first:], ("drift_fallback", "drift_margin"))
     starts = int((np.diff(fallback.astype(int), prepend=0) == 1).sum())
@@ -106,7 +108,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weeks", type=float, default=8.0)
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale")
+    parser.add_argument(
+        "--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale,run"
+    )
     args = parser.parse_args()
     print("| load | " + " | ".join(args.variants.split(",")) + " |")
     print("|---" * (1 + len(args.variants.split(","))) + "|")
@@ -114,7 +118,10 @@ def main() -> None:
         cells = []
         for variant in args.variants.split(","):
             with ablated(variant):
-                runs = [episodes(load(kind, weeks=args.weeks, seed=s)) for s in range(args.seeds)]
+                runs = [
+                    episodes(load(kind, weeks=args.weeks, seed=s), run_test=variant == "run")
+                    for s in range(args.seeds)
+                ]
             rate, share = np.mean([r[0] for r in runs]), np.mean([r[1] for r in runs])
             cells.append(f"{rate:.2f}/wk, {share:.1%}")
         print(f"| {kind} | " + " | ".join(cells) + " |")

@@ -106,6 +106,9 @@ MIN_MISSES = 10
 TESTS = 3
 """Tests the design rate is shared by: the short and the long window's means and the long
 window's coverage misses, each on two sides."""
+SIDES = 2 * TESTS + 1
+"""Sides the design rate is shared by: each test's two, and the run test's one (`run_limit`:
+consecutive actuals below the band, the only side on which a forecast buys phantom prewarm)."""
 TAIL = 0.9
 """Quantile of a null's windowed deviations past which their tail is fitted (`tail_limit`):
 the top tenth, a few hundred windows of a week at a 5-minute step."""
@@ -139,6 +142,9 @@ class Null:
     """More actuals than this above the upper band (u > 1.645), or below its mirror image
     (u < -1.645), in the long window trip it (`miss_limit`); None: no miss test (the
     conservative null, or a null stored before the test existed)."""
+    run: int | None = None
+    """This many consecutive actuals below the band's lower mirror (u < -1.645) trip the run
+    test (`run_limit`) at once; None: no run test (the conservative null, a stored older null)."""
     routine_gap: float = 0.0
     """Seconds of the longest gap between actuals that the calibration backtest held more than
     once (`routine_gap`): a load that routinely stops (a call centre at night) has gaps that
@@ -297,8 +303,48 @@ def null_from(errors: FloatArray, *, step: float, quantile: float = 0.95) -> Nul
             miss_limit(u, u > Z_P95, long, alpha=alpha, rate=rate),
             miss_limit(u, u < -Z_P95, long, alpha=alpha, rate=rate),
         ),
+        run=run_limit(u < -Z_P95, np.isfinite(u), width=long, alpha=alpha, rate=rate),
         routine_gap=routine_gap(u, step),
     )
+
+
+def run_limit(
+    missed: np.ndarray, finite: np.ndarray, *, width: int, alpha: float, rate: float
+) -> int | None:
+    """The shortest run of consecutive misses (`missed`, where the calibration backtest's actual
+    fell below the band; `finite`: where it had one, a gap ends a run) that a healthy forecast
+    reaches with chance at most `alpha` per observation; None with fewer than MIN_MISSES misses
+    (their clustering is not measured).
+
+    A run reaches length n at an observation with chance at most p q^(n-1): p the miss rate
+    (at least the nominal `rate`), q the chance a miss follows a miss (the autocorrelation).
+    Runs of an autocorrelated forecast outlast a memoryless chain (the longer a run, the likelier
+    it goes on), so q is the larger of the chance after one miss and after two (when at least
+    MIN_MISSES runs reached two). A run longer than `width` (the long window) is an event (a
+    lost scrape read as zero), not the healthy forecast's clustering, and is left out."""
+    hit = np.asarray(missed, dtype=bool) & np.asarray(finite, dtype=bool)
+    n = int(np.sum(finite))
+    bounded = np.concatenate(([False], hit, [False])).astype(np.int8)
+    edges = np.flatnonzero(np.diff(bounded))
+    lengths = edges[1::2] - edges[::2]
+    lengths = lengths[lengths <= width]
+    misses = int(lengths.sum())
+    if misses < MIN_MISSES or n == 0:
+        return None
+    p = min(max(rate, misses / n), 0.5)
+    after_one = int(np.maximum(lengths - 1, 0).sum())
+    after_two = int(np.maximum(lengths - 2, 0).sum())
+    q = max(after_one / misses, p)
+    if after_one >= MIN_MISSES:
+        q = max(q, after_two / after_one)
+    if q >= 1:
+        return width
+    chain = 1 + math.log(alpha / p) / math.log(q) if alpha < p else 1.0
+    # The chain is a model of the runs; the backtest's own longest run is what a healthy
+    # forecast did: a run no longer than that is no evidence (runs with a routine, such as a
+    # business day's late start, outlast the chain's geometric tail).
+    seen = int(lengths.max()) + 1
+    return min(width, max(1, math.ceil(chain - 1e-9), seen))
 
 
 def gapless_runs(errors: FloatArray) -> np.ndarray:
@@ -392,8 +438,8 @@ def _binomial_tail(n: int, p: float, k: int) -> float:
 
 def side_chance(step: float) -> float:
     """Chance per observation that one side of one test may pass its limit while healthy:
-    ALARMS_PER_WEEK spread over a week of observations, TESTS tests and 2 sides."""
-    return ALARMS_PER_WEEK / (2 * TESTS * max(WEEK / step, 1.0))
+    ALARMS_PER_WEEK spread over a week of observations and SIDES sides of the tests."""
+    return ALARMS_PER_WEEK / (SIDES * max(WEEK / step, 1.0))
 
 
 def tail_limit(deviation: FloatArray, alpha: float) -> float:
@@ -476,6 +522,11 @@ class DriftMonitor:
     healthy_run: int = 0
     tripped_run: int = 0
     """Consecutive observations with a window past its limit (CONFIRM engages fallback)."""
+    run_test: bool = False
+    """Engage on a run of actuals below the band (`Null.run`): off by default (the false alarms
+    it added on a business-hours trace, docs/policy.md "Drift"); `scaler backtest --run-test`."""
+    below_run: int = 0
+    """Consecutive scored actuals below the band's lower mirror (u < -1.645)."""
     entered_at: float = -math.inf
     """Time fallback was last entered."""
     retrained_at: float = -math.inf
@@ -497,6 +548,11 @@ class DriftMonitor:
     def in_fallback(self) -> bool:
         return self.state is DriftState.FALLBACK
 
+    @property
+    def after_drop(self) -> bool:
+        """In a fallback entered on a drop (load below the forecast: the relearn hold)."""
+        return self.in_fallback and math.isfinite(self.relearn_until)
+
     def current_null(self) -> Null:
         return self.null if self.null is not None else Null.conservative(self.step)
 
@@ -512,7 +568,11 @@ class DriftMonitor:
         null = self.current_null()
         gap = max(STALE_AFTER, null.routine_gap)
         stale = math.isfinite(self.last_at) and at - self.last_at > gap + 1e-6
+        # A gap ends a run, as in the calibration's run lengths (run_limit): a business day's
+        # evening below the band and the next morning's are two runs, not one.
+        contiguous = math.isfinite(self.last_at) and at - self.last_at <= 1.5 * self.step
         self.last_at = at
+        self.below_run = self.below_run + 1 if u < -Z_P95 and contiguous else 0
         if stale and self.state is DriftState.OK:
             # Load came back after a gap longer than the long window (an outage, a lost
             # scraper): no evidence says the forecast still holds, so it earns trust afresh.
@@ -529,7 +589,11 @@ class DriftMonitor:
             misses = self.misses(null)
             self.tripped_run = self.tripped_run + 1 if null.tripped(short, long, misses) else 0
             gross = null.gross(short)
-            if self.tripped_run >= (CONFIRM if gross else null.windows[0]):
+            if self.run_test and null.run is not None and self.below_run >= null.run:
+                # A run no healthy forecast reaches at the design rate: the run is its own
+                # persistence, and load below the forecast is the side that buys phantom prewarm.
+                self._enter(at, hold=math.isfinite(self.fitted_until))
+            elif self.tripped_run >= (CONFIRM if gross else null.windows[0]):
                 # Only a forecast above the load buys phantom prewarm; a monitor told of no
                 # model (fed errors directly) holds on the errors alone.
                 below = (
@@ -554,7 +618,7 @@ class DriftMonitor:
         self.retrain_requested = True
         self.entered_at = self.retrained_at = at
         self.relearn_until = at + RETRAIN_AGAIN if hold else -math.inf
-        self.healthy_run = self.tripped_run = 0
+        self.healthy_run = self.tripped_run = self.below_run = 0
         self.long.clear()  # leaving needs a whole long window of fresh evidence
 
     def misses(self, null: Null) -> tuple[int, int]:

@@ -61,19 +61,27 @@ def decide(
     limits: policy.Limits,
     allowance: int,
     held_load: float | None = None,
+    after_drop: bool = False,
 ) -> policy.Decision:
     """The fallback decision: reactive on `load` (the reactive floor) plus the growth margin
     measured on `recent` (the last LOOKBACK or more of load at `step`). Reason DRIFT_MARGIN when
     the margin adds replicas, DRIFT_FALLBACK when it adds none (plain reactive); maxReplicas and
     minReplicas keep their own reasons. `held_load` (policy.decide) is the lead time's highest
     load, held as paid prewarm: the margin applies to it, the floor its ratios were measured
-    on."""
+    on. `after_drop`: the fallback was entered on a drop (load below the forecast), where it
+    adds no growth margin (plain reactive plus the paid hold): the ratios are scale-free, so
+    a day of them measured at the old level insure the new one as if nothing had happened, and
+    on NASA's injected drop that margin was 4.3 of the fallback's 7.0 phantom replica-hours."""
     keep = max(1, math.ceil(LOOKBACK / step - 1e-9))
-    ratio = growth_ratio(
-        np.asarray(recent, dtype=np.float64)[-keep:],
-        floor_samples=policy.floor_samples(lead_time, step),
-        ahead=max(1, math.ceil(lead_time / step - 1e-9)),
-        quantile=quantile,
+    ratio = (
+        1.0
+        if after_drop
+        else growth_ratio(
+            np.asarray(recent, dtype=np.float64)[-keep:],
+            floor_samples=policy.floor_samples(lead_time, step),
+            ahead=max(1, math.ceil(lead_time / step - 1e-9)),
+            quantile=quantile,
+        )
     )
     level = load if held_load is None or not math.isfinite(held_load) else max(load, held_load)
     peak = level * ratio if math.isfinite(level) and level > 0 else None
@@ -82,5 +90,6 @@ def decide(
     )
     if decision.reason in (policy.Reason.MAX_REPLICAS, policy.Reason.MIN_REPLICAS):
         return decision
-    reason = policy.Reason.DRIFT_MARGIN if decision.prewarm > 0 else policy.Reason.DRIFT_FALLBACK
+    margined = decision.prewarm > 0 and not after_drop  # after a drop the prewarm is the hold
+    reason = policy.Reason.DRIFT_MARGIN if margined else policy.Reason.DRIFT_FALLBACK
     return dataclasses.replace(decision, reason=reason)

@@ -149,6 +149,18 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="in drift fallback, scale plain reactive (no recent-growth margin)",
     )
     policy_flags.add_argument(
+        "--run-test",
+        action="store_true",
+        help="experiment: a drift alarm on a run of actuals below the band, its length from the "
+        "calibration's own runs (off by default: more false alarms on business-hours load)",
+    )
+    policy_flags.add_argument(
+        "--no-drop-margin",
+        action="store_true",
+        help="experiment: no growth margin in a fallback entered on a drop, plain reactive plus "
+        "the paid hold (with --run-test it meets the injected-drop goal; costs nyc 0.02)",
+    )
+    policy_flags.add_argument(
         "--insure-lead-time-only",
         action="store_true",
         help="experiment: buy the insured quantile only over the lead time and the median past "
@@ -317,6 +329,8 @@ def replay_config(
         model_step=config.step,
         drift=not args.no_drift,
         drift_margin=not args.no_drift_margin,
+        drift_run_test=args.run_test,
+        drop_margin=not args.no_drop_margin,
         insure_lead_time_only=args.insure_lead_time_only,
         allocation=args.allocation,
         insurance=args.insurance,

@@ -174,6 +174,7 @@ def null_from_json(data: Any, spec: TargetSpec, step: float) -> drift.Null | Non
             misses=None
             if data.get("misses") is None
             else (int(data["misses"][0]), int(data["misses"][1])),
+            run=None if data.get("run") is None else int(data["run"]),
             routine_gap=float(data.get("routine_gap", 0.0)),
         )
     except (KeyError, TypeError, ValueError, IndexError):

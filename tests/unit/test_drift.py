@@ -309,7 +309,8 @@ def test_a_window_of_misses_inside_a_wide_band_trips_the_miss_test_and_not_the_m
     shift = null.means[1] - 0.8 * lower  # past the band's edge, inside the long mean's limit
     assert shift < -Z95
     drop = shift + 0.05 * rng.normal(size=2 * long)
-    for test, engaged in ((null, True), (dataclasses.replace(null, misses=None), False)):
+    alone = dataclasses.replace(null, run=None)  # the run test would engage first (below)
+    for test, engaged in ((alone, True), (dataclasses.replace(alone, misses=None), False)):
         monitor = drift.DriftMonitor(step=STEP, null=test)
         steady(monitor, drop, steady(monitor, np.zeros(long), 0))
         assert monitor.in_fallback is engaged
@@ -414,3 +415,78 @@ def test_business_hours_load_raises_under_one_episode_a_week_not_one_each_mornin
     assert episodes() >= math.floor(weeks)
     monkeypatch.setattr(drift, "routine_gap", lambda errors, step: 0.0)
     assert episodes() > 2 * weeks
+
+
+def test_the_run_test_allows_autocorrelated_errors_longer_runs_below_the_band_than_independent_ones() -> (  # noqa: E501
+    None
+):
+    rng = np.random.default_rng(10)
+    n = int(WEEK / STEP)
+    correlated, independent = measured_null(ar1(n, 0.9, rng)), measured_null(rng.normal(size=n))
+    assert correlated.run is not None and independent.run is not None
+    # independent misses at 5%: a run of n comes with chance 0.05^n per observation, and the
+    # design rate allows about 2e-5 of them
+    assert independent.run <= 1 + math.ceil(math.log(drift.side_chance(STEP)) / math.log(0.05))
+    assert correlated.run > 2 * independent.run
+
+
+def test_a_drop_just_below_the_band_engages_on_the_run_test_long_before_the_miss_test() -> None:
+    # NASA's drop to 30% at night: every point a little past the band's lower edge on a wide
+    # (autocorrelated) band. The run test engages once the run reaches its limit; without it
+    # the monitor waits for the miss test's count (or the means).
+    rng = np.random.default_rng(7)
+    null = measured_null(ar1(int(WEEK / STEP), 0.8, rng))
+    assert null.run is not None and null.misses is not None
+    long = null.windows[1]
+    lower = null.sides()[1][1]
+    drop = null.means[1] - 0.8 * lower + 0.05 * rng.normal(size=2 * long)
+    assert (drop < -Z95).all()
+    engaged_at = {}
+    for test in (null, dataclasses.replace(null, run=None)):
+        monitor = drift.DriftMonitor(step=STEP, null=test, fitted_until=0.0, run_test=True)
+        t = steady(monitor, np.zeros(long), 0)
+        for i, e in enumerate(drop):
+            steady(monitor, np.array([e]), t + i)
+            if monitor.in_fallback:
+                engaged_at[test.run] = i + 1
+                break
+    assert engaged_at[null.run] == null.run < long / 3
+    assert engaged_at[None] > 2 * null.run
+
+
+def test_a_fallback_entered_on_a_run_below_the_band_holds_as_after_a_drop() -> None:
+    null = measured_null(np.random.default_rng(11).normal(size=int(WEEK / STEP)))
+    assert null.run is not None
+    monitor = drift.DriftMonitor(step=STEP, null=null, fitted_until=0.0, run_test=True)
+    steady(monitor, np.full(null.run, -2.0), steady(monitor, np.zeros(null.windows[1]), 0))
+    assert monitor.in_fallback and monitor.after_drop
+
+
+def test_a_gap_in_the_scored_actuals_ends_a_run_below_the_band_as_in_the_calibration() -> None:
+    # A business day's evening below the band and the next morning's are two runs, as the
+    # calibration's run lengths count them (run_limit: a gap ends a run); a gap shorter than the
+    # stale limit keeps every other window. The ablation, the same run with no gap, engages.
+    null = measured_null(np.random.default_rng(11).normal(size=int(WEEK / STEP)))
+    assert null.run is not None and null.run >= 2
+    engaged = []
+    for gap in (3, 0):
+        monitor = drift.DriftMonitor(step=STEP, null=null, fitted_until=0.0, run_test=True)
+        t = steady(
+            monitor, np.full(null.run - 1, -2.0), steady(monitor, np.zeros(null.windows[1]), 0)
+        )
+        steady(monitor, np.array([-2.0]), t + gap)
+        engaged.append(monitor.in_fallback)
+    assert engaged == [False, True]
+
+
+def test_a_run_the_calibration_backtest_itself_reached_is_no_evidence_of_drift() -> None:
+    # Scattered misses at the nominal rate give a short chain limit; one routine run of 30 (a
+    # business day's late start) lifts the limit past it, whatever the chain's geometric tail.
+    rng = np.random.default_rng(5)
+    missed = rng.random(4000) < 0.05
+    finite = np.ones_like(missed)
+    alpha = drift.side_chance(STEP)
+    scattered = drift.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05)
+    assert scattered is not None and scattered < 30
+    missed[1000:1030] = True
+    assert drift.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05) == 31

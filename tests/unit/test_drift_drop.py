@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from bench import drift_drop
+from models.seasonal import SeasonalBaseline
 from scaler.offline import replay
 from scaler.offline.traces import read_trace
 
@@ -15,14 +17,26 @@ TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 
 
 @pytest.mark.skipif(not (TRACES / "nasa_http_5min.csv").exists(), reason="needs ../shared")
-def test_drift_fallback_buys_less_phantom_prewarm_after_a_drop_than_no_drift() -> None:
+def test_drift_fallback_buys_a_quarter_of_no_drifts_phantom_prewarm_after_a_drop() -> None:
     series = read_trace(TRACES / "nasa_http_5min.csv")
-    config = replay.ReplayConfig(threshold=replay.threshold_from("p99/20", series))
+    # The two experiments together (both off by default: docs/policy.md "Drift").
+    config = replay.ReplayConfig(
+        threshold=replay.threshold_from("p99/20", series), drift_run_test=True, drop_margin=False
+    )
     result = drift_drop.measure(series, config, day=17, factor=0.3)
     assert result["no_drift"] > 0  # the drop leaves phantom load for the blind forecast to buy
-    # Measured 9.00 vs 14.50 replica-hours (share 0.62): short of the goal of 0.25 (docs/policy.md).
-    assert result["drift"] < 0.85 * result["no_drift"], result
+    # issue 7's goal: a quarter of --no-drift's, or 2 replica-hours
+    assert result["drift"] <= max(0.25 * result["no_drift"], 2.0), result
     split = {k: v for k, v in result.items() if k.startswith(("drift_ok_", "drift_fallback_"))}
     assert sum(split.values()) == pytest.approx(result["drift"])
-    assert 0 < result["alarm_hours"] < 24  # fallback began inside the counted day...
-    assert any(k.startswith("drift_ok_") for k in split)  # ...after the forecast bought some
+    assert 0 < result["alarm_hours"] < drift_drop.GRACE / 3600  # the run test, in the grace hour
+    # The ablation of both mechanisms (no run test, the growth margin after a drop too) buys
+    # more than the goal allows.
+    at = series.start + 17 * 86400.0
+    cut = drift_drop.dropped(series, at=at, factor=0.3).until(
+        at + drift_drop.GRACE + drift_drop.SPAN
+    )
+    ablation = dataclasses.replace(config, drift_run_test=False, drop_margin=True)
+    found, _, alarm, _ = drift_drop.phantom_split(cut, ablation, at=at, make=SeasonalBaseline)
+    assert sum(found.values()) > 0.25 * result["no_drift"]
+    assert alarm - at > drift_drop.GRACE

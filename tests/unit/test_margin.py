@@ -50,6 +50,19 @@ def test_a_rising_load_gets_a_margin_paid_within_the_allowance_and_says_so() -> 
     assert none.prewarm == 0 and none.reason is policy.Reason.DRIFT_FALLBACK
 
 
+def test_a_fallback_entered_on_a_drop_adds_no_growth_margin_only_the_paid_hold() -> None:
+    rng = np.random.default_rng(0)
+    load = 100 * (1 + 0.5 * np.sin(np.arange(288) * 2 * np.pi / 288)) + rng.normal(0, 5, 288)
+    common = {"load": 100.0, "recent": load, "step": STEP, "lead_time": 600.0, "quantile": 0.95}
+    rise = margin.decide(**common, limits=LIMITS, allowance=10)  # type: ignore[arg-type]
+    drop = margin.decide(**common, limits=LIMITS, allowance=10, after_drop=True)  # type: ignore[arg-type]
+    assert rise.prewarm > 0 and drop.prewarm == 0
+    assert drop.reason is policy.Reason.DRIFT_FALLBACK
+    held = margin.decide(**common, limits=LIMITS, allowance=10, held_load=150.0, after_drop=True)  # type: ignore[arg-type]
+    assert held.desired == policy.replicas_for(150.0, LIMITS.threshold) > drop.desired
+    assert held.prewarm > 0 and held.reason is policy.Reason.DRIFT_FALLBACK  # the paid hold
+
+
 def test_the_margin_is_bounded_whatever_the_spikes_and_needs_data() -> None:
     load = np.tile([100.0, 100.0, 100.0, 1000.0], 100)
     assert margin.growth_ratio(load, floor_samples=1, ahead=1, quantile=0.99) == margin.MAX_GROWTH
