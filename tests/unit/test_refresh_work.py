@@ -22,8 +22,8 @@ from scaler.serving.engine import Engine
 from scaler.serving.state import forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
-from scaler.sources.base import Sample
 from tests.contract import synthetic
+from tests.unit.test_drift_rebuild import SeriesSource
 
 STEP, MODEL_STEP = 30.0, 300.0
 WINDOW = 14 * DAY
@@ -34,12 +34,9 @@ STEPS = 40
 
 
 @dataclass
-class CountingSource:
-    """The Source seam over one 5-minute Series, nothing after the clock's now; counts the
-    history requests."""
+class CountingSource(SeriesSource):
+    """test_drift_rebuild's Source seam over one Series, counting the history requests."""
 
-    data: Series
-    clock: ManualClock
     history_calls: int = 0
 
     def history(
@@ -52,11 +49,7 @@ class CountingSource:
         resolution: float | None = None,
     ) -> Series:
         self.history_calls += 1
-        return self.data.until(min(end, self.clock.now())).since(start)
-
-    def latest(self, spec: spec.TargetSpec, *, at: float) -> Sample:
-        known = self.data.until(min(at, self.clock.now()))
-        return Sample(at=known.end, value=float(known.values[-1]))
+        return super().history(spec, start=start, end=end, step=step, resolution=resolution)
 
 
 @dataclass
