@@ -25,9 +25,7 @@ def spiky_backtests() -> tuple[Backtest, Backtest]:
     return Backtest(actual=actual, p50=noisy), Backtest(actual=actual, p50=smooth)
 
 
-def test_a_forecast_that_smooths_a_recurring_spike_away_loses_on_the_peak_not_on_the_path() -> (
-    None
-):
+def test_a_forecast_that_smooths_a_recurring_spike_away_loses_on_the_peak_not_on_the_path() -> None:
     repeats, smooth = spiky_backtests()
     kw = {"floor": 1.0, "quantile": 0.95}
     assert np.nanmean(origin_losses(smooth, **kw)) < np.nanmean(origin_losses(repeats, **kw))
