@@ -18,6 +18,13 @@ llm_serving the week before the fit favoured the median, 14.6 against 15.3, and 
 lost to the cheapest model by 120.6 to 68.1 on the week after; a short calibration window
 misleads a combination as much as a single model.)
 
+A costlier model must also not lose on the peak the decision buys (PEAK_GUARD): the pinball
+loss of each origin's highest actual against its highest calibrated upper over the look-ahead
+(calibrate.origin_peak_losses), pooled the same way, may not be above the incumbent's by more
+than TIE. The path's loss averages a short recurring spike (a nightly job: one 5-minute bucket a
+day) down to nothing, and a smooth model that misses it every night can win on the path while
+the replicas bought from its peak are short every night.
+
 The losses compared are pooled over two windows (models.folds): the calibration window and the
 one of the same length before it, graded by a fit on the history before that, so a lucky
 stretch of one short window is not the whole evidence. When a candidate has no earlier window
