@@ -217,6 +217,28 @@ def origin_losses(backtest: Backtest, *, floor: float, quantile: float) -> Float
     return out
 
 
+def origin_peak_losses(backtest: Backtest, *, floor: float, quantile: float) -> FloatArray:
+    """Cross-fitted pinball loss of each origin's *peak*: the highest actual over its steps
+    against the highest calibrated upper over the same steps (NaN when no step was graded), in
+    origin order. The decision buys replicas for the peak of the band over the look-ahead
+    (scaler.decision.policy), so this is the loss of what it buys: a forecast that follows
+    the curve but smooths a short recurring spike away (a nightly job) loses here, however
+    well it scores point by point."""
+    if backtest.origins < 4:
+        return np.full(backtest.origins, np.nan)
+    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
+    graded = np.isfinite(actual)
+    has = graded.any(axis=1)
+    rows = np.flatnonzero(has)
+    diff = np.full(backtest.origins, np.nan)
+    mask = graded[rows]
+    diff[rows] = np.max(np.where(mask, actual[rows], -np.inf), axis=1) - np.max(
+        np.where(mask, upper[rows], -np.inf), axis=1
+    )
+    out: FloatArray = np.maximum(quantile * diff, (quantile - 1) * diff)
+    return out
+
+
 def _cross_fitted(
     backtest: Backtest, *, floor: float, quantile: float, relative: bool = False
 ) -> tuple[FloatArray, FloatArray]:

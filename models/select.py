@@ -18,6 +18,13 @@ llm_serving the week before the fit favoured the median, 14.6 against 15.3, and 
 lost to the cheapest model by 120.6 to 68.1 on the week after; a short calibration window
 misleads a combination as much as a single model.)
 
+A costlier model must also not lose on the peak the decision buys (PEAK_GUARD): the pinball
+loss of each origin's highest actual against its highest calibrated upper over the look-ahead
+(calibrate.origin_peak_losses), pooled the same way, may not be above the incumbent's by more
+than TIE. The path's loss averages a short recurring spike (a nightly job: one 5-minute bucket a
+day) down to nothing, and a smooth model that misses it every night can win on the path while
+the replicas bought from its peak are short every night.
+
 The losses compared are pooled over two windows (models.folds): the calibration window and the
 one of the same length before it, graded by a fit on the history before that, so a lucky
 stretch of one short window is not the whole evidence. When a candidate has no earlier window
@@ -29,12 +36,19 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from models import catalog, ensemble, fitcache, folds
 from models.base import HOUR, FitError, FloatArray, ModelError, Series
-from models.calibrate import Backtest, CalibratedModel, fit_calibrated, origin_losses
+from models.calibrate import (
+    Backtest,
+    CalibratedModel,
+    fit_calibrated,
+    origin_losses,
+    origin_peak_losses,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +91,9 @@ def fit_best(
     combined = ensemble.combine(fitted, history)
     if combined is not None:
         fitted.append(combined)
-    best = choose(fitted, pooled_losses(fitted, history, steps=steps))
+    found = pooled(fitted, history, steps=steps)
+    paths, peaks = found if found else (None, None)
+    best = choose(fitted, paths, peaks if PEAK_GUARD else None)
     for model in fitted:
         if math.isfinite(_loss(model)):
             best.scores[f"pinball.{model.kind}"] = _loss(model)
@@ -89,11 +105,30 @@ def fit_best(
     return best
 
 
+PEAK_GUARD = True
+"""A costlier model must also not lose on the peak the decision buys (origin_peak_losses, by
+more than TIE): `scaler backtest --no-peak-guard` is the ablation (the path's loss alone). A
+model that follows the curve better point by point but smooths away a short recurring spike (a
+nightly job on mongodb_rps: Prophet's daily harmonics miss its one 5-minute bucket, the
+seasonal baseline repeats it) forecasts well and buys the wrong replicas."""
+
+Grade = Callable[..., FloatArray]
+
+
 def pooled_losses(
     models: list[CalibratedModel], history: Series, *, steps: int
 ) -> dict[str, FloatArray] | None:
     """Per-origin losses of each model over the earlier window and the calibration window
     (models.folds), by kind; None unless every model has both on the same origins."""
+    found = pooled(models, history, steps=steps)
+    return found[0] if found else None
+
+
+def pooled(
+    models: list[CalibratedModel], history: Series, *, steps: int
+) -> tuple[dict[str, FloatArray], dict[str, FloatArray]] | None:
+    """(path losses, peak losses) of each model over both windows, by kind (origin_losses,
+    origin_peak_losses); None unless every model has both windows on the same origins."""
     earlier: dict[str, Backtest] = {}
     for model in models:
         if model.kind in catalog.CANDIDATES:
@@ -106,32 +141,64 @@ def pooled_losses(
     if len({b.p50.shape for b in earlier.values()}) != 1:
         return None
     members = [earlier[m.kind] for m in models if m.kind in earlier]
-    pooled: dict[str, FloatArray] = {}
+    before: dict[str, Backtest] = {}
     for model in models:
         if model.kind in earlier:
-            backtest = earlier[model.kind]
+            before[model.kind] = earlier[model.kind]
         elif model.kind == ensemble.Ensemble.kind and members:
-            backtest = ensemble.median_backtest(members)
+            before[model.kind] = ensemble.median_backtest(members)
         else:
             return None
-        losses = origin_losses(backtest, floor=model.calibration.floor, quantile=model.quantile)
         if model.losses is None:
             return None
-        pooled[model.kind] = np.concatenate([losses, model.losses])
-    return pooled
+    paths = {
+        m.kind: np.concatenate([_graded(origin_losses, before[m.kind], m), m.losses])
+        for m in models
+        if m.losses is not None
+    }
+    peaks: dict[str, FloatArray] = {}
+    for model in models:
+        if model.backtest is None:
+            return paths, {}
+        peaks[model.kind] = np.concatenate(
+            [
+                _graded(origin_peak_losses, before[model.kind], model),
+                _graded(origin_peak_losses, model.backtest, model),
+            ]
+        )
+    return paths, peaks
+
+
+def _graded(grade: Grade, backtest: Backtest, model: CalibratedModel) -> FloatArray:
+    return grade(backtest, floor=model.calibration.floor, quantile=model.quantile)
 
 
 def choose(
-    models: list[CalibratedModel], pooled: dict[str, FloatArray] | None = None
+    models: list[CalibratedModel],
+    pooled: dict[str, FloatArray] | None = None,
+    peaks: dict[str, FloatArray] | None = None,
 ) -> CalibratedModel:
     """The lowest pinball loss, cheaper first; ungraded models lose to graded ones. With
-    `pooled` (per-origin losses by kind), the losses and the paired test are those."""
+    `pooled` (per-origin losses by kind), the losses and the paired test are those; with
+    `peaks` (per-origin peak losses by kind) a costlier model must not lose on them either."""
     ordered = sorted(models, key=lambda m: m.model.cost)
     best = ordered[0]
     for model in ordered[1:]:
-        if _beats(model, best, pooled):
+        if _beats(model, best, pooled) and not _loses_peak(model, best, peaks):
             best = model
     return best
+
+
+def _loses_peak(
+    challenger: CalibratedModel,
+    incumbent: CalibratedModel,
+    peaks: dict[str, FloatArray] | None,
+) -> bool:
+    """Is the challenger's mean peak loss above the incumbent's by more than TIE? False
+    without both (nothing to compare: the path's loss decides)."""
+    if not peaks or challenger.kind not in peaks or incumbent.kind not in peaks:
+        return False
+    return _mean(peaks[challenger.kind]) > _mean(peaks[incumbent.kind]) * (1 + TIE)
 
 
 def _beats(

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models import calibrate, catalog, fitcache, prophet
+from models import calibrate, catalog, fitcache, prophet, select
 from models.base import Series
 from scaler.decision import budget, countries, policy, resolution
 from scaler.decision.spec import duration_arg
@@ -215,6 +215,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="ablation: fit Prophet from its default start to CmdStan's default tolerance, as "
         "before the quick fit (models/prophet.py TOL_REL_GRAD; docs/benchmark.md Retrain)",
     )
+    p.add_argument(
+        "--no-peak-guard",
+        action="store_true",
+        help="ablation: model auto picks by the forecast path's pinball loss alone, even a "
+        "costlier model that loses on the peak the decision buys (models/select.py PEAK_GUARD)",
+    )
     live = p.add_argument_group(
         "history from Prometheus instead of TRACE.csv (the Prometheus connection flags below apply)"
     )
@@ -249,6 +255,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     calibrate.LEVEL_POWER = args.band_power  # one process, one run: the offline experiment
     if args.exact_prophet:
         prophet.exact()
+    select.PEAK_GUARD = not args.no_peak_guard
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 

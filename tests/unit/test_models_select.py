@@ -88,3 +88,17 @@ def test_a_costlier_model_that_is_better_hour_after_hour_is_chosen() -> None:
         [with_losses(SeasonalBaseline(), cheap), with_losses(ETSModel(), steady)]
     )
     assert chosen.kind == "ets"
+
+
+def test_a_costlier_model_that_loses_on_the_peak_the_decision_buys_is_not_chosen() -> None:
+    rng = np.random.default_rng(2)
+    cheap = rng.gamma(1.0, 10.0, 2016)
+    steady = cheap * 0.8  # better hour after hour along the path (chosen without the guard)
+    peaks = {"seasonal": rng.gamma(1.0, 10.0, 2016)}
+    peaks["ets"] = peaks["seasonal"] * 1.5  # but it buys for the wrong peak
+    models = [with_losses(SeasonalBaseline(), cheap), with_losses(ETSModel(), steady)]
+    pooled = {"seasonal": cheap, "ets": steady}
+    assert select.choose(models, pooled).kind == "ets"  # the ablation: the path alone
+    assert select.choose(models, pooled, peaks).kind == "seasonal"
+    peaks["ets"] = peaks["seasonal"] * 1.01  # within TIE on the peak: the path decides
+    assert select.choose(models, pooled, peaks).kind == "ets"
