@@ -490,3 +490,28 @@ def test_a_run_the_calibration_backtest_itself_reached_is_no_evidence_of_drift()
     assert scattered is not None and scattered < 30
     missed[1000:1030] = True
     assert drift.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05) == 31
+
+
+def test_the_run_limit_is_read_off_calibration_errors_scaled_to_the_band() -> None:
+    # The calibration backtest forecasts with the final model, which has seen that week: its
+    # errors are narrower than the band (in sample; NASA's and bank_calls' models 0.5-0.9 of it)
+    # while a live forecast's are as wide as the band (out of sample). Runs below a fixed
+    # -1.645 are then shorter in the calibration than live, and a limit read off them trips on
+    # healthy load (bank_calls' evenings). Scaled to the band (the errors over their own robust
+    # spread, as the means' deviations), the calibration's runs are the live ones'.
+    n, weeks, seeds = int(WEEK / STEP), 8, 5
+    trips = {True: 0, False: 0}
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        calibration, live = 0.75 * ar1(n, 0.8, rng), ar1(weeks * n, 0.8, rng)
+        for scaled in trips:
+            limit = drift.null_from(calibration, step=STEP, scaled_runs=scaled).run
+            run = 0
+            for e in live:
+                run = run + 1 if e < -Z95 else 0
+                if limit is not None and run >= limit:
+                    trips[scaled], run = trips[scaled] + 1, 0
+    # The run test's share of the design rate (one side of SIDES), with the factor of 4 the
+    # design rate keeps for tails heavier than the null assumes, over the simulated weeks.
+    allowed = 4 * drift.ALARMS_PER_WEEK / drift.SIDES * weeks * seeds
+    assert trips[True] <= allowed < trips[False]
