@@ -56,10 +56,12 @@ def ar1(n: int, phi: float, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def alarms(errors: np.ndarray, null: drift.Null | None, *, sigma: float = 10.0) -> int:
+def alarms(
+    errors: np.ndarray, null: drift.Null | None, *, sigma: float = 10.0, run_test: bool = False
+) -> int:
     """Fallback episodes of a monitor fed forecasts off by `errors` (in sigmas), with a band
     calibrated for them (P95 = 1.645 sigmas)."""
-    monitor = drift.DriftMonitor(step=STEP, null=null)
+    monitor = drift.DriftMonitor(step=STEP, null=null, run_test=run_test)
     episodes = 0
     for e in errors:
         was = monitor.in_fallback
@@ -79,13 +81,17 @@ def measured_null(errors: np.ndarray) -> drift.Null:
     return drift.null_from(u, step=STEP)
 
 
-def test_ar1_errors_with_phi_0_9_raise_at_most_one_alarm_per_14_simulated_days() -> None:
+@pytest.mark.parametrize("run_test", [False, True])
+def test_ar1_errors_with_phi_0_9_raise_at_most_one_alarm_per_14_simulated_days(
+    run_test: bool,
+) -> None:
     weeks_per_run, runs = 13, 4
     episodes = 0
     for seed in range(runs):
         rng = np.random.default_rng(seed)
         null = measured_null(ar1(int(WEEK / STEP), 0.9, rng))  # the calibration week
-        episodes += alarms(ar1(int(weeks_per_run * WEEK / STEP), 0.9, rng), null)
+        errors = ar1(int(weeks_per_run * WEEK / STEP), 0.9, rng)
+        episodes += alarms(errors, null, run_test=run_test)
     weeks = weeks_per_run * runs
     assert episodes <= weeks / 2, f"{episodes} alarms in {weeks} weeks"
 
@@ -195,18 +201,26 @@ def test_the_tracker_scores_each_actual_against_the_forecast_made_lead_time_befo
 
 
 def engaged_after(
-    series: Series, change_day: float, threshold: float = 40.0
+    series: Series, change_day: float, threshold: float = 40.0, *, experiment: bool = False
 ) -> list[tuple[float, float]]:
-    frame, extra = replay.simulate(
-        series, replay.ReplayConfig(threshold=threshold), make=SeasonalBaseline
+    """Fallback spans in hours from `change_day`; `experiment`: the run test on and no margin
+    after a drop (ReplayConfig.drift_run_test, drop_margin)."""
+    config = replay.ReplayConfig(
+        threshold=threshold, drift_run_test=experiment, drop_margin=not experiment
     )
+    frame, extra = replay.simulate(series, config, make=SeasonalBaseline)
     assert extra["retrains"] >= 1
     return fallback_spans(frame, int(change_day * DAY / STEP))
 
 
+@pytest.mark.parametrize("experiment", [False, True], ids=["default", "run test"])
 @pytest.mark.parametrize("factor", [3.0, 0.3, 0.0], ids=["x3", "x0.3", "outage to zero"])
-def test_fallback_engages_within_30_minutes_of_a_step_change_in_load(factor: float) -> None:
-    spans = engaged_after(daily_cycle(12, change=(10, 99), factor=factor), 10)
+def test_fallback_engages_within_30_minutes_of_a_step_change_in_load(
+    factor: float, experiment: bool
+) -> None:
+    spans = engaged_after(
+        daily_cycle(12, change=(10, 99), factor=factor), 10, experiment=experiment
+    )
     after = [(a, b) for a, b in spans if a >= 0]
     assert after and after[0][0] <= 0.5, after
     before = [(a, b) for a, b in spans if -8 * 24 <= a < 0]  # after the first week's fit
