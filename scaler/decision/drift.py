@@ -270,11 +270,12 @@ def null_from(
     window's to find.
 
     The run test's limit (`run_limit`) is read off the same errors scaled to the band: their
-    deviations from the median over the point spread, below -1.645 (`scaled_runs`; False, the
-    ablation, reads runs of the raw errors below -1.645). In sample they are narrower than the
-    band (0.5-0.9 of it on NASA's and bank_calls' models), so their raw runs below the band's
-    edge are shorter than a live forecast's, and a limit read off them tripped on healthy
-    business-hours evenings (bank_calls; docs/policy.md "Drift").
+    deviations from the median over the point spread (when it is under the band's 1), below
+    -1.645 (`scaled_runs`; False, the ablation, reads runs of the raw errors below -1.645). In
+    sample they are narrower than the band (0.5-0.9 of it on NASA's and bank_calls' models), so
+    their raw runs below the band's edge are shorter than a live forecast's, and a limit read
+    off them tripped on healthy business-hours evenings (bank_calls; docs/policy.md "Drift").
+    A backtest wider than the band is read as it is: scaling it down would shorten the runs.
     """
     conservative = Null.conservative(step)
     u = np.clip(np.asarray(errors, dtype=np.float64), -Z_CLIP, Z_CLIP)
@@ -314,7 +315,7 @@ def null_from(
             miss_limit(u, u < -Z_P95, long, alpha=alpha, rate=rate),
         ),
         run=run_limit(
-            (u - np.median(finite)) / point < -Z_P95 if scaled_runs else u < -Z_P95,
+            (u - np.median(finite)) / min(point, 1.0) < -Z_P95 if scaled_runs else u < -Z_P95,
             np.isfinite(u),
             width=long,
             alpha=alpha,
@@ -545,7 +546,7 @@ class DriftMonitor:
     (docs/policy.md "Drift")."""
     drop_margin: bool = True
     """Keep the fallback's growth margin after a drop too (the default); False: a fallback
-    entered on a drop is plain reactive plus the paid hold (`margin_after_drop`, read by the
+    entered on a drop is plain reactive plus the paid hold (`no_margin`, read by the
     replay and the live engine alike; `scaler backtest --no-drop-margin`)."""
     below_run: int = 0
     """Consecutive scored actuals below the band's lower mirror (u < -1.645)."""

@@ -529,3 +529,13 @@ def test_the_run_limit_is_read_off_calibration_errors_scaled_to_the_band() -> No
     # design rate keeps for tails heavier than the null assumes, over the simulated weeks.
     allowed = 4 * drift.ALARMS_PER_WEEK / drift.SIDES * weeks * seeds
     assert trips[True] <= allowed < trips[False]
+
+
+def test_a_calibration_wider_than_the_band_is_not_scaled_down_to_shorter_runs() -> None:
+    # Errors 1.5x the band (a band too narrow for its model): scaled to it, their runs below
+    # -1.645 would be rarer and the limit shorter than the raw runs give; they are read as is.
+    rng = np.random.default_rng(3)
+    wide = 1.5 * ar1(int(WEEK / STEP), 0.8, rng)
+    scaled, raw = (drift.null_from(wide, step=STEP, scaled_runs=s).run for s in (True, False))
+    assert scaled is not None and raw is not None
+    assert scaled >= raw
