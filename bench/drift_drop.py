@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 
 from models.base import DAY, HOUR, Forecaster, Series
 from models.seasonal import SeasonalBaseline
+from scaler.decision import drift
 from scaler.offline import baselines, replay, yardstick
 from scaler.offline.traces import read_trace
 
@@ -124,6 +126,12 @@ def main() -> None:
         "--run-test", action="store_true", help="the run test on misses below (off by default)"
     )
     parser.add_argument(
+        "--raw-runs",
+        action="store_true",
+        help="with --run-test: its limit from the calibration's raw runs, not scaled to the band "
+        "(the ablation)",
+    )
+    parser.add_argument(
         "--no-drop-margin",
         action="store_true",
         help="no margin in a fallback entered on a drop (the direction rule, off by default)",
@@ -139,6 +147,8 @@ def main() -> None:
     make: Callable[[], Forecaster] | str = (
         SeasonalBaseline if args.model == "seasonal" else args.model
     )
+    if args.raw_runs:
+        drift.null_from = functools.partial(drift.null_from, scaled_runs=False)
     result = measure(series, config, day=args.day, factor=args.factor, make=make)
     print(
         f"phantom prewarm in the day after the drop's first hour: drift {result['drift']:.2f} "

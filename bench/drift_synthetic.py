@@ -11,7 +11,9 @@ one mechanism taken out by replacing one function of scaler.decision.drift:
 - `no-hold`: fallback may end before a model trained a day after the alarm is in use;
 - `no-miss`: no coverage-miss test (`Null.missed` never trips);
 - `no-stale`: load back after a long gap is scored as any other (no restart of trust);
-- `run`: the run test on actuals below the band on (off by default: docs/policy.md "Drift").
+- `run`: the run test on actuals below the band on (off by default: docs/policy.md "Drift");
+- `raw-runs`: the run test on, its limit from the calibration's raw runs, not scaled to the
+  band (the calibration errors' own spread: `drift.null_from`).
 
 It prints fallback episodes per week of scored replay (after the 14-day warm-up) and the share
 of scored steps in fallback. A benchmark, not a test:
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 from collections.abc import Callable, Iterator
 
@@ -86,6 +89,8 @@ def ablated(name: str) -> Iterator[None]:
         swap(drift.Null, "missed", lambda self, misses: False)
     elif name == "no-stale":
         swap(drift, "STALE_AFTER", math.inf)
+    elif name == "raw-runs":
+        swap(drift, "null_from", functools.partial(drift.null_from, scaled_runs=False))
     try:
         yield
     finally:
@@ -109,7 +114,7 @@ def main() -> None:
     parser.add_argument("--weeks", type=float, default=8.0)
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument(
-        "--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale,run"
+        "--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale,run,raw-runs"
     )
     args = parser.parse_args()
     print("| load | " + " | ".join(args.variants.split(",")) + " |")
@@ -117,9 +122,10 @@ def main() -> None:
     for kind in KINDS:
         cells = []
         for variant in args.variants.split(","):
+            run_test = variant in ("run", "raw-runs")
             with ablated(variant):
                 runs = [
-                    episodes(load(kind, weeks=args.weeks, seed=s), run_test=variant == "run")
+                    episodes(load(kind, weeks=args.weeks, seed=s), run_test=run_test)
                     for s in range(args.seeds)
                 ]
             rate, share = np.mean([r[0] for r in runs]), np.mean([r[1] for r in runs])

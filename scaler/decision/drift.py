@@ -144,7 +144,8 @@ class Null:
     conservative null, or a null stored before the test existed)."""
     run: int | None = None
     """This many consecutive actuals below the band's lower mirror (u < -1.645) trip the run
-    test (`run_limit`) at once; None: no run test (the conservative null, a stored older null)."""
+    test (`run_limit`, on the calibration's errors scaled to the band: `null_from`) at once;
+    None: no run test (the conservative null, a stored older null)."""
     routine_gap: float = 0.0
     """Seconds of the longest gap between actuals that the calibration backtest held more than
     once (`routine_gap`): a load that routinely stops (a call centre at night) has gaps that
@@ -245,7 +246,9 @@ def _band_unit(actual: float, p50: float, upper: float, level: float) -> float:
     return min(max(u, -Z_CLIP), Z_CLIP)
 
 
-def null_from(errors: FloatArray, *, step: float, quantile: float = 0.95) -> Null:
+def null_from(
+    errors: FloatArray, *, step: float, quantile: float = 0.95, scaled_runs: bool = True
+) -> Null:
     """The null of band-unit `errors` observed every `step` seconds, in time order (NaN where
     there was no actual), over every window of the series that has no gap. Too few windows give
     the conservative null.
@@ -265,6 +268,14 @@ def null_from(errors: FloatArray, *, step: float, quantile: float = 0.95) -> Nul
     conservative null's (a windowed mean as spread as one error), so a half-hour burst that
     a long window of accuracy contradicts is not an alarm; moderate shifts are the long
     window's to find.
+
+    The run test's limit (`run_limit`) is read off the same errors scaled to the band: their
+    deviations from the median over the point spread (when it is under the band's 1), below
+    -1.645 (`scaled_runs`; False, the ablation, reads runs of the raw errors below -1.645). In
+    sample they are narrower than the band (0.5-0.9 of it on NASA's and bank_calls' models), so
+    their raw runs below the band's edge are shorter than a live forecast's, and a limit read
+    off them tripped on healthy business-hours evenings (bank_calls; docs/policy.md "Drift").
+    A backtest wider than the band is read as it is: scaling it down would shorten the runs.
     """
     conservative = Null.conservative(step)
     u = np.clip(np.asarray(errors, dtype=np.float64), -Z_CLIP, Z_CLIP)
@@ -303,7 +314,13 @@ def null_from(errors: FloatArray, *, step: float, quantile: float = 0.95) -> Nul
             miss_limit(u, u > Z_P95, long, alpha=alpha, rate=rate),
             miss_limit(u, u < -Z_P95, long, alpha=alpha, rate=rate),
         ),
-        run=run_limit(u < -Z_P95, np.isfinite(u), width=long, alpha=alpha, rate=rate),
+        run=run_limit(
+            (u - np.median(finite)) / min(point, 1.0) < -Z_P95 if scaled_runs else u < -Z_P95,
+            np.isfinite(u),
+            width=long,
+            alpha=alpha,
+            rate=rate,
+        ),
         routine_gap=routine_gap(u, step),
     )
 
@@ -523,8 +540,14 @@ class DriftMonitor:
     tripped_run: int = 0
     """Consecutive observations with a window past its limit (CONFIRM engages fallback)."""
     run_test: bool = False
-    """Engage on a run of actuals below the band (`Null.run`): off by default (the false alarms
-    it added on a business-hours trace, docs/policy.md "Drift"); `scaler backtest --run-test`."""
+    """Engage on a run of actuals below the band (`Null.run`, its limit read off the calibration
+    backtest's runs scaled to the band: `null_from`): off by default (`scaler backtest
+    --run-test`), since the drop goal also needs `drop_margin` off, which costs holidays
+    (docs/policy.md "Drift")."""
+    drop_margin: bool = True
+    """Keep the fallback's growth margin after a drop too (the default); False: a fallback
+    entered on a drop is plain reactive plus the paid hold (`no_margin`, read by the
+    replay and the live engine alike; `scaler backtest --no-drop-margin`)."""
     below_run: int = 0
     """Consecutive scored actuals below the band's lower mirror (u < -1.645)."""
     entered_at: float = -math.inf
@@ -552,6 +575,12 @@ class DriftMonitor:
     def after_drop(self) -> bool:
         """In a fallback entered on a drop (load below the forecast: the relearn hold)."""
         return self.in_fallback and math.isfinite(self.relearn_until)
+
+    @property
+    def no_margin(self) -> bool:
+        """The fallback's decision adds no growth margin (`margin.decide(after_drop=...)`): in a
+        fallback entered on a drop, with `drop_margin` off."""
+        return self.after_drop and not self.drop_margin
 
     def current_null(self) -> Null:
         return self.null if self.null is not None else Null.conservative(self.step)

@@ -87,13 +87,14 @@ class ReplayConfig:
     drift_margin: bool = True
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
     drift_run_test: bool = False
-    """Engage fallback on a run of actuals below the band (drift.Null.run): off by default, since
-    on bank_calls it raised the episodes from 0.94 to 1.26 a week (docs/policy.md "Drift")."""
+    """Engage fallback on a run of actuals below the band (drift.Null.run, its limit read off
+    the calibration's runs scaled to the band): off by default (docs/policy.md "Drift")."""
     drop_margin: bool = True
     """Keep the margin in a fallback entered on a drop (load below the forecast, the relearn
-    hold) too (the default: without it nyc_taxi lost 0.02); False: plain reactive plus the paid
-    hold there, the margin only after a rise or a gap (the direction rule, docs/policy.md
-    "Drift"; with the run test it meets the injected-drop goal)."""
+    hold) too (the default: without it vic_electricity lost 0.04 and nyc_taxi 0.02-0.03 on
+    holidays); False: plain reactive plus the paid hold there, the margin only after a rise or
+    a gap (the direction rule, drift.DriftMonitor.drop_margin; with the run test it meets the
+    injected-drop goal, docs/policy.md "Drift")."""
     charge_hold: bool = True
     """Free reactive floor over the HPA's 5-minute stabilisation, and the hold past it for the
     rest of the lead time paid from the budget (policy.decide's `held_load`, reason hold);
@@ -185,7 +186,10 @@ def simulate(
     tracker = drift.DriftTracker(
         lead_time=config.lead_time,
         monitor=drift.DriftMonitor(
-            quantile=config.quantile, step=coarse.step, run_test=config.drift_run_test
+            quantile=config.quantile,
+            step=coarse.step,
+            run_test=config.drift_run_test,
+            drop_margin=config.drop_margin,
         ),
     )
 
@@ -335,7 +339,7 @@ def simulate(
                 limits=limits,
                 allowance=ledger.allowance(now, step),
                 held_load=hold_load if config.charge_hold else None,
-                after_drop=tracker.monitor.after_drop and not config.drop_margin,
+                after_drop=tracker.monitor.no_margin,
             )
         spent[t] = ledger.charge(now, decision.prewarm, step)
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)

@@ -469,7 +469,9 @@ class Engine:
         quantile = state.read_quantile
         if fallback is policy.Reason.DRIFT_FALLBACK and state.history is not None:
             assert quantile is not None  # drift is only judged on a forecast
-            predictive = margin.decide(  # reactive plus the recent-growth margin
+            # reactive plus the recent-growth margin; with the monitor's drop_margin off,
+            # plain reactive plus the paid hold after a drop (as the replay: margin.decide)
+            predictive = margin.decide(
                 load=floor,
                 recent=state.history.since(now - margin.LOOKBACK).values,
                 step=state.history.step,
@@ -478,6 +480,7 @@ class Engine:
                 limits=limits,
                 allowance=allowance,
                 held_load=held,
+                after_drop=state.drift is not None and state.drift.monitor.no_margin,
             )
         else:
             predictive = policy.decide(

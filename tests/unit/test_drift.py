@@ -56,10 +56,12 @@ def ar1(n: int, phi: float, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def alarms(errors: np.ndarray, null: drift.Null | None, *, sigma: float = 10.0) -> int:
+def alarms(
+    errors: np.ndarray, null: drift.Null | None, *, sigma: float = 10.0, run_test: bool = False
+) -> int:
     """Fallback episodes of a monitor fed forecasts off by `errors` (in sigmas), with a band
     calibrated for them (P95 = 1.645 sigmas)."""
-    monitor = drift.DriftMonitor(step=STEP, null=null)
+    monitor = drift.DriftMonitor(step=STEP, null=null, run_test=run_test)
     episodes = 0
     for e in errors:
         was = monitor.in_fallback
@@ -79,13 +81,17 @@ def measured_null(errors: np.ndarray) -> drift.Null:
     return drift.null_from(u, step=STEP)
 
 
-def test_ar1_errors_with_phi_0_9_raise_at_most_one_alarm_per_14_simulated_days() -> None:
+@pytest.mark.parametrize("run_test", [False, True])
+def test_ar1_errors_with_phi_0_9_raise_at_most_one_alarm_per_14_simulated_days(
+    run_test: bool,
+) -> None:
     weeks_per_run, runs = 13, 4
     episodes = 0
     for seed in range(runs):
         rng = np.random.default_rng(seed)
         null = measured_null(ar1(int(WEEK / STEP), 0.9, rng))  # the calibration week
-        episodes += alarms(ar1(int(weeks_per_run * WEEK / STEP), 0.9, rng), null)
+        errors = ar1(int(weeks_per_run * WEEK / STEP), 0.9, rng)
+        episodes += alarms(errors, null, run_test=run_test)
     weeks = weeks_per_run * runs
     assert episodes <= weeks / 2, f"{episodes} alarms in {weeks} weeks"
 
@@ -195,18 +201,26 @@ def test_the_tracker_scores_each_actual_against_the_forecast_made_lead_time_befo
 
 
 def engaged_after(
-    series: Series, change_day: float, threshold: float = 40.0
+    series: Series, change_day: float, threshold: float = 40.0, *, experiment: bool = False
 ) -> list[tuple[float, float]]:
-    frame, extra = replay.simulate(
-        series, replay.ReplayConfig(threshold=threshold), make=SeasonalBaseline
+    """Fallback spans in hours from `change_day`; `experiment`: the run test on and no margin
+    after a drop (ReplayConfig.drift_run_test, drop_margin)."""
+    config = replay.ReplayConfig(
+        threshold=threshold, drift_run_test=experiment, drop_margin=not experiment
     )
+    frame, extra = replay.simulate(series, config, make=SeasonalBaseline)
     assert extra["retrains"] >= 1
     return fallback_spans(frame, int(change_day * DAY / STEP))
 
 
+@pytest.mark.parametrize("experiment", [False, True], ids=["default", "run test"])
 @pytest.mark.parametrize("factor", [3.0, 0.3, 0.0], ids=["x3", "x0.3", "outage to zero"])
-def test_fallback_engages_within_30_minutes_of_a_step_change_in_load(factor: float) -> None:
-    spans = engaged_after(daily_cycle(12, change=(10, 99), factor=factor), 10)
+def test_fallback_engages_within_30_minutes_of_a_step_change_in_load(
+    factor: float, experiment: bool
+) -> None:
+    spans = engaged_after(
+        daily_cycle(12, change=(10, 99), factor=factor), 10, experiment=experiment
+    )
     after = [(a, b) for a, b in spans if a >= 0]
     assert after and after[0][0] <= 0.5, after
     before = [(a, b) for a, b in spans if -8 * 24 <= a < 0]  # after the first week's fit
@@ -490,3 +504,38 @@ def test_a_run_the_calibration_backtest_itself_reached_is_no_evidence_of_drift()
     assert scattered is not None and scattered < 30
     missed[1000:1030] = True
     assert drift.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05) == 31
+
+
+def test_the_run_limit_is_read_off_calibration_errors_scaled_to_the_band() -> None:
+    # The calibration backtest forecasts with the final model, which has seen that week: its
+    # errors are narrower than the band (in sample; NASA's and bank_calls' models 0.5-0.9 of it)
+    # while a live forecast's are as wide as the band (out of sample). Runs below a fixed
+    # -1.645 are then shorter in the calibration than live, and a limit read off them trips on
+    # healthy load (bank_calls' evenings). Scaled to the band (the errors over their own robust
+    # spread, as the means' deviations), the calibration's runs are the live ones'.
+    n, weeks, seeds = int(WEEK / STEP), 8, 5
+    trips = {True: 0, False: 0}
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        calibration, live = 0.75 * ar1(n, 0.8, rng), ar1(weeks * n, 0.8, rng)
+        for scaled in trips:
+            limit = drift.null_from(calibration, step=STEP, scaled_runs=scaled).run
+            run = 0
+            for e in live:
+                run = run + 1 if e < -Z95 else 0
+                if limit is not None and run >= limit:
+                    trips[scaled], run = trips[scaled] + 1, 0
+    # The run test's share of the design rate (one side of SIDES), with the factor of 4 the
+    # design rate keeps for tails heavier than the null assumes, over the simulated weeks.
+    allowed = 4 * drift.ALARMS_PER_WEEK / drift.SIDES * weeks * seeds
+    assert trips[True] <= allowed < trips[False]
+
+
+def test_a_calibration_wider_than_the_band_is_not_scaled_down_to_shorter_runs() -> None:
+    # Errors 1.5x the band (a band too narrow for its model): scaled to it, their runs below
+    # -1.645 would be rarer and the limit shorter than the raw runs give; they are read as is.
+    rng = np.random.default_rng(3)
+    wide = 1.5 * ar1(int(WEEK / STEP), 0.8, rng)
+    scaled, raw = (drift.null_from(wide, step=STEP, scaled_runs=s).run for s in (True, False))
+    assert scaled is not None and raw is not None
+    assert scaled >= raw
