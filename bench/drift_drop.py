@@ -123,26 +123,26 @@ def main() -> None:
         "--no-drift-margin", action="store_true", help="plain reactive fallback (the ablation)"
     )
     parser.add_argument(
-        "--run-test", action="store_true", help="the run test on misses below (off by default)"
+        "--no-run-test", action="store_true", help="no run test on misses below (the ablation)"
     )
     parser.add_argument(
         "--raw-runs",
         action="store_true",
-        help="with --run-test: its limit from the calibration's raw runs, not scaled to the band "
+        help="the run test's limit from the calibration's raw runs, not scaled to the band "
         "(the ablation)",
     )
     parser.add_argument(
-        "--no-drop-margin",
+        "--drop-margin",
         action="store_true",
-        help="no margin in a fallback entered on a drop (the direction rule, off by default)",
+        help="keep the margin in a fallback entered on a drop (the ablation of the direction rule)",
     )
     args = parser.parse_args()
     series = read_trace(args.trace)
     config = replay.ReplayConfig(
         threshold=replay.threshold_from(args.threshold, series),
         drift_margin=not args.no_drift_margin,
-        drift_run_test=args.run_test,
-        drop_margin=not args.no_drop_margin,
+        drift_run_test=not args.no_run_test,
+        drop_margin=args.drop_margin,
     )
     make: Callable[[], Forecaster] | str = (
         SeasonalBaseline if args.model == "seasonal" else args.model

@@ -11,9 +11,9 @@ one mechanism taken out by replacing one function of scaler.decision.drift:
 - `no-hold`: fallback may end before a model trained a day after the alarm is in use;
 - `no-miss`: no coverage-miss test (`Null.missed` never trips);
 - `no-stale`: load back after a long gap is scored as any other (no restart of trust);
-- `run`: the run test on actuals below the band on (off by default: docs/policy.md "Drift");
-- `raw-runs`: the run test on, its limit from the calibration's raw runs, not scaled to the
-  band (the calibration errors' own spread: `drift.null_from`).
+- `no-run`: no run test on actuals below the band (on by default: docs/policy.md "Drift");
+- `raw-runs`: the run test's limit from the calibration's raw runs, not scaled to the band
+  (the calibration errors' own spread: `drift.null_from`).
 
 It prints fallback episodes per week of scored replay (after the 14-day warm-up) and the share
 of scored steps in fallback. A benchmark, not a test:
@@ -98,7 +98,7 @@ def ablated(name: str) -> Iterator[None]:
             setattr(owner, attr, value)
 
 
-def episodes(series: Series, *, run_test: bool = False) -> tuple[float, float]:
+def episodes(series: Series, *, run_test: bool = True) -> tuple[float, float]:
     """(episodes per scored week, share of scored steps in fallback) of one replay."""
     config = replay.ReplayConfig(threshold=40.0, drift_run_test=run_test)
     frame, _ = replay.simulate(series, config, make=SeasonalBaseline)
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--weeks", type=float, default=8.0)
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument(
-        "--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale,run,raw-runs"
+        "--variants", default="full,gaussian,short-alone,no-hold,no-miss,no-stale,no-run,raw-runs"
     )
     args = parser.parse_args()
     print("| load | " + " | ".join(args.variants.split(",")) + " |")
@@ -122,7 +122,7 @@ def main() -> None:
     for kind in KINDS:
         cells = []
         for variant in args.variants.split(","):
-            run_test = variant in ("run", "raw-runs")
+            run_test = variant != "no-run"
             with ablated(variant):
                 runs = [
                     episodes(load(kind, weeks=args.weeks, seed=s), run_test=run_test)

@@ -149,17 +149,17 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="in drift fallback, scale plain reactive (no recent-growth margin)",
     )
     policy_flags.add_argument(
-        "--run-test",
+        "--no-run-test",
         action="store_true",
-        help="experiment: a drift alarm on a run of actuals below the band longer than the "
-        "calibration's own runs, scaled to the band, allow (off by default)",
+        help="ablation: no drift alarm on a run of actuals below the band (by default a run "
+        "longer than the calibration's own runs, scaled to the band, engages fallback)",
     )
     policy_flags.add_argument(
-        "--no-drop-margin",
+        "--drop-margin",
         action="store_true",
-        help="experiment: no growth margin in a fallback entered on a drop, plain reactive plus "
-        "the paid hold (with --run-test it meets the injected-drop goal; costs holidays: "
-        "vic_electricity 0.04, nyc_taxi 0.02-0.03)",
+        help="ablation: keep the growth margin in a fallback entered on a drop (by default it "
+        "is plain reactive plus the paid hold there: the injected-drop goal; the margin insures "
+        "holidays' rebounds, vic_electricity 0.04, nyc_taxi 0.03)",
     )
     policy_flags.add_argument(
         "--insure-lead-time-only",
@@ -337,8 +337,8 @@ def replay_config(
         model_step=config.step,
         drift=not args.no_drift,
         drift_margin=not args.no_drift_margin,
-        drift_run_test=args.run_test,
-        drop_margin=not args.no_drop_margin,
+        drift_run_test=not args.no_run_test,
+        drop_margin=args.drop_margin,
         insure_lead_time_only=args.insure_lead_time_only,
         allocation=args.allocation,
         insurance=args.insurance,

@@ -86,15 +86,16 @@ class ReplayConfig:
     """Track forecast drift (fallback and early refit); False replays the forecast blindly."""
     drift_margin: bool = True
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
-    drift_run_test: bool = False
+    drift_run_test: bool = True
     """Engage fallback on a run of actuals below the band (drift.Null.run, its limit read off
-    the calibration's runs scaled to the band): off by default (docs/policy.md "Drift")."""
-    drop_margin: bool = True
+    the calibration's runs scaled to the band); False is the ablation (docs/policy.md
+    "Drift")."""
+    drop_margin: bool = False
     """Keep the margin in a fallback entered on a drop (load below the forecast, the relearn
-    hold) too (the default: without it vic_electricity lost 0.04 and nyc_taxi 0.02-0.03 on
-    holidays); False: plain reactive plus the paid hold there, the margin only after a rise or
-    a gap (the direction rule, drift.DriftMonitor.drop_margin; with the run test it meets the
-    injected-drop goal, docs/policy.md "Drift")."""
+    hold) too: the ablation (it insures holidays' rebounds: without it vic_electricity loses
+    0.04 and nyc_taxi 0.03); False (the default): plain reactive plus the paid hold there, the
+    margin only after a rise or a gap (the direction rule, drift.DriftMonitor.drop_margin;
+    with the run test it meets the injected-drop goal, docs/policy.md "Drift")."""
     charge_hold: bool = True
     """Free reactive floor over the HPA's 5-minute stabilisation, and the hold past it for the
     rest of the lead time paid from the budget (policy.decide's `held_load`, reason hold);

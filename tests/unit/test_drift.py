@@ -201,26 +201,24 @@ def test_the_tracker_scores_each_actual_against_the_forecast_made_lead_time_befo
 
 
 def engaged_after(
-    series: Series, change_day: float, threshold: float = 40.0, *, experiment: bool = False
+    series: Series, change_day: float, threshold: float = 40.0, *, ablation: bool = False
 ) -> list[tuple[float, float]]:
-    """Fallback spans in hours from `change_day`; `experiment`: the run test on and no margin
-    after a drop (ReplayConfig.drift_run_test, drop_margin)."""
+    """Fallback spans in hours from `change_day`; `ablation`: no run test and the margin after
+    a drop kept (ReplayConfig.drift_run_test, drop_margin: the defaults before session 17)."""
     config = replay.ReplayConfig(
-        threshold=threshold, drift_run_test=experiment, drop_margin=not experiment
+        threshold=threshold, drift_run_test=not ablation, drop_margin=ablation
     )
     frame, extra = replay.simulate(series, config, make=SeasonalBaseline)
     assert extra["retrains"] >= 1
     return fallback_spans(frame, int(change_day * DAY / STEP))
 
 
-@pytest.mark.parametrize("experiment", [False, True], ids=["default", "run test"])
+@pytest.mark.parametrize("ablation", [False, True], ids=["default", "no run test"])
 @pytest.mark.parametrize("factor", [3.0, 0.3, 0.0], ids=["x3", "x0.3", "outage to zero"])
 def test_fallback_engages_within_30_minutes_of_a_step_change_in_load(
-    factor: float, experiment: bool
+    factor: float, ablation: bool
 ) -> None:
-    spans = engaged_after(
-        daily_cycle(12, change=(10, 99), factor=factor), 10, experiment=experiment
-    )
+    spans = engaged_after(daily_cycle(12, change=(10, 99), factor=factor), 10, ablation=ablation)
     after = [(a, b) for a, b in spans if a >= 0]
     assert after and after[0][0] <= 0.5, after
     before = [(a, b) for a, b in spans if -8 * 24 <= a < 0]  # after the first week's fit

@@ -1,6 +1,6 @@
-"""The live engine runs the replay's direction rule: with the monitor's `drop_margin` off, a
-fallback entered on a drop (load below the forecast) adds no growth margin, only the paid hold
-(scaler/decision/margin.py `after_drop`, `drift.DriftMonitor.no_margin`)."""
+"""The live engine runs the replay's direction rule: with the monitor's `drop_margin` off (the
+default), a fallback entered on a drop (load below the forecast) adds no growth margin, only the
+paid hold (scaler/decision/margin.py `after_drop`, `drift.DriftMonitor.no_margin`)."""
 
 from __future__ import annotations
 
@@ -48,18 +48,18 @@ def reasons_in_fallback() -> list[policy.Reason]:
     return seen
 
 
-def test_a_live_fallback_entered_on_a_drop_adds_no_growth_margin_with_drop_margin_off(
+def test_a_live_fallback_entered_on_a_drop_adds_no_growth_margin_by_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The default keeps the margin after a drop, as the replay's (ReplayConfig.drop_margin).
-    assert policy.Reason.DRIFT_MARGIN in reasons_in_fallback()
-    init = drift.DriftMonitor.__init__
-
-    def drop_margin_off(self: drift.DriftMonitor, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        self.drop_margin = False
-
-    monkeypatch.setattr(drift.DriftMonitor, "__init__", drop_margin_off)
+    # The default, as the replay's (ReplayConfig.drop_margin False): no margin after a drop.
     reasons = reasons_in_fallback()
     assert reasons  # the drop engaged fallback
     assert policy.Reason.DRIFT_MARGIN not in reasons
+    init = drift.DriftMonitor.__init__
+
+    def drop_margin_on(self: drift.DriftMonitor, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.drop_margin = True
+
+    monkeypatch.setattr(drift.DriftMonitor, "__init__", drop_margin_on)  # the ablation
+    assert policy.Reason.DRIFT_MARGIN in reasons_in_fallback()
