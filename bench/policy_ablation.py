@@ -23,7 +23,9 @@ forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no dr
 - `full`: the P95 whatever the budget left, the allowance alone stopping it (cost-ordered,
   `insurance="full"`, `scaler backtest --insurance full`); `full_level`: with the level too;
 - `gated_level`: the level only while the median lags the load (decision.levelgate);
-- `linear`: the quantile sliding over the whole budget instead of its last half.
+- `linear`: the quantile sliding over the whole budget instead of its last half;
+- `rises`: insurance above the median only where the median needs a replica above the reactive
+  floor (`insure_rises_only`, policy.rise_quantile).
 Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
 reactive / prewarm replica-hours / the costliest window's spend as a share of its reactive
 hours (the variant's own window) / the same over any rolling day, per variant. A benchmark, not
@@ -68,6 +70,7 @@ VARIANTS = {
     "full_level": {"insurance": "full", "level_points": 1},
     "gated_level": {"level_points": 1, "level_gate": True},
     "linear": {"insurance": "linear"},
+    "rises": {"insure_rises_only": True},
 }
 
 
