@@ -9,7 +9,8 @@ Issue 7's goal: at most a quarter of what `--no-drift` buys, or 2 replica-hours.
 it also prints when fallback began and the phantom split by each step's drift state and reason
 (before the alarm the forecast buys it, in fallback the margin or the paid hold).
 
-    .venv/bin/python bench/drift_drop.py ../shared/traces/nasa_http_5min.csv --day 17
+    .venv/bin/python bench/drift_drop.py ../shared/traces/nasa_http_5min.csv --day 17 \
+        [--budget 30%] [--budget-window 7d]
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import numpy as np
 from models.base import DAY, HOUR, Forecaster, Series
 from models.seasonal import SeasonalBaseline
 from scaler.decision import drift
+from scaler.decision.budget import parse_budget
+from scaler.decision.spec import duration_arg
 from scaler.offline import baselines, replay, yardstick
 from scaler.offline.traces import read_trace
 
@@ -136,10 +139,24 @@ def main() -> None:
         action="store_true",
         help="keep the margin in a fallback entered on a drop (the ablation of the direction rule)",
     )
+    parser.add_argument(
+        "--budget",
+        default=None,
+        help="prewarmBudget as scaler backtest reads it (default: ReplayConfig's, 24 a window)",
+    )
+    parser.add_argument(
+        "--budget-window", type=duration_arg, default=replay.ReplayConfig.budget_window
+    )
     args = parser.parse_args()
     series = read_trace(args.trace)
+    amount, share = (
+        (replay.ReplayConfig.budget, None) if args.budget is None else parse_budget(args.budget)
+    )
     config = replay.ReplayConfig(
         threshold=replay.threshold_from(args.threshold, series),
+        budget=amount,
+        budget_share=share,
+        budget_window=args.budget_window,
         drift_margin=not args.no_drift_margin,
         drift_run_test=not args.no_run_test,
         drop_margin=args.drop_margin,

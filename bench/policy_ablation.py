@@ -2,7 +2,12 @@
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
-        [--drift]
+        [--drift] [--limit 56d]
+
+A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
+`prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows
+are compared on the very same forecasts too. `--limit` bounds each trace to the warm-up and that
+span after it, as `scaler backtest --limit`.
 
 Each load is replayed once per variant (inside one fit cache, so the variants see the very same
 forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no drift unless
@@ -18,15 +23,20 @@ forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no dr
 - `full`: the P95 whatever the budget left, the allowance alone stopping it (cost-ordered,
   `insurance="full"`, `scaler backtest --insurance full`); `full_level`: with the level too;
 - `gated_level`: the level only while the median lags the load (decision.levelgate);
-- `linear`: the quantile sliding over the whole budget instead of its last half.
+- `linear`: the quantile sliding over the whole budget instead of its last half;
+- `rises`: insurance above the median only where the median needs a replica above the reactive
+  floor (`insure_rises_only`, policy.rise_quantile).
 Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
-reactive / prewarm replica-hours per variant. A benchmark, not a test: it never judges.
+reactive / prewarm replica-hours / the costliest window's spend as a share of its reactive
+hours (the variant's own window) / the same over any rolling day, per variant. A benchmark, not
+a test: it never judges.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 import time
 from collections.abc import Iterator
@@ -35,13 +45,16 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import synthetic
 
 from models import fitcache, walkforward
-from models.base import Series
+from models.base import DAY, Series
 from scaler.decision import budget
+from scaler.decision.spec import duration_arg
 from scaler.offline import replay, traces
 
 VARIANTS = {
@@ -57,6 +70,7 @@ VARIANTS = {
     "full_level": {"insurance": "full", "level_points": 1},
     "gated_level": {"level_points": 1, "level_gate": True},
     "linear": {"insurance": "linear"},
+    "rises": {"insure_rises_only": True},
 }
 
 
@@ -94,8 +108,35 @@ def recorded_forecasts() -> Iterator[None]:
 def loads(args: argparse.Namespace) -> list[tuple[str, Series]]:
     found = [(k, synthetic.load(k, days=args.days)) for k in args.kinds.split(",") if k]
     for name in (n for n in args.traces.split(",") if n):
-        found.append((Path(name).stem, traces.read_trace(Path(name))))
+        found.append((Path(name).stem, limited(traces.read_trace(Path(name)), args.limit)))
     return found
+
+
+def limited(series: Series, limit: float | None) -> Series:
+    """The warm-up and `limit` seconds after it (all of `series` without a limit)."""
+    if limit is None:
+        return series
+    steps = replay.warmup_steps(series) + math.ceil(limit / series.step - 1e-9)
+    return Series(series.start, series.step, series.values[:steps])
+
+
+def variant(name: str, config: replay.ReplayConfig) -> replay.ReplayConfig:
+    """`config` with the variant's options, and its budget window when it names one (`@3d`)."""
+    base, _, window = name.partition("@")
+    run = replace(config, **VARIANTS[base])  # type: ignore[arg-type]
+    return replace(run, budget_window=duration_arg(window)) if window else run
+
+
+def daily_share(series: Series, frame: Any, config: replay.ReplayConfig) -> float:
+    """The largest share of a rolling day's reactive replica-hours spent on prewarm in a day
+    that ends at a charge, whatever the budget's own window: how unevenly a longer window
+    spends."""
+    reactive = np.clip(frame["reactive"].to_numpy(), config.min_replicas, config.max_replicas)
+    day = replace(config, budget_window=DAY)
+    spend = replay._spend(
+        series, frame["prewarm_replica_hours"].to_numpy(), reactive * series.step / 3600.0, day
+    )
+    return float(spend["max_window_share"] or 0.0)
 
 
 def config_for(
@@ -119,29 +160,47 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--traces", default="", help="comma-separated trace CSV files")
     p.add_argument("--variants", default="quantile,marginal")
     p.add_argument("--drift", action="store_true", help="replay with drift detection on")
+    p.add_argument(
+        "--budget-window",
+        type=duration_arg,
+        default=replay.ReplayConfig.budget_window,
+        help="budget window of the variants that name none (default 24h)",
+    )
+    p.add_argument(
+        "--limit",
+        type=duration_arg,
+        default=None,
+        help="replay each trace's warm-up and this span after it (e.g. 56d)",
+    )
     args = p.parse_args(argv)
     amount, share = budget.parse_budget(args.budget)
     names = args.variants.split(",")
     print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")
     print(
-        "| load | " + " | ".join(f"{n}: ratio / under / GPU-h x / prewarm h" for n in names) + " |"
+        "| load | "
+        + " | ".join(f"{n}: ratio / under / GPU-h x / prewarm h / window / day" for n in names)
+        + " |"
     )
     print("|---|" + "---|" * len(names))
     for name, series in loads(args):
-        config = config_for(series, amount, share, args.drift)
+        config = replace(
+            config_for(series, amount, share, args.drift), budget_window=args.budget_window
+        )
         cells = []
         with fitcache.sharing(), recorded_forecasts():
-            for variant in names:
+            for name_of in names:
                 began = time.process_time()
-                options = VARIANTS[variant]
-                run = replace(config, **options)  # type: ignore[arg-type]
-                m = replay.replay(series, run, make=args.model).summary["policy"]
+                run = variant(name_of, config)
+                result = replay.replay(series, run, make=args.model)
+                m = result.summary["policy"]
                 cells.append(
                     f"{m['frontier_ratio']:.2f} / {m['under_provisioned_pct']:.1f}% / "
-                    f"{m['gpu_hours_x_reactive']:.2f}x / {m['prewarm']['replica_hours']:.0f}"
+                    f"{m['gpu_hours_x_reactive']:.2f}x / {m['prewarm']['replica_hours']:.0f} / "
+                    f"{m['prewarm']['max_window_share']:.1%} / "
+                    f"{daily_share(series, result.decisions, run):.1%}"
                 )
                 print(
-                    f"  {name} {variant}: {time.process_time() - began:.0f} s CPU", file=sys.stderr
+                    f"  {name} {name_of}: {time.process_time() - began:.0f} s CPU", file=sys.stderr
                 )
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     return 0

@@ -170,6 +170,20 @@ def affordable_quantile(
     return MEDIAN + (min(max(quantile, MEDIAN), 1.0) - MEDIAN) * share
 
 
+def rise_quantile(
+    quantile: float, *, expected_peak: float | None, floor_load: float, threshold: float
+) -> float:
+    """`quantile` where the forecast's median (`expected_peak`, its peak over the look-ahead)
+    needs more replicas than the reactive floor (`floor_load`) runs: a rise the forecast
+    expects; the median everywhere else, so the budget insures the rises and is not spent on
+    noise above a flat or falling forecast. An experiment, off by default (docs/policy.md
+    "Insuring expected rises only")."""
+    if expected_peak is None or not math.isfinite(expected_peak):
+        return MEDIAN
+    rises = replicas_for(expected_peak, threshold) > replicas_for(floor_load, threshold)
+    return quantile if rises else min(quantile, MEDIAN)
+
+
 def finite_peak(values: Sequence[float] | npt.NDArray[np.float64]) -> float | None:
     """The largest finite value, or None when there is none (no usable forecast)."""
     finite = np.asarray(values, dtype=np.float64)

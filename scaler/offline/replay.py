@@ -118,6 +118,10 @@ class ReplayConfig:
     (the P95 sliding to the median once half the window's budget is spent, the default) or
     "full" (the P95 until the allowance stops it: the first replicas above the floor are bought
     at the full band, cost-ordered). Offline only: docs/policy.md "Cost-ordered insurance"."""
+    insure_rises_only: bool = False
+    """Insure above the median only where the median forecast needs a replica above the
+    reactive floor (policy.rise_quantile); False insures at the affordable quantile everywhere
+    (the default). Offline only: docs/policy.md "Insuring expected rises only"."""
     allocation: str = "quantile"
     """How prewarm spends the budget: "quantile" (the affordable quantile's peak, sliding from
     the P95 to the median as the budget runs out), or an experiment of decision.allocation
@@ -292,6 +296,13 @@ def simulate(
                 made_at, coarse.step, now=now, lookahead=config.lead_time + config.horizon
             )
             p50 = origin.forecast.p50[:ahead]
+            if config.insure_rises_only:
+                quantile = policy.rise_quantile(
+                    quantile,
+                    expected_peak=policy.finite_peak(band.upper(p50, policy.MEDIAN)),
+                    floor_load=base,
+                    threshold=config.threshold,
+                )
             upper = band.upper(p50, quantile)
             if config.level_points > 0 and (not config.level_gate or lagging):
                 level = base * policy.level_ratio(upper, p50, points=config.level_points)
