@@ -27,7 +27,7 @@ import numpy as np
 from models.base import DAY, HOUR, Forecaster, Series
 from models.seasonal import SeasonalBaseline
 from scaler.decision import drift
-from scaler.decision.budget import parse_budget
+from scaler.decision.budget import DEFAULT_BUDGET, parse_budget
 from scaler.decision.spec import duration_arg
 from scaler.offline import baselines, replay, yardstick
 from scaler.offline.traces import read_trace
@@ -141,17 +141,15 @@ def main() -> None:
     )
     parser.add_argument(
         "--budget",
-        default=None,
-        help="prewarmBudget as scaler backtest reads it (default: ReplayConfig's, 24 a window)",
+        default=DEFAULT_BUDGET,
+        help=f"prewarmBudget as scaler backtest reads it (default {DEFAULT_BUDGET}, the product's)",
     )
     parser.add_argument(
         "--budget-window", type=duration_arg, default=replay.ReplayConfig.budget_window
     )
     args = parser.parse_args()
     series = read_trace(args.trace)
-    amount, share = (
-        (replay.ReplayConfig.budget, None) if args.budget is None else parse_budget(args.budget)
-    )
+    amount, share = parse_budget(args.budget)
     config = replay.ReplayConfig(
         threshold=replay.threshold_from(args.threshold, series),
         budget=amount,
