@@ -71,6 +71,14 @@ VARIANTS = {
     "gated_level": {"level_points": 1, "level_gate": True},
     "linear": {"insurance": "linear"},
     "rises": {"insure_rises_only": True},
+    "hit_level": {"level_points": 1, "level_hit_gate": "top"},
+    "hit_mean_level": {"level_points": 1, "level_hit_gate": "mean"},
+    "hit_level_week": {"level_points": 1, "level_hit_gate": "top", "level_hit_window": 7 * 86400.0},
+    "hit_level_inf": {"level_points": 1, "level_hit_gate": "top", "level_hit_window": 1e12},
+    "hit_level_6h": {"level_points": 1, "level_hit_gate": "top", "level_hit_window": 6 * 3600.0},
+    "level_mid": {"level_points": 1, "level_mid": True},
+    "level_wide": {"level_points": 1, "level_wide": True},
+    "hit_mean_week": {"level_points": 1, "level_hit_gate": "mean", "level_hit_window": 7 * 86400.0},
 }
 
 
