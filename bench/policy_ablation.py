@@ -73,12 +73,7 @@ VARIANTS = {
     "rises": {"insure_rises_only": True},
     "hit_level": {"level_points": 1, "level_hit_gate": "top"},
     "hit_mean_level": {"level_points": 1, "level_hit_gate": "mean"},
-    "hit_level_week": {"level_points": 1, "level_hit_gate": "top", "level_hit_window": 7 * 86400.0},
-    "hit_level_inf": {"level_points": 1, "level_hit_gate": "top", "level_hit_window": 1e12},
-    "hit_level_6h": {"level_points": 1, "level_hit_gate": "top", "level_hit_window": 6 * 3600.0},
-    "level_mid": {"level_points": 1, "level_mid": True},
-    "level_wide": {"level_points": 1, "level_wide": True},
-    "hit_mean_week": {"level_points": 1, "level_hit_gate": "mean", "level_hit_window": 7 * 86400.0},
+    "hit_or_lag": {"level_points": 1, "level_hit_gate": "top", "level_gate": True},
 }
 
 
@@ -202,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = replay.replay(series, run, make=args.model)
                 m = result.summary["policy"]
                 cells.append(
-                    f"{m['frontier_ratio']:.2f} / {m['under_provisioned_pct']:.1f}% / "
+                    f"{m['frontier_ratio']:.3f} / {m['under_provisioned_pct']:.1f}% / "
                     f"{m['gpu_hours_x_reactive']:.2f}x / {m['prewarm']['replica_hours']:.0f} / "
                     f"{m['prewarm']['max_window_share']:.1%} / "
                     f"{daily_share(series, result.decisions, run):.1%}"

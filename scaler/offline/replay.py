@@ -126,13 +126,9 @@ class ReplayConfig:
     """With level_points, insure the level only while its replicas covered load at least as
     often as the forecast's prewarm did over the last budget window (decision.levelhits):
     "top" compares with the forecast's highest prewarm replica (the one the budget's slide
-    takes first), "mean" with all of them; "" (the default) insures it everywhere."""
-    level_hit_window: float | None = None
-    """The hit-rate gate's time constant (None: the budget window)."""
-    level_mid: bool = False
-    """EXPLORE: the level's ratio at the quantile halfway between the median and the one read."""
-    level_wide: bool = False
-    """EXPLORE: the level only when its ratio is at least the median of the last window's."""
+    takes first), "mean" with all of them; "" (the default) insures it everywhere. With
+    level_gate too, the level is bought while either gate is open (offline only: the live
+    engine has the hit-rate gate, not the median-lag one)."""
     insurance: str = policy.SLIDE
     """How the affordable quantile follows the budget (policy.affordable_quantile): "slide"
     (the P95 sliding to the median once half the window's budget is spent, the default) or
@@ -248,10 +244,9 @@ def simulate(
     held = config.min_replicas
     above: deque[bool] = deque(maxlen=max(1, round(config.budget_window / coarse.step)))
     lagging = False  # decision.levelgate over `above`, judged each time a bucket is scored
-    wide_hist: deque[float] = deque(maxlen=max(1, round(config.budget_window / step)))
     hits = levelhits.HitGate(
         lead_time=config.lead_time,
-        window=config.level_hit_window or config.budget_window,
+        window=config.budget_window,
         marginal=config.level_hit_gate != "mean",
     )
     for t in range(len(series)):
@@ -333,20 +328,10 @@ def simulate(
                 )
             upper = band.upper(p50, quantile)
             if config.level_points > 0:
-                lq = (quantile + policy.MEDIAN) / 2 if config.level_mid else quantile
-                ratio = policy.level_ratio(
-                    band.upper(p50, lq) if config.level_mid else upper,
-                    p50,
-                    points=config.level_points,
-                )
-                insured = base * ratio
-                if config.level_wide:
-                    wide_hist.append(ratio)
-                    if ratio < float(np.median(list(wide_hist))):
-                        insured = None
+                insured = base * policy.level_ratio(upper, p50, points=config.level_points)
                 level = None if config.level_gate and not lagging else insured
-                if config.level_hit_gate:
-                    level = hits.level_load(level)
+                if config.level_hit_gate:  # with level_gate too: either gate buys it
+                    level = insured if config.level_gate and lagging else hits.level_load(insured)
             peak = policy.insured_peak(
                 upper,
                 band.upper(p50, min(quantile, policy.MEDIAN)),

@@ -527,13 +527,17 @@ class Engine:
         replay's `level_hit_gate`), the newest sample scored into it; None when it is off."""
         if not (self.settings.level_hit_gate and self.settings.level_points > 0):
             return None
-        if state.level_hits is None:
-            state.level_hits = levelhits.HitGate(
-                lead_time=state.spec.lead_time, window=state.spec.prewarm_budget_window
+        gate, spec = state.level_hits, state.spec
+        if gate is None or (gate.lead_time, gate.window) != (
+            spec.lead_time,
+            spec.prewarm_budget_window,
+        ):  # first use, or leadTime: auto learnt another lead time: start over
+            gate = state.level_hits = levelhits.HitGate(
+                lead_time=spec.lead_time, window=spec.prewarm_budget_window
             )
         if math.isfinite(load):
-            state.level_hits.observe(now, policy.replicas_for(load, state.spec.threshold))
-        return state.level_hits
+            gate.observe(now, policy.replicas_for(load, spec.threshold))
+        return gate
 
     def _publish(self, state: TargetState, *, now: float, cost: float, load: float) -> None:
         spec, d, p = state.spec, state.decision, state.predictive
