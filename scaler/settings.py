@@ -147,7 +147,7 @@ class EngineSettings:
     level); 0, the default, insures nothing: the same experiment as `scaler backtest --level`,
     off because it is a trade, not a win (docs/policy.md "Level insurance")."""
     level_hit_gate: bool = False
-    """With level_points, buy the level only while its replicas covered load at least as often
+    """With level_points, buy the level only while its replicas saved steps at least as often
     as the forecast's highest prewarm replica over the last budget window
     (scaler/decision/levelhits.py; `scaler backtest --level --level-hit-gate`). Off: an
     experiment (docs/policy.md "A hit-rate gate for the level")."""

@@ -1,5 +1,5 @@
 """A hit-rate gate for the level insurance (policy.level_ratio, reason level), an experiment:
-buy the level only while, on this target's own recent past, a replica-hour of it covered load at
+buy the level only while, on this target's own recent past, a replica-hour of it saved steps at
 least as often as a replica-hour of the forecast's own prewarm did. Pure: no clock, no I/O.
 
 The level insurance and the forecast's prewarm are paid from the same budget, so where the budget
@@ -12,13 +12,15 @@ still learns):
   (the forecast's peak and the lead time's hold, above reactive); `level`, what the level asks;
 - a lead time later, the replicas the load then required (`observe`): a replica asked for now is
   ready then.
-The level's replicas are the ones above `top` up to `level`; each is a hit when the required
-count reached it. The forecast's are compared at the margin (MARGINAL): the highest replica it
-bought, the one the budget's slide takes away first when the level spends what it would have
-had. The gate opens while the level's hit rate is at least that one's over the last budget window
-(exponentially weighted, its time constant the window, so the state is four numbers and the
-lead time's pending decisions); shut until the level has been scored at all. No constant is
-fitted: the comparison is hit rate against hit rate, the window the budget's own.
+The level's replicas (top, level] saved the step when top < required <= level: without them it
+was short, with them it was not (the yardstick counts steps). The forecast's are compared at the
+margin (MARGINAL): its highest prewarm replica, the one the budget's slide takes away first when
+the level spends what it would have had, saved the step when required == top. Each is counted
+per replica-step bought. The gate opens while the level's save rate is at least that one's over
+the last budget window (exponentially weighted, its time constant the window, so the state is
+four numbers and the lead time's pending decisions); shut until the level has been scored. No
+constant is fitted: rate against rate, the window the budget's own. (Counting a replica as hit
+whenever load reached it, saved or not, shut the gate on llm_serving too: docs/policy.md.)
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ from dataclasses import dataclass, field
 from scaler.decision import policy
 
 MARGINAL = True
-"""Compare the level's replicas with the forecast's highest prewarm replica (True), not with the
-mean over all its prewarm replicas: the lower ones are needed more often whatever the rule, so the
-mean would shut the gate on any load."""
+"""Compare the level's replicas with the forecast's highest prewarm replica (True), not with all
+its prewarm replicas (reactive, top], which saved the step when reactive < required <= top, per
+replica: the replica the level displaces is the last one, not the average one."""
 
 
 @dataclass(frozen=True)
@@ -125,15 +127,15 @@ class HitGate:
                 self.top_hits += float(p.reactive < required <= p.top)
 
     def level_rate(self) -> float:
-        """Share of the level's replica-hours that load reached (NaN before any was scored)."""
+        """Steps the level's replicas saved per replica-step bought (NaN before any was scored)."""
         return self.level_hits / self.level_bought if self.level_bought > 0 else math.nan
 
     def top_rate(self) -> float:
-        """Share of the forecast's compared replica-hours that load reached (NaN: none bought)."""
+        """Steps the forecast's compared replicas saved per replica-step (NaN: none bought)."""
         return self.top_hits / self.top_bought if self.top_bought > 0 else math.nan
 
     def open(self) -> bool:
-        """True while the level's hit rate is at least the forecast prewarm's; shut until the
+        """True while the level's save rate is at least the forecast prewarm's; shut until the
         level has been scored; open when the forecast bought nothing to compare with (the
         level then displaces nothing)."""
         level = self.level_rate()

@@ -183,7 +183,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     policy_flags.add_argument(
         "--level-hit-gate",
         action="store_true",
-        help="experiment, with --level: buy the level only while its replicas covered load at "
+        help="experiment, with --level: buy the level only while its replicas saved steps at "
         "least as often as the forecast's highest prewarm replica over the last budget window "
         "(scaler/decision/levelhits.py; docs/policy.md)",
     )

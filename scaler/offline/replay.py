@@ -123,7 +123,7 @@ class ReplayConfig:
     on significantly more than half of the last budget window's model steps
     (decision.levelgate); False insures it everywhere. Offline only: docs/policy.md."""
     level_hit_gate: str = ""
-    """With level_points, insure the level only while its replicas covered load at least as
+    """With level_points, insure the level only while its replicas saved steps at least as
     often as the forecast's prewarm did over the last budget window (decision.levelhits):
     "top" compares with the forecast's highest prewarm replica (the one the budget's slide
     takes first), "mean" with all of them; "" (the default) insures it everywhere. With

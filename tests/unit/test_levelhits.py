@@ -1,5 +1,5 @@
 """The level insurance's hit-rate gate (decision.levelhits): the level is bought only while its
-replicas covered load at least as often, a lead time after each decision, as the forecast's
+replicas saved steps at least as often, a lead time after each decision, as the forecast's
 highest prewarm replica did; the replay and the live engine consult the same gate, and it
 buys within the same strict budget."""
 
