@@ -71,6 +71,9 @@ VARIANTS = {
     "gated_level": {"level_points": 1, "level_gate": True},
     "linear": {"insurance": "linear"},
     "rises": {"insure_rises_only": True},
+    "hit_level": {"level_points": 1, "level_hit_gate": "top"},
+    "hit_mean_level": {"level_points": 1, "level_hit_gate": "mean"},
+    "hit_or_lag": {"level_points": 1, "level_hit_gate": "top", "level_gate": True},
 }
 
 
@@ -194,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = replay.replay(series, run, make=args.model)
                 m = result.summary["policy"]
                 cells.append(
-                    f"{m['frontier_ratio']:.2f} / {m['under_provisioned_pct']:.1f}% / "
+                    f"{m['frontier_ratio']:.3f} / {m['under_provisioned_pct']:.1f}% / "
                     f"{m['gpu_hours_x_reactive']:.2f}x / {m['prewarm']['replica_hours']:.0f} / "
                     f"{m['prewarm']['max_window_share']:.1%} / "
                     f"{daily_share(series, result.decisions, run):.1%}"

@@ -146,6 +146,11 @@ class EngineSettings:
     """Forecast points whose band insures the reactive floor's load (policy.level_ratio, reason
     level); 0, the default, insures nothing: the same experiment as `scaler backtest --level`,
     off because it is a trade, not a win (docs/policy.md "Level insurance")."""
+    level_hit_gate: bool = False
+    """With level_points, buy the level only while its replicas saved steps at least as often
+    as the forecast's highest prewarm replica over the last budget window
+    (scaler/decision/levelhits.py; `scaler backtest --level --level-hit-gate`). Off: an
+    experiment (docs/policy.md "A hit-rate gate for the level")."""
     fit_timeout: float = 900.0
     """Seconds one fit may run in a worker process before the worker is killed and replaced
     (an `auto` selection on four weeks takes seconds to a minute)."""

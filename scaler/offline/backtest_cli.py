@@ -181,6 +181,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "below the load on significantly more than half of the last window's steps",
     )
     policy_flags.add_argument(
+        "--level-hit-gate",
+        action="store_true",
+        help="experiment, with --level: buy the level only while its replicas saved steps at "
+        "least as often as the forecast's highest prewarm replica over the last budget window "
+        "(scaler/decision/levelhits.py; docs/policy.md)",
+    )
+    policy_flags.add_argument(
         "--insurance",
         choices=policy.INSURANCE,
         default=replay.ReplayConfig.insurance,
@@ -343,6 +350,7 @@ def replay_config(
         allocation=args.allocation,
         insurance=args.insurance,
         level_gate=args.level_gate,
+        level_hit_gate="top" if args.level_hit_gate else "",
         charge_hold=not args.free_hold,
         level_points=policy.LEVEL_POINTS if args.level else 0,
     )

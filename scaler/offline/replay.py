@@ -29,7 +29,16 @@ from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import CalibratedModel, Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler.decision import allocation, budget, drift, levelgate, margin, policy, resolution
+from scaler.decision import (
+    allocation,
+    budget,
+    drift,
+    levelgate,
+    levelhits,
+    margin,
+    policy,
+    resolution,
+)
 from scaler.errors import ConfigError
 from scaler.offline import baselines, yardstick
 
@@ -113,6 +122,13 @@ class ReplayConfig:
     """With level_points, insure the level only while the forecast's median ran below the load
     on significantly more than half of the last budget window's model steps
     (decision.levelgate); False insures it everywhere. Offline only: docs/policy.md."""
+    level_hit_gate: str = ""
+    """With level_points, insure the level only while its replicas saved steps at least as
+    often as the forecast's prewarm did over the last budget window (decision.levelhits):
+    "top" compares with the forecast's highest prewarm replica (the one the budget's slide
+    takes first), "mean" with all of them; "" (the default) insures it everywhere. With
+    level_gate too, the level is bought while either gate is open (offline only: the live
+    engine has the hit-rate gate, not the median-lag one)."""
     insurance: str = policy.SLIDE
     """How the affordable quantile follows the budget (policy.affordable_quantile): "slide"
     (the P95 sliding to the median once half the window's budget is spent, the default) or
@@ -228,6 +244,11 @@ def simulate(
     held = config.min_replicas
     above: deque[bool] = deque(maxlen=max(1, round(config.budget_window / coarse.step)))
     lagging = False  # decision.levelgate over `above`, judged each time a bucket is scored
+    hits = levelhits.HitGate(
+        lead_time=config.lead_time,
+        window=config.budget_window,
+        marginal=config.level_hit_gate != "mean",
+    )
     for t in range(len(series)):
         now = series.start + t * step
         if t == 0:
@@ -271,6 +292,8 @@ def simulate(
                 if config.drift:  # the null of each new model, measured once
                     tracker.adopt(origin.model, known)
         fell_back[t] = config.drift and tracker.monitor.in_fallback
+        if config.level_hit_gate and math.isfinite(load[t - 1]):
+            hits.observe(now - step, policy.replicas_for(load[t - 1], config.threshold))
         if not math.isfinite(load[t - 1]):
             desired[t], reactive[t] = held, 0
             reasons.append(policy.Reason.NO_DATA.value)
@@ -283,7 +306,7 @@ def simulate(
             fallback_steps += 1
         base = policy.floor_load(load[max(0, t - free) : t].tolist())
         hold_load = policy.floor_load(load[max(0, t - floor) : t].tolist())
-        peak = level = None
+        peak = level = insured = None
         if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
                 config.quantile,
@@ -304,8 +327,11 @@ def simulate(
                     threshold=config.threshold,
                 )
             upper = band.upper(p50, quantile)
-            if config.level_points > 0 and (not config.level_gate or lagging):
-                level = base * policy.level_ratio(upper, p50, points=config.level_points)
+            if config.level_points > 0:
+                insured = base * policy.level_ratio(upper, p50, points=config.level_points)
+                level = None if config.level_gate and not lagging else insured
+                if config.level_hit_gate:  # with level_gate too: either gate buys it
+                    level = insured if config.level_gate and lagging else hits.level_load(insured)
             peak = policy.insured_peak(
                 upper,
                 band.upper(p50, min(quantile, policy.MEDIAN)),
@@ -336,6 +362,14 @@ def simulate(
             held_load=hold_load if config.charge_hold else None,
             level_load=level,
         )
+        if config.level_hit_gate:
+            hits.record_decision(
+                now,
+                decision,
+                held_load=hold_load if config.charge_hold else None,
+                insured=insured,
+                threshold=config.threshold,
+            )
         if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
             decision = margin.decide(
                 load=decision.load,
