@@ -219,14 +219,22 @@ Samples = Sequence[tuple[float, float]]
 """(time, value) samples of one counter series, in time order."""
 
 
-def spent_per_step(series: Iterable[Samples], *, start: float) -> list[tuple[float, float]]:
+def spent_per_step(
+    series: Iterable[Samples], *, start: float, born_within: bool = True
+) -> list[tuple[float, float]]:
     """Replica-hours spent per sample time, from the spend counter of every scaler pod.
 
     Each series (one per pod) is turned into increments on its own: a drop is a counter reset
     (the pod restarted from 0, so the new value is the increment); a first sample at `start` is
     the baseline of a series that existed before the window, and a later first sample is the
-    whole spend of a pod born within it. Every pod charges the same decisions, so the spend at a
-    time is the max over pods, never their sum. Taking the max of the raw counters instead
+    whole spend of a pod born within it (`born_within`). That errs safe for spend, which it can
+    only overstate. It must not be read that way for the reactive counter, the denominator of a
+    share budget (`born_within=False`: every first sample is a baseline): when Prometheus keeps
+    less history than the window, every series starts after `start`, and a pod's whole life of
+    reactive hours counted inside the window would let a share spend past its share.
+
+    Every pod charges the same decisions, so the spend at a time is the max over pods, never
+    their sum. Taking the max of the raw counters instead
     (`max by (target)`) would mix baselines: when the leading pod restarts, the max falls to
     another pod's total, and reading that drop as a reset would charge its whole life again.
     An increment is stamped at the sample that shows it, at or after the charge it counts, so
@@ -239,7 +247,7 @@ def spent_per_step(series: Iterable[Samples], *, start: float) -> list[tuple[flo
             if not (math.isfinite(at) and math.isfinite(value)):
                 continue
             if previous is None:
-                step_spend = 0.0 if at <= start + START_SLACK else value
+                step_spend = value if born_within and at > start + START_SLACK else 0.0
             else:
                 step_spend = value - previous if value >= previous else value
             previous = value

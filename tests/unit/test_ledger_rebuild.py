@@ -83,6 +83,18 @@ def test_a_share_ledger_fed_by_both_records_allows_its_share_less_the_spend() ->
     assert ledger.allowance(DAY / 2, 300.0) == 24
 
 
+def test_a_reactive_history_shorter_than_the_window_never_grows_a_share_budget() -> None:
+    # Prometheus kept 6 hours of a day's window: the pod's first sample holds 500 reactive
+    # replica-hours of its whole life, of which only the 20 since that sample are in the window.
+    used = [[(DAY - 6 * 3600.0, 500.0), (DAY - 3600.0, 510.0), (DAY, 520.0)]]
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
+    budget.seed_reactive(ledger, budget.spent_per_step(used, start=0.0, born_within=False))
+    assert ledger.limit(DAY) == pytest.approx(0.1 * 20.0)
+    # the ablation, the spend counter's reading: the pod's whole life inside the window
+    counted = sum(h for _, h in budget.spent_per_step(used, start=0.0))
+    assert counted == pytest.approx(520.0)
+
+
 # ---- strictness after a rebuild, over random histories --------------------------------------
 
 increments = st.lists(st.floats(0.0, 0.5), min_size=1, max_size=40)
