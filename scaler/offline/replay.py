@@ -501,11 +501,13 @@ def summarise(
     if FALLBACK_AT in extra:
         # Episodes and fallback steps in the scored span alone, as the yardstick scores steps:
         # an alarm in the warm-up (a model fitted on its first days) is not one of the
-        # scored weeks'.
+        # scored weeks'. Fallback steps are those with load, as `scored_steps` counts them: a
+        # fallback that spans a gap (a call centre's weekend) decided nothing in it, and
+        # counting the gap's steps put 695 no-data steps into bank_calls' 978.
         fell_back = np.asarray(extra[FALLBACK_AT], dtype=bool)
         begun = fell_back & ~np.concatenate([[False], fell_back[:-1]])
         drift_counts["scored_episodes"] = int((begun & scored).sum())
-        drift_counts["scored_fallback_steps"] = int((fell_back & scored).sum())
+        drift_counts["scored_fallback_steps"] = int((fell_back & scored & np.isfinite(load)).sum())
     return {
         "trace": {
             "start": frame["timestamp"].iloc[0],

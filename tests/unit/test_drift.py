@@ -429,6 +429,24 @@ def test_business_hours_load_raises_under_one_episode_a_week_not_one_each_mornin
     assert episodes() > 2 * weeks
 
 
+def test_fallback_steps_count_the_scored_steps_with_load_not_the_nights_and_weekends_between() -> (
+    None
+):
+    # A fallback that spans a weekend decided nothing in it: its share of the scored steps
+    # must count the steps `scored_steps` counts (with load), or a business-hours trace reads
+    # a 4 % fallback as 15 % (bank_calls: 695 of 978 scored fallback steps had no load).
+    series = business_hours(21)
+    config = replay.ReplayConfig(threshold=40.0, drift=False)
+    frame, extra = replay.simulate(series, config, make=SeasonalBaseline)
+    extra[replay.FALLBACK_AT] = np.ones(len(series), dtype=bool)  # fallback throughout
+    summary = replay.summarise(series, frame, extra, config)
+    scored = summary["trace"]["scored_steps"]
+    assert summary["drift"]["scored_fallback_steps"] == scored
+    # The ablation: every step of the scored span, nights and weekends included.
+    span = len(series) - replay.warmup_steps(series)
+    assert span > 1.5 * scored
+
+
 def test_the_run_test_allows_autocorrelated_errors_longer_runs_below_the_band_than_independent_ones() -> (  # noqa: E501
     None
 ):
