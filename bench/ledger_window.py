@@ -9,8 +9,9 @@ longest window and an hour more) into a real Prometheus (Debian's `prometheus`, 
 integration tests), then, per window, reads every target's two counters the way a fresh
 replica's first refresh does (serving/ledgerreads.py: one `spent_samples_of` range query per
 counter for a batch of up to BATCH targets, at the engine's LEDGER_STEP) and seeds a ledger from
-them (budget.spent_per_step, seed, seed_reactive). Prints the samples read, the wall and CPU
-seconds of the reader and of Prometheus per batch, and scales them to 1,000 targets.
+them (budget.spent_per_step, reactive_per_step, seed, seed_reactive). Prints the samples read,
+the wall and CPU seconds of the reader and of Prometheus per batch, and scales them to 1,000
+targets.
 
 The second table is the pure ledger alone: a target charging 1 replica and recording 10
 reactive every 30 s step (the engine's default) for two windows, then the CPU of one
@@ -90,7 +91,7 @@ def read_once(source: PrometheusSource, url: str, window: float, targets: int) -
     for s in specs:
         ledger = budget.Ledger(budget=0.0, window=window, share=s.prewarm_budget_share)
         budget.seed(ledger, budget.spent_per_step(spent[s.key], start=start))
-        budget.seed_reactive(ledger, budget.spent_per_step(used[s.key], start=start))
+        budget.seed_reactive(ledger, budget.reactive_per_step(used[s.key], start=start))
         ledger.allowance(now, STEP)
     seed_cpu = time.process_time() - began
     samples = sum(len(x) for d in (spent, used) for series in d.values() for x in series)

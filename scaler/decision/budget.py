@@ -27,7 +27,7 @@ at 0. With a cost per replica-hour both sides are priced alike: the share is uni
 A restarted scaler (or a second replica) does not start from an empty window: `spent_per_step`
 turns the samples of the spend counter every replica exports into replica-hours per time, and
 `seed` adds them to a ledger before it makes its own charges (the engine's wiring); the reactive
-replica-hours counter is read back the same way into `seed_reactive`.
+replica-hours counter is read back by `reactive_per_step` into `seed_reactive`.
 """
 
 from __future__ import annotations
@@ -219,19 +219,13 @@ Samples = Sequence[tuple[float, float]]
 """(time, value) samples of one counter series, in time order."""
 
 
-def spent_per_step(
-    series: Iterable[Samples], *, start: float, born_within: bool = True
-) -> list[tuple[float, float]]:
+def spent_per_step(series: Iterable[Samples], *, start: float) -> list[tuple[float, float]]:
     """Replica-hours spent per sample time, from the spend counter of every scaler pod.
 
     Each series (one per pod) is turned into increments on its own: a drop is a counter reset
     (the pod restarted from 0, so the new value is the increment); a first sample at `start` is
     the baseline of a series that existed before the window, and a later first sample is the
-    whole spend of a pod born within it (`born_within`). That errs safe for spend, which it can
-    only overstate. It must not be read that way for the reactive counter, the denominator of a
-    share budget (`born_within=False`: every first sample is a baseline): when Prometheus keeps
-    less history than the window, every series starts after `start`, and a pod's whole life of
-    reactive hours counted inside the window would let a share spend past its share.
+    whole spend of a pod born within it, which errs safe: spend can only be overstated.
 
     Every pod charges the same decisions, so the spend at a time is the max over pods, never
     their sum. Taking the max of the raw counters instead
@@ -240,6 +234,24 @@ def spent_per_step(
     An increment is stamped at the sample that shows it, at or after the charge it counts, so
     it stays in the window at least as long as the charge would have.
     """
+    return _increments(series, start=start, born_within=True)
+
+
+def reactive_per_step(series: Iterable[Samples], *, start: float) -> list[tuple[float, float]]:
+    """Reactive replica-hours per sample time, from the reactive counter of every scaler pod
+    (the denominator of a share budget, for `seed_reactive`): as `spent_per_step`, except that
+    every series' first sample is a baseline. Read as a pod born within the window, a first
+    sample would count that pod's whole life inside it whenever Prometheus keeps less history
+    than the window (every series then starts after `start`), and a share could spend past its
+    share; read as a baseline, a short history can only make the share smaller."""
+    return _increments(series, start=start, born_within=False)
+
+
+def _increments(
+    series: Iterable[Samples], *, start: float, born_within: bool
+) -> list[tuple[float, float]]:
+    """Increments per sample time, the max over series (spent_per_step); `born_within`: a first
+    sample after `start` counts whole, else every first sample is a baseline."""
     spent: dict[float, float] = {}
     for samples in series:
         previous: float | None = None
@@ -269,7 +281,7 @@ def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
 
 
 def seed_reactive(ledger: Ledger, used: Iterable[tuple[float, float]]) -> None:
-    """Add reactive replica-hours recorded elsewhere (`spent_per_step` of the reactive counter)
+    """Add reactive replica-hours recorded elsewhere (`reactive_per_step` of the reactive counter)
     to `ledger`, priced in its units; as `seed`, only what precedes its own first record."""
     first_own = min((first for first, _, _ in ledger.reactive), default=math.inf)
     earlier = [(at, at, ledger.price(hours)) for at, hours in used if at < first_own]

@@ -332,9 +332,7 @@ class Engine:
         )
         spent = budget.spent_per_step(samples, start=start)
         budget.seed(state.ledger, [*spent, (now, reserve)])
-        budget.seed_reactive(  # a first sample is a baseline: the share errs small, not large
-            state.ledger, budget.spent_per_step(used, start=start, born_within=False)
-        )
+        budget.seed_reactive(state.ledger, budget.reactive_per_step(used, start=start))
         state.ledger_known, state.ledger_note = True, None
         logger.info(
             "%s: prewarm ledger rebuilt from %d series: %.4g of %.4g spent in the window, "

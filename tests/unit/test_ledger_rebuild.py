@@ -78,7 +78,7 @@ def test_a_share_ledger_fed_by_both_records_allows_its_share_less_the_spend() ->
     used = [[(0.0, 10.0), (DAY / 2, 40.0)]]  # 30 reactive replica-hours in the window
     spent = [[(0.0, 1.0), (DAY / 2, 2.0)]]  # 1 prewarmed
     budget.seed(ledger, budget.spent_per_step(spent, start=0.0))
-    budget.seed_reactive(ledger, budget.spent_per_step(used, start=0.0))
+    budget.seed_reactive(ledger, budget.reactive_per_step(used, start=0.0))
     assert ledger.remaining(DAY / 2) == pytest.approx(0.1 * 30.0 - 1.0)
     assert ledger.allowance(DAY / 2, 300.0) == 24
 
@@ -88,7 +88,7 @@ def test_a_reactive_history_shorter_than_the_window_never_grows_a_share_budget()
     # replica-hours of its whole life, of which only the 20 since that sample are in the window.
     used = [[(DAY - 6 * 3600.0, 500.0), (DAY - 3600.0, 510.0), (DAY, 520.0)]]
     ledger = budget.Ledger(budget=0.0, window=DAY, share=0.1)
-    budget.seed_reactive(ledger, budget.spent_per_step(used, start=0.0, born_within=False))
+    budget.seed_reactive(ledger, budget.reactive_per_step(used, start=0.0))
     assert ledger.limit(DAY) == pytest.approx(0.1 * 20.0)
     # the ablation, the spend counter's reading: the pod's whole life inside the window
     counted = sum(h for _, h in budget.spent_per_step(used, start=0.0))
