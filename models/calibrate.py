@@ -177,8 +177,13 @@ def pinball(actual: FloatArray, upper: FloatArray, quantile: float) -> float:
     ok = np.isfinite(actual) & np.isfinite(upper)
     if not ok.any():
         return float("nan")
-    diff = actual[ok] - upper[ok]
-    return float(np.maximum(quantile * diff, (quantile - 1) * diff).mean())
+    return float(pinball_terms(actual[ok] - upper[ok], quantile).mean())
+
+
+def pinball_terms(diff: FloatArray, quantile: float) -> FloatArray:
+    """Pinball loss of each `diff` = actual - forecast at `quantile` (NaN stays NaN)."""
+    out: FloatArray = np.maximum(quantile * diff, (quantile - 1) * diff)
+    return out
 
 
 def scores(
@@ -209,8 +214,7 @@ def origin_losses(backtest: Backtest, *, floor: float, quantile: float) -> Float
     if backtest.origins < 4:
         return np.full(backtest.origins, np.nan)
     actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
-    diff = actual - upper
-    loss = np.maximum(quantile * diff, (quantile - 1) * diff)
+    loss = pinball_terms(actual - upper, quantile)
     graded = np.isfinite(loss).sum(axis=1)
     total = np.nansum(loss, axis=1)
     out: FloatArray = np.where(graded > 0, total / np.maximum(graded, 1), np.nan)
@@ -235,8 +239,7 @@ def origin_peak_losses(backtest: Backtest, *, floor: float, quantile: float) -> 
     diff[rows] = np.max(np.where(mask, actual[rows], -np.inf), axis=1) - np.max(
         np.where(mask, upper[rows], -np.inf), axis=1
     )
-    out: FloatArray = np.maximum(quantile * diff, (quantile - 1) * diff)
-    return out
+    return pinball_terms(diff, quantile)
 
 
 def _cross_fitted(
