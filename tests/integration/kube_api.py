@@ -203,14 +203,17 @@ class KubeAPI:
 
     # -- the API -----------------------------------------------------------------------------
 
-    def _record(self, method: str, path: str) -> int | None:
+    def _record(self, method: str, path: str) -> tuple[int | None, int]:
+        """(the injected failure code or None, the watch generation) at the moment the request
+        counts in `requests()`: a watch the test has counted is one `end_watches()` ends."""
         with self._changed:
             self._state.requests.append((method, path))
+            generation = self._state.generation
             for failure in self._state.failures:
                 if failure.count > 0 and failure.method == method and failure.path in path:
                     failure.count -= 1
-                    return failure.code
-        return None
+                    return failure.code, generation
+        return None, generation
 
     def _bump(self, res: Resource, kind: str, obj: dict[str, Any]) -> None:
         """Called with the lock held: a new resourceVersion and a watch event."""
@@ -302,11 +305,13 @@ class KubeAPI:
             "items": items,
         }
 
-    def _watch(self, res: Resource, ns: str, query: dict[str, str]) -> Iterator[dict[str, Any]]:
+    def _watch(
+        self, res: Resource, ns: str, query: dict[str, str], generation: int
+    ) -> Iterator[dict[str, Any]]:
         deadline = time.monotonic() + float(query.get("timeoutSeconds", "30"))
         since = int(query.get("resourceVersion") or 0)
         with self._changed:
-            generation, compacted = self._state.generation, self._state.compacted
+            compacted = self._state.compacted
         if since and since < compacted:
             message = f"too old resource version: {since} ({compacted})"
             yield {"type": "ERROR", "object": _status(410, "Expired", message)}
@@ -356,7 +361,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        injected = self.api._record(method, self.path)
+        injected, generation = self.api._record(method, self.path)
         if injected is not None:
             reason = {409: "Conflict", 404: "NotFound", 403: "Forbidden"}.get(injected, "Internal")
             self._send(injected, _status(injected, reason, f"injected {injected} for the test"))
@@ -370,7 +375,7 @@ class _Handler(BaseHTTPRequestHandler):
         ns, name = match["ns"] or "", match["name"]
         body: dict[str, Any] = json.loads(raw) if raw else {}
         if method == "GET" and name is None and query.get("watch", "").lower() in ("true", "1"):
-            self._stream(self.api._watch(res, ns, query))
+            self._stream(self.api._watch(res, ns, query, generation))
             return
         if method == "GET":
             if name is None:
