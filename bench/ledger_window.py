@@ -117,7 +117,8 @@ def decision_cpu(window: float) -> tuple[int, float]:
     times = [i * STEP for i in range(int(2 * window / STEP))]  # two windows of history
     for t in times:
         ledger.record_reactive(t, 10, STEP)
-    ledger.charges.extend((at, STEP / budget.HOUR) for at in times)
+    for at in times:
+        ledger.charges.add(at, STEP / budget.HOUR)
     t = times[-1] + STEP
     n, began = 200, time.process_time()
     for i in range(n):

@@ -38,6 +38,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from scaler.decision.timesums import TimeSums
+
 HOUR = 3600.0
 EPSILON = 1e-9
 """Slack for float rounding in replica-hour sums; far below one replica-second."""
@@ -61,8 +63,6 @@ floor is charged (the hold past its 5-minute stabilisation too, policy.decide), 
 the bound on GPU-hours itself: 30 % keeps each window within 1.3x of what it ran reactively,
 the issue's GPU-hours goal. Measured across the shared traces in docs/budget.md."""
 
-Records = deque[tuple[float, float]]
-"""(time, amount in budget units) records, oldest first."""
 Spans = deque[tuple[float, float, float]]
 """(first time, last time, amount in budget units) records, oldest first."""
 SPANS_PER_WINDOW = 288
@@ -111,9 +111,9 @@ class Ledger:
     share: float | None = None
     """When set, the budget per window is this share (0 < share <= MAX_SHARE) of the reactive
     replica-hours recorded in the window, and `budget` is not used."""
-    charges: Records = field(default_factory=deque)
-    """(time, amount in budget units) of each charge: spend seeded from the shared record first,
-    then this process's own charges in the order they were made."""
+    charges: TimeSums = field(default_factory=TimeSums)
+    """(time, amount in budget units) of each charge, in time order: spend seeded from the
+    shared record and this process's own charges."""
     reactive: Spans = field(default_factory=deque)
     """(first, last time, amount in budget units) of the reactive replicas of the steps in each
     span, seeded first. A span counts only where it lies wholly in the window asked about."""
@@ -123,7 +123,7 @@ class Ledger:
     def spent(self, now: float) -> float:
         """Budget units charged within one window either side of `now`."""
         self._advance(now)
-        return sum(amount for at, amount in self.charges if abs(at - now) < self.window)
+        return self.charges.total_between(now - self.window, now + self.window)
 
     def limit(self, now: float) -> float:
         """The budget at `now` in budget units: `budget`, or `share` of the reactive hours
@@ -168,7 +168,7 @@ class Ledger:
                 f"prewarm of {replicas} replicas for {step}s at {now} exceeds the remaining "
                 f"budget of {self.remaining(now):.6g}; ask for at most allowance() replicas"
             )
-        self.charges.append((now, amount))
+        self.charges.add(now, amount)
         return replicas * step / HOUR
 
     def record_reactive(self, now: float, replicas: int, step: float) -> float:
@@ -206,8 +206,7 @@ class Ledger:
             return
         self.newest = max(self.newest, now)
         horizon = self.newest - 2 * self.window
-        if self.charges and any(at <= horizon for at, _ in self.charges):
-            self.charges = deque(c for c in self.charges if c[0] > horizon)
+        self.charges.drop_through(horizon)
         if self.reactive and self.reactive[0][0] <= horizon:
             self.reactive = deque(r for r in self.reactive if r[0] > horizon)
 
@@ -275,9 +274,9 @@ def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
     own charges are the record, and nothing is counted twice. Call it once per ledger (the
     engine calls it before the first charge, so all of the counter's history is taken).
     """
-    first_own = min((at for at, _ in ledger.charges), default=math.inf)
+    first_own = ledger.charges.first_time()
     earlier = [(at, ledger.price(hours)) for at, hours in spent if at < first_own]
-    ledger.charges = deque([*sorted(earlier), *ledger.charges])
+    ledger.charges = TimeSums([*earlier, *ledger.charges])
 
 
 def seed_reactive(ledger: Ledger, used: Iterable[tuple[float, float]]) -> None:

@@ -1,0 +1,76 @@
+"""Timed amounts kept in time order with running totals, so the total over any open time
+interval costs two binary searches instead of a pass over every record. Pure: no clock, no I/O.
+
+The ledger (decision.budget) asks for its window's spend several times per target and step; a
+day of 30-second charges is 2,880 records, and summing them on every call made the ledger most
+of a replay's CPU (docs/benchmark.md, `bench/ledger_window.py`). Appends in time order (the
+common case) are O(1); a record older than the newest (a clock that jumped back) is inserted in
+its place in O(n), which is rare and keeps the order every query relies on.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
+
+COMPACT_AFTER = 1024
+"""Dropped records kept in the lists until there are this many and they are half of them."""
+
+
+class TimeSums:
+    """(time, amount) records in time order, with the total over any open interval of time."""
+
+    def __init__(self, records: Iterable[tuple[float, float]] = ()) -> None:
+        self._times: list[float] = []
+        self._amounts: list[float] = []
+        self._totals: list[float] = [0.0]
+        """_totals[i]: the amounts of the records before index i, dropped ones included."""
+        self._head = 0
+        """Index of the oldest record kept; the ones before it were dropped."""
+        self._fill(records)
+
+    def _fill(self, records: Iterable[tuple[float, float]]) -> None:
+        for at, amount in sorted(records, key=lambda record: record[0]):
+            self.add(at, amount)
+
+    def add(self, at: float, amount: float) -> None:
+        """Keep `amount` stamped at `at` (finite: an unordered time could not be found again)."""
+        if not (math.isfinite(at) and math.isfinite(amount)):
+            raise ValueError(f"a record needs a finite time and amount, got ({at}, {amount})")
+        if len(self) == 0 or at >= self._times[-1]:
+            self._times.append(at)
+            self._amounts.append(amount)
+            self._totals.append(self._totals[-1] + amount)
+            return
+        index = bisect_right(self._times, at, lo=self._head)
+        self._times.insert(index, at)
+        self._amounts.insert(index, amount)
+        del self._totals[index + 1 :]
+        for value in self._amounts[index:]:
+            self._totals.append(self._totals[-1] + value)
+
+    def total_between(self, start: float, end: float) -> float:
+        """The amounts stamped strictly after `start` and strictly before `end`."""
+        first = bisect_right(self._times, start, lo=self._head)
+        stop = bisect_left(self._times, end, lo=first)
+        return self._totals[stop] - self._totals[first] if stop > first else 0.0
+
+    def drop_through(self, horizon: float) -> None:
+        """Forget every record stamped at or before `horizon`."""
+        self._head = bisect_right(self._times, horizon, lo=self._head)
+        if self._head >= COMPACT_AFTER and 2 * self._head >= len(self._times):
+            kept = list(self)
+            self._times, self._amounts, self._totals, self._head = [], [], [0.0], 0
+            self._fill(kept)  # the same records, their totals rebased to 0
+
+    def first_time(self) -> float:
+        """The oldest time kept, inf when there is none."""
+        return self._times[self._head] if len(self) else math.inf
+
+    def __len__(self) -> int:
+        return len(self._times) - self._head
+
+    def __iter__(self) -> Iterator[tuple[float, float]]:
+        """(time, amount) of every record kept, oldest first."""
+        return zip(self._times[self._head :], self._amounts[self._head :], strict=True)
