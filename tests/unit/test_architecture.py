@@ -33,6 +33,7 @@ CONFINED = {
 PURE = [
     "scaler/decision/policy.py",
     "scaler/decision/budget.py",
+    "scaler/decision/timesums.py",
     "scaler/decision/drift.py",
     "scaler/decision/unrecorded.py",
     "scaler/decision/margin.py",
