@@ -10,8 +10,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from scaler import cli
 from scaler.decision import promises
-from scaler.offline import replay
+from scaler.offline import backtest_cli, replay
 from tests.unit.test_replay import trace
 
 MINUTE, BUCKET = 60.0, 300.0
@@ -89,3 +90,13 @@ def test_keeping_promises_releases_fewer_replicas_and_stays_within_the_share_bud
     assert ours["prewarm"]["replica_hours"] > theirs["prewarm"]["replica_hours"]
     for result in both:
         assert 0 < result.summary["policy"]["prewarm"]["max_window_share"] <= SHARE + 1e-9
+
+
+def test_the_backtest_flag_turns_promises_on_and_they_are_off_by_default() -> None:
+    def config(*flags: str) -> replay.ReplayConfig:
+        args = cli.build_parser().parse_args(["backtest", "t.csv", "--out", "o", *flags])
+        return backtest_cli.replay_config(args, backtest_cli.config_from(args), 1.0)
+
+    assert config("--keep-promises").keep_promises
+    assert not config().keep_promises
+    assert not replay.ReplayConfig(threshold=1.0).keep_promises
