@@ -25,7 +25,9 @@ forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no dr
 - `gated_level`: the level only while the median lags the load (decision.levelgate);
 - `linear`: the quantile sliding over the whole budget instead of its last half;
 - `rises`: insurance above the median only where the median needs a replica above the reactive
-  floor (`insure_rises_only`, policy.rise_quantile).
+  floor (`insure_rises_only`, policy.rise_quantile);
+- `promises`: every decision keeps what the decisions of the last cold start bought for the
+  steps still ahead of it (`keep_promises`, decision.promises).
 Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
 reactive / prewarm replica-hours / the costliest window's spend as a share of its reactive
 hours (the variant's own window) / the same over any rolling day, per variant. A benchmark, not
@@ -74,6 +76,7 @@ VARIANTS = {
     "hit_level": {"level_points": 1, "level_hit_gate": "top"},
     "hit_mean_level": {"level_points": 1, "level_hit_gate": "mean"},
     "hit_or_lag": {"level_points": 1, "level_hit_gate": "top", "level_gate": True},
+    "promises": {"keep_promises": True},
 }
 
 

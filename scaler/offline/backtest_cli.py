@@ -168,6 +168,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "it (offline only; docs/policy.md says why it is not the default)",
     )
     policy_flags.add_argument(
+        "--keep-promises",
+        action="store_true",
+        help="experiment: keep what the decisions of the last cold start bought for the steps "
+        "still ahead, so a fresher, lower forecast does not release them (offline only; "
+        "docs/policy.md says why it is not the default)",
+    )
+    policy_flags.add_argument(
         "--allocation",
         choices=replay.ALLOCATIONS,
         default=replay.ReplayConfig.allocation,
@@ -347,6 +354,7 @@ def replay_config(
         drift_run_test=not args.no_run_test,
         drop_margin=args.drop_margin,
         insure_lead_time_only=args.insure_lead_time_only,
+        keep_promises=args.keep_promises,
         allocation=args.allocation,
         insurance=args.insurance,
         level_gate=args.level_gate,

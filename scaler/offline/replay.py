@@ -37,6 +37,7 @@ from scaler.decision import (
     levelhits,
     margin,
     policy,
+    promises,
     resolution,
 )
 from scaler.errors import ConfigError
@@ -138,6 +139,12 @@ class ReplayConfig:
     """Insure above the median only where the median forecast needs a replica above the
     reactive floor (policy.rise_quantile); False insures at the affordable quantile everywhere
     (the default). Offline only: docs/policy.md "Insuring expected rises only"."""
+    keep_promises: bool = False
+    """Keep, at every decision, what the decisions of the last cold start bought for the steps
+    still ahead of it (decision.promises): a fresher forecast whose band sits lower does not
+    release replicas asked for a step they can no longer come back for. False (the default):
+    each decision reads its own forecast only. Offline only: docs/policy.md "Keeping what was
+    bought for the cold start"."""
     allocation: str = "quantile"
     """How prewarm spends the budget: "quantile" (the affordable quantile's peak, sliding from
     the P95 to the median as the budget runs out), or an experiment of decision.allocation
@@ -198,6 +205,8 @@ def simulate(
     floor = policy.floor_samples(config.lead_time, step)
     free = policy.free_samples(config.lead_time, step) if config.charge_hold else floor
     limits = config.limits()
+    k = yardstick.cold_start_steps(config.lead_time, step)
+    promised = promises.Promises(k)
     ledger = budget.Ledger(
         budget=config.budget,
         window=config.budget_window,
@@ -307,6 +316,7 @@ def simulate(
         base = policy.floor_load(load[max(0, t - free) : t].tolist())
         hold_load = policy.floor_load(load[max(0, t - floor) : t].tolist())
         peak = level = insured = None
+        path = None
         if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
                 config.quantile,
@@ -341,6 +351,13 @@ def simulate(
                 if config.insure_lead_time_only
                 else ahead,
             )
+            if config.keep_promises:
+                path = promises.step_path(
+                    upper, made_at=made_at, model_step=coarse.step, now=now, step=step, steps=k + 1
+                )
+                owed = promised.owed(t)
+                if peak is not None and owed is not None:
+                    peak = max(peak, owed)
             if config.allocation != "quantile":
                 peak = _allocated_peak(
                     lambda q: band.upper(p50, q),  # noqa: B023 (called right here)
@@ -362,6 +379,8 @@ def simulate(
             held_load=hold_load if config.charge_hold else None,
             level_load=level,
         )
+        if path is not None and fallback is None:
+            promised.promise(t, path, granted=decision.desired * config.threshold)
         if config.level_hit_gate:
             hits.record_decision(
                 now,
@@ -391,7 +410,6 @@ def simulate(
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)
         desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired
         reasons.append(decision.reason.value)
-    k = yardstick.cold_start_steps(config.lead_time, step)
     frame = pd.DataFrame(
         {
             "timestamp": pd.to_datetime(series.times().tolist(), unit="s").strftime(
