@@ -19,6 +19,9 @@ forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no dr
 - `lvl2`: the level insured at the widest band of the first two points instead of one;
 - `free_hold`: the same with the lead time's hold free (`charge_hold=False`, the old rule);
 - `insured`: the same, the P95 only over the lead time (`insure_lead_time_only`);
+- `insured_sliding`: the whole look-ahead at the P95 while the budget affords it, only the
+  lead time at the slid quantile once it slides, the median past it
+  (`insure_horizon_while_comfortable`, policy.insures_horizon);
 - `marginal`: decision.allocation (the replicas that cover the most steps per replica-hour);
 - `full`: the P95 whatever the budget left, the allowance alone stopping it (cost-ordered,
   `insurance="full"`, `scaler backtest --insurance full`); `full_level`: with the level too;
@@ -64,6 +67,7 @@ VARIANTS = {
     "level": {"level_points": 1},
     "free_hold": {"allocation": "quantile", "charge_hold": False},
     "insured": {"allocation": "quantile", "insure_lead_time_only": True},
+    "insured_sliding": {"insure_horizon_while_comfortable": True},
     "marginal": {"allocation": "marginal"},
     "lvl2": {"level_points": 2},
     "marginal_lookahead": {"allocation": "marginal_lookahead"},

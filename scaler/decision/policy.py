@@ -31,7 +31,9 @@ desired is never below reactive (unless maxReplicas says so): a forecast may add
 never take away capacity that current load needs. The affordable quantile is the calibrated one
 (P95) while the budget is comfortable, sliding to the median as the window's budget runs out.
 `insured_peak` (insure only the lead time, the median past it) is an offline experiment
-(`scaler backtest --insure-lead-time-only`), not the default: docs/policy.md has the ablation.
+(`scaler backtest --insure-lead-time-only`), not the default: docs/policy.md has the ablation;
+so is insuring the horizon only while the budget is comfortable (`insures_horizon`,
+`scaler backtest --insure-horizon-while-comfortable`).
 """
 
 from __future__ import annotations
@@ -158,16 +160,35 @@ def affordable_quantile(
     budget is comfortable. With `insurance` FULL the calibrated quantile is read while anything
     is left (the allowance alone caps what is bought); with LINEAR it slides over the whole
     budget; the median when nothing is left, or when the budget is not finite."""
-    budget_left = remaining / budget if budget > 0 else 0.0
-    if not (math.isfinite(budget_left) and math.isfinite(quantile)):
+    share = insured_share(remaining=remaining, budget=budget, insurance=insurance)
+    if not (math.isfinite(share) and math.isfinite(quantile)):
         return MEDIAN
+    return MEDIAN + (min(max(quantile, MEDIAN), 1.0) - MEDIAN) * share
+
+
+def insured_share(*, remaining: float, budget: float, insurance: str = SLIDE) -> float:
+    """How much of the calibrated band above the median the budget affords under `insurance`
+    (affordable_quantile's rule): 1 while the budget is comfortable, falling to 0 as it runs
+    out; NaN when the budget left is not finite (the median is read)."""
+    budget_left = remaining / budget if budget > 0 else 0.0
+    if not math.isfinite(budget_left):
+        return math.nan
     if insurance not in INSURANCE:
         raise ValueError(f"insurance {insurance!r}: use one of {', '.join(INSURANCE)}")
     if insurance == FULL:
-        share = float(budget_left > 0)
-    else:
-        share = min(max(budget_left / FULL_FROM[insurance], 0.0), 1.0)
-    return MEDIAN + (min(max(quantile, MEDIAN), 1.0) - MEDIAN) * share
+        return float(budget_left > 0)
+    return min(max(budget_left / FULL_FROM[insurance], 0.0), 1.0)
+
+
+def insures_horizon(*, remaining: float, budget: float, insurance: str = SLIDE) -> bool:
+    """Whether the horizon past the lead time is insured too (the sliding insured peak, an
+    experiment): while the budget affords the full calibrated quantile (at least
+    FULL_INSURANCE_LEFT of the window's budget unspent, under the default rule) the look-ahead
+    is read whole at it, as the default does; once the quantile slides, only the lead time is
+    insured (insured_peak) and the horizon past it is read at the median. A comfortable budget
+    is spent on the rises the horizon may hold; a binding one is kept for the lead time, where
+    a miss cannot be repaired by a later decision."""
+    return insured_share(remaining=remaining, budget=budget, insurance=insurance) >= 1.0
 
 
 def rise_quantile(

@@ -175,6 +175,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "docs/policy.md says why it is not the default)",
     )
     policy_flags.add_argument(
+        "--insure-horizon-while-comfortable",
+        action="store_true",
+        help="experiment: insure the horizon past the lead time only while the budget affords "
+        "the full quantile, the median past the lead time once it slides (offline only)",
+    )
+    policy_flags.add_argument(
         "--allocation",
         choices=replay.ALLOCATIONS,
         default=replay.ReplayConfig.allocation,
@@ -355,6 +361,7 @@ def replay_config(
         drop_margin=args.drop_margin,
         insure_lead_time_only=args.insure_lead_time_only,
         keep_promises=args.keep_promises,
+        insure_horizon_while_comfortable=args.insure_horizon_while_comfortable,
         allocation=args.allocation,
         insurance=args.insurance,
         level_gate=args.level_gate,

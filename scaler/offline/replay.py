@@ -114,6 +114,11 @@ class ReplayConfig:
     """Read only the lead time at the insured quantile and the horizon past it at the median
     (policy.insured_peak). An experiment, not the default: it helped llm_serving and lost on
     mongodb_rps and on every kind of synthetic load (docs/policy.md)."""
+    insure_horizon_while_comfortable: bool = False
+    """Read the whole look-ahead at the affordable quantile while it is the full calibrated one
+    (the default's rule), and once it slides only the lead time at it, the horizon past it at
+    the median (policy.insures_horizon, policy.insured_peak). An experiment, off by default:
+    docs/policy.md "Insuring the horizon while the budget is comfortable"."""
     level_points: int = 0
     """Forecast points whose calibrated band insures the load's level, the reactive floor
     (policy.level_ratio, reason level); 0, the default, insures nothing. An experiment, not the
@@ -342,13 +347,21 @@ def simulate(
                 level = None if config.level_gate and not lagging else insured
                 if config.level_hit_gate:  # with level_gate too: either gate buys it
                     level = insured if config.level_gate and lagging else hits.level_load(insured)
+            lead_only = config.insure_lead_time_only or (
+                config.insure_horizon_while_comfortable
+                and not policy.insures_horizon(
+                    remaining=ledger.remaining(now),
+                    budget=ledger.limit(now),
+                    insurance=config.insurance,
+                )
+            )
             peak = policy.insured_peak(
                 upper,
                 band.upper(p50, min(quantile, policy.MEDIAN)),
                 insured_points=resolution.lookahead_points(
                     made_at, coarse.step, now=now, lookahead=config.lead_time
                 )
-                if config.insure_lead_time_only
+                if lead_only
                 else ahead,
             )
             if config.keep_promises:
