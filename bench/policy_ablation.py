@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
-        [--drift] [--limit 56d]
+        [--drift] [--limit 56d] [--pool-phases]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
 `prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows
@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import synthetic
 
-from models import fitcache, walkforward
+from models import fitcache, seasonal, walkforward
 from models.base import DAY, Series
 from scaler.decision import budget
 from scaler.decision.spec import duration_arg
@@ -175,7 +175,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="replay each trace's warm-up and this span after it (e.g. 56d)",
     )
+    p.add_argument(
+        "--pool-phases",
+        action="store_true",
+        help="forecast with the seasonal profile pooling neighbouring phases "
+        "(models/seasonal.py POOL_PHASES; a forecast change: compare two runs, with and without)",
+    )
     args = p.parse_args(argv)
+    seasonal.POOL_PHASES = args.pool_phases
     amount, share = budget.parse_budget(args.budget)
     names = args.variants.split(",")
     print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")
