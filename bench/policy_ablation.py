@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import synthetic
 
-from models import fitcache, seasonal, walkforward
+from models import fitcache, select, walkforward
 from models.base import DAY, Series
 from scaler.decision import budget
 from scaler.decision.spec import duration_arg
@@ -178,11 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--pool-phases",
         action="store_true",
-        help="forecast with the seasonal profile pooling neighbouring phases "
-        "(models/seasonal.py POOL_PHASES; a forecast change: compare two runs, with and without)",
+        help="model auto also grades the seasonal profile that pools neighbouring phases "
+        "(models/select.py POOLED_CANDIDATE; a forecast change: two runs, with and without)",
     )
     args = p.parse_args(argv)
-    seasonal.POOL_PHASES = args.pool_phases
+    select.POOLED_CANDIDATE = args.pool_phases
     amount, share = budget.parse_budget(args.budget)
     names = args.variants.split(",")
     print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models import calibrate, catalog, fitcache, prophet, seasonal, select
+from models import calibrate, catalog, fitcache, prophet, select
 from models.base import Series
 from scaler.decision import budget, countries, policy, resolution
 from scaler.decision.spec import duration_arg
@@ -226,8 +226,8 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     p.add_argument(
         "--pool-phases",
         action="store_true",
-        help="experiment: the seasonal profile's median may pool neighbouring phases, as many "
-        "as a leave-one-cycle-out backtest picks (models/seasonal.py POOL_PHASES)",
+        help="experiment: model auto also grades the seasonal profile that pools neighbouring "
+        "phases, kept only where it wins (models/select.py POOLED_CANDIDATE)",
     )
     p.add_argument(
         "--no-peak-guard",
@@ -270,7 +270,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     if args.exact_prophet:
         prophet.exact()
     select.PEAK_GUARD = not args.no_peak_guard
-    seasonal.POOL_PHASES = args.pool_phases
+    select.POOLED_CANDIDATE = args.pool_phases
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 
