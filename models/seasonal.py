@@ -206,9 +206,10 @@ def pool_width(tail: FloatArray, *, window: int) -> int:
 def _held_out_error(tail: FloatArray, c: int, width: int, *, window: int) -> float:
     """Sum of |actual - forecast| over cycle `c`, forecast one step ahead by the profile of the
     other cycles times the level of the `window` points before (missing ones skipped)."""
-    profile = _fill_gaps(pooled_median(np.delete(tail, c, axis=0), width))
-    if np.isnan(profile).any():
+    rest = pooled_median(np.delete(tail, c, axis=0), width)
+    if np.isnan(rest).all():  # the other cycles are all missing: nothing to learn from
         return 0.0
+    profile = _fill_gaps(rest)
     seen = tail[c]
     ok = np.isfinite(seen)
     floor = max(float(np.abs(profile).mean()) * 0.05, 1e-9)
