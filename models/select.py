@@ -78,8 +78,7 @@ def fit_best(
     candidates: tuple[str, ...] | None = None,
 ) -> CalibratedModel:
     """Fit each candidate (default: catalog.CANDIDATES, and the pooled seasonal profile with
-    POOLED_CANDIDATE, which may only replace the per-phase one) and keep the best (see the
-    module docstring). Its `scores` also hold
+    POOLED_CANDIDATE) and keep the best (see the module docstring). Its `scores` also hold
     every candidate's pinball loss as `pinball.<kind>`. FitError only when none fits."""
     if candidates is None:
         candidates = catalog.CANDIDATES + (("pooled",) if POOLED_CANDIDATE else ())
@@ -97,10 +96,7 @@ def fit_best(
         fitted.append(combined)
     found = pooled(fitted, history, steps=steps)
     paths, peaks = found if found else (None, None)
-    guard = peaks if PEAK_GUARD else None
-    best = choose([m for m in fitted if m.kind not in catalog.CHALLENGERS], paths, guard)
-    if best.kind == "seasonal":  # its pooled profile may replace it, by the same rule
-        best = choose([best, *(m for m in fitted if m.kind == "pooled")], paths, guard)
+    best = choose(fitted, paths, peaks if PEAK_GUARD else None)
     for model in fitted:
         if math.isfinite(_loss(model)):
             best.scores[f"pinball.{model.kind}"] = _loss(model)
@@ -114,11 +110,8 @@ def fit_best(
 
 POOLED_CANDIDATE = False
 """Also grade the seasonal baseline whose profile pools neighbouring phases (models.seasonal
-PooledSeasonal); when the per-phase seasonal baseline is chosen, the pooled one replaces it if
-it beats it by the same rule (2 % margin, sign test, peak guard). Never a member of the median,
-never a challenger of the other models: as one more candidate among all, it won ties against
-Prophet as the cheaper model and lost synthetic holidays 0.02 of frontier ratio and twitter 4 %
-of pinball (docs/forecasting.md). Off by default: an experiment
+PooledSeasonal), a challenger of the per-phase one under the same rule (2 % margin, sign test,
+peak guard), never a member of the median. Off by default: an experiment
 (`scaler backtest --pool-phases`; docs/forecasting.md "A profile that pools neighbouring
 phases")."""
 
