@@ -110,8 +110,9 @@ def fit_best(
 
 POOLED_CANDIDATE = False
 """Also grade the seasonal baseline whose profile pools neighbouring phases (models.seasonal
-PooledSeasonal), a challenger of the per-phase one under the same rule (2 % margin, sign test,
-peak guard), never a member of the median. Off by default: an experiment
+PooledSeasonal) as one more candidate under the same rule (2 % margin, sign test, peak guard;
+as cheap as the per-phase one, so it wins ties against costlier models), never a member of the
+median. Off by default: an experiment
 (`scaler backtest --pool-phases`; docs/forecasting.md "A profile that pools neighbouring
 phases")."""
 
