@@ -166,11 +166,12 @@ class SeasonalBaseline:
 
 class PooledSeasonal(SeasonalBaseline):
     """The seasonal baseline whose profile's median pools neighbouring phases, as many as a
-    leave-one-cycle-out backtest of its cycles picks (`pool_width`): a challenger of the
-    per-phase median in `model: auto` (models/select.py POOLED_CANDIDATE, off by default), kept
-    only where the calibration backtest says it forecasts better. On nasa's 5-minute peaks the
-    median of 2-4 cycles per phase is mostly noise (the p50 jumps 0.16 in log from one step to
-    the next, the level 0.03), which the calibrated band then inflates."""
+    leave-one-cycle-out backtest of its cycles picks (`pool_width`): one more candidate of
+    `model: auto` (models/select.py POOLED_CANDIDATE, off by default), kept only where the
+    selection rule picks it. On nasa's 5-minute peaks the median of 2-4 cycles per phase is
+    mostly noise (the P50's log changes 0.16 from one step to the next, its level's 0.03),
+    which the calibrated band then inflates (docs/forecasting.md "Does the level chase
+    spikes?")."""
 
     kind: ClassVar[str] = "pooled"
     pool: ClassVar[bool] = True
