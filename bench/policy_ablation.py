@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
-        [--drift] [--limit 56d]
+        [--drift] [--limit 56d] [--pool-phases]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
 `prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows
@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import synthetic
 
-from models import fitcache, walkforward
+from models import fitcache, select, walkforward
 from models.base import DAY, Series
 from scaler.decision import budget
 from scaler.decision.spec import duration_arg
@@ -182,7 +182,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="replay each trace's warm-up and this span after it (e.g. 56d)",
     )
+    p.add_argument(
+        "--pool-phases",
+        action="store_true",
+        help="model auto also grades the seasonal profile that pools neighbouring phases "
+        "(models/select.py POOLED_CANDIDATE; a forecast change: two runs, with and without)",
+    )
     args = p.parse_args(argv)
+    select.POOLED_CANDIDATE = args.pool_phases
     amount, share = budget.parse_budget(args.budget)
     names = args.variants.split(",")
     print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")

@@ -33,6 +33,8 @@ LEVEL_CLIP = (0.25, 4.0)
 """Bounds of the multiplicative level correction, so one odd hour cannot blow the forecast up."""
 OFFSET_FRACTION = 0.05
 """log(load + offset) for the model's own interval; offset = this fraction of the mean load."""
+POOL_WIDTHS = (0, 1, 2)
+"""Neighbours on each side the median may pool: 0 is the per-phase median."""
 
 __all__ = ["SeasonalBaseline", "season_for"]
 
@@ -42,6 +44,8 @@ class SeasonalBaseline:
 
     kind: ClassVar[str] = "seasonal"
     cost: ClassVar[int] = 1
+    pool: ClassVar[bool] = False
+    """Whether the profile's median may pool neighbouring phases (`PooledSeasonal`)."""
 
     def __init__(self) -> None:
         self.period = 0.0
@@ -57,9 +61,9 @@ class SeasonalBaseline:
         n = round(period / history.step)
         cycles = max(1, min(MAX_CYCLES, len(history) // n))
         tail = history.values[-cycles * n :].reshape(cycles, n)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN phases are filled below
-            profile = np.nanmedian(tail, axis=0)
+        profile = pooled_median(
+            tail, pool_width(tail, window=_level_points(history.step)) if self.pool else 0
+        )
         if np.isnan(profile).all():
             raise FitError("history has no observed values in its last cycles")
         self.period = period
@@ -158,6 +162,71 @@ class SeasonalBaseline:
         if not np.isfinite(model.profile).all():
             raise ArtefactError("seasonal artefact: profile holds NaN or inf")
         return model
+
+
+class PooledSeasonal(SeasonalBaseline):
+    """The seasonal baseline whose profile's median pools neighbouring phases, as many as a
+    leave-one-cycle-out backtest of its cycles picks (`pool_width`): one more candidate of
+    `model: auto` (models/select.py POOLED_CANDIDATE, off by default), kept only where the
+    selection rule picks it. On nasa's 5-minute peaks the median of 2-4 cycles per phase is
+    mostly noise (the P50's log changes 0.16 from one step to the next, its level's 0.03),
+    which the calibrated band then inflates (docs/forecasting.md "Does the level chase
+    spikes?")."""
+
+    kind: ClassVar[str] = "pooled"
+    pool: ClassVar[bool] = True
+
+
+def pooled_median(tail: FloatArray, width: int) -> FloatArray:
+    """Median of each phase over the cycles (rows of `tail`) and `width` neighbouring phases on
+    each side, circularly (the cycle wraps); width 0 is the per-phase median, bit for bit."""
+    if width > 0:
+        tail = np.concatenate([np.roll(tail, s, axis=1) for s in range(-width, width + 1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN phases are filled by the caller
+        out: FloatArray = np.nanmedian(tail, axis=0)
+    return out
+
+
+def pool_width(tail: FloatArray, *, window: int) -> int:
+    """The width (of POOL_WIDTHS) whose profile, made from the other cycles, best forecasts
+    each held-out cycle one step ahead as `predict` does (times the level of the `window`
+    points before; mean absolute error, leave one cycle out, ties to the narrower): with few
+    cycles of noisy load a phase's median is mostly noise and its neighbours help; on a sharp
+    ramp or a spike at a fixed minute they blur it, and the cycles say so. One cycle: 0."""
+    cycles = tail.shape[0]
+    if cycles < 2:
+        return 0
+    errors = [
+        sum(_held_out_error(tail, c, width, window=window) for c in range(cycles))
+        for width in POOL_WIDTHS
+    ]
+    return POOL_WIDTHS[int(np.argmin(errors))]
+
+
+def _held_out_error(tail: FloatArray, c: int, width: int, *, window: int) -> float:
+    """Sum of |actual - forecast| over cycle `c`, forecast one step ahead by the profile of the
+    other cycles times the level of the `window` points before (missing ones skipped)."""
+    rest = pooled_median(np.delete(tail, c, axis=0), width)
+    if np.isnan(rest).all():  # the other cycles are all missing: nothing to learn from
+        return 0.0
+    profile = _fill_gaps(rest)
+    seen = tail[c]
+    ok = np.isfinite(seen)
+    floor = max(float(np.abs(profile).mean()) * 0.05, 1e-9)
+    sums = np.concatenate([[0.0], np.cumsum(np.where(ok, seen + floor, 0.0))])
+    expected = np.concatenate([[0.0], np.cumsum(np.where(ok, profile + floor, 0.0))])
+    i = np.arange(window, seen.size)  # forecast for point i from points i - window .. i - 1
+    level = np.clip(
+        (sums[i] - sums[i - window]) / (expected[i] - expected[i - window] + 1e-12), *LEVEL_CLIP
+    )
+    miss = np.abs(seen[i] - profile[i] * level)
+    return float(miss[np.isfinite(miss)].sum())
+
+
+def _level_points(step: float) -> int:
+    """Points in the level window at `step`."""
+    return max(1, round(LEVEL_WINDOW / step))
 
 
 def _fill_gaps(profile: FloatArray) -> FloatArray:

@@ -75,10 +75,13 @@ def fit_best(
     *,
     steps: int,
     quantile: float = 0.95,
-    candidates: tuple[str, ...] = catalog.CANDIDATES,
+    candidates: tuple[str, ...] | None = None,
 ) -> CalibratedModel:
-    """Fit each candidate and keep the best (see the module docstring). Its `scores` also hold
+    """Fit each candidate (default: catalog.CANDIDATES, and the pooled seasonal profile with
+    POOLED_CANDIDATE) and keep the best (see the module docstring). Its `scores` also hold
     every candidate's pinball loss as `pinball.<kind>`. FitError only when none fits."""
+    if candidates is None:
+        candidates = catalog.CANDIDATES + (("pooled",) if POOLED_CANDIDATE else ())
     fitted: list[CalibratedModel] = []
     failures: list[str] = []
     for kind in sorted(candidates, key=lambda k: catalog.adapter(k).cost):
@@ -104,6 +107,13 @@ def fit_best(
     )
     return best
 
+
+POOLED_CANDIDATE = False
+"""Also grade the seasonal baseline whose profile pools neighbouring phases (models.seasonal
+PooledSeasonal) as one more candidate under the same rule (2 % margin, sign test, peak guard;
+as cheap as the per-phase one, so it wins ties against costlier models), never a member of the
+median. Off by default: an experiment (`scaler backtest --pool-phases`; docs/forecasting.md
+"Does the level chase spikes?": nasa 0.52 -> 0.47, synthetic holidays 0.226 -> 0.245)."""
 
 PEAK_GUARD = True
 """A costlier model must also not lose on the peak the decision buys (origin_peak_losses, by
@@ -131,7 +141,7 @@ def pooled(
     origin_peak_losses); None unless every model has both windows on the same origins."""
     earlier: dict[str, Backtest] = {}
     for model in models:
-        if model.kind in catalog.CANDIDATES:
+        if model.kind in catalog.CANDIDATES + catalog.CHALLENGERS:
             found = folds.earlier_backtest(
                 catalog.adapter(model.kind), history, steps=steps, warm=model.model
             )
@@ -140,7 +150,9 @@ def pooled(
             earlier[model.kind] = found
     if len({b.p50.shape for b in earlier.values()}) != 1:
         return None
-    members = [earlier[m.kind] for m in models if m.kind in earlier]
+    members = [
+        earlier[m.kind] for m in models if m.kind in catalog.CANDIDATES and m.kind in earlier
+    ]
     before: dict[str, Backtest] = {}
     for model in models:
         if model.kind in earlier:

@@ -237,6 +237,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "before the quick fit (models/prophet.py TOL_REL_GRAD; docs/benchmark.md Retrain)",
     )
     p.add_argument(
+        "--pool-phases",
+        action="store_true",
+        help="experiment: model auto also grades the seasonal profile that pools neighbouring "
+        "phases, kept only where it wins (models/select.py POOLED_CANDIDATE)",
+    )
+    p.add_argument(
         "--no-peak-guard",
         action="store_true",
         help="ablation: model auto picks by the forecast path's pinball loss alone, even a "
@@ -277,6 +283,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     if args.exact_prophet:
         prophet.exact()
     select.PEAK_GUARD = not args.no_peak_guard
+    select.POOLED_CANDIDATE = args.pool_phases
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 
