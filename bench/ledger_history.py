@@ -7,7 +7,8 @@ backfill with promtool.
 Each pod has run since `end - span` and charged the same decisions (replicas agree), so each of
 its counters grows at a constant rate from 0: `reactive` replicas and `prewarm` of them above
 reactive, in replica-hours. Used by bench/ledger_window.py and bench/replicas.py
-`--ledger-history`. Must not: start Prometheus or read anything.
+`--ledger-history`, which also counts what a replica's log says of its ledgers (`log_counts`).
+Must not: start Prometheus or read anything.
 """
 
 from __future__ import annotations
@@ -52,4 +53,25 @@ def counters(
             out.append(
                 CounterSeries("scaler_prewarm_replica_hours", labels, times, prewarm * hours)
             )
+    return out
+
+
+LOGGED = {
+    "read": "prewarm ledger rebuilt",
+    "unknown": "prewarm budget unknown",
+    "deadline": "refresh took longer than",
+}
+"""What the engine logs (serving/engine.py) when a target's ledger is rebuilt, when its read
+failed (the target decides reactive, budget_unknown, and retries each step), and when a refresh
+ran past its deadline (no decision that step)."""
+
+
+def log_counts(lines: list[str]) -> dict[str, int]:
+    """How many of a replica's log `lines` say each of LOGGED, before the warm-up's end (the line
+    "warm in", logged as health turns SERVING) and in all."""
+    end = next((i for i, line in enumerate(lines) if "warm in" in line), len(lines))
+    out = {}
+    for name, text in LOGGED.items():
+        out[f"{name}_at_serving"] = sum(text in line for line in lines[:end])
+        out[f"{name}_total"] = sum(text in line for line in lines)
     return out

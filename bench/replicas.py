@@ -283,23 +283,6 @@ async def checkpointed_store(args: argparse.Namespace, work: Path, prom: str) ->
         writer.server.stop()
 
 
-LEDGER_READ = "prewarm ledger rebuilt"
-LEDGER_UNKNOWN = "prewarm budget unknown"
-DEADLINE = "refresh took longer than"
-
-
-def ledger_lines(lines: list[str]) -> dict[str, int]:
-    """From a replica's log lines: targets whose ledger was rebuilt, that logged their budget
-    unknown (reactive, budget_unknown) and refreshes past their deadline, before the warm-up's
-    end ("warm in") and in all."""
-    end = next((i for i, line in enumerate(lines) if "warm in" in line), len(lines))
-    out = {}
-    for name, text in (("read", LEDGER_READ), ("unknown", LEDGER_UNKNOWN), ("deadline", DEADLINE)):
-        out[f"{name}_at_serving"] = sum(text in line for line in lines[:end])
-        out[f"{name}_total"] = sum(text in line for line in lines)
-    return out
-
-
 def requests_of(objects: list[dict[str, Any]]) -> list[pb.GetMetricsRequest]:
     out = []
     for obj in objects:
@@ -497,7 +480,7 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         answered = time.monotonic() - a.started
         lines = a.server.log.read_text().splitlines()
         warm_line = next((line for line in lines if "warm in" in line), "")
-        ledgers = ledger_lines(lines)
+        ledgers = ledger_history.log_counts(lines)
         out["warm"] = {
             "serving_s": serving,
             "all_answered_s": answered,
@@ -566,7 +549,7 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "cpu_share": share,
             "queries_per_target_minute": per_target_minute,
             "window_s": t1 - t0,
-            "ledgers": ledger_lines(a.server.log.read_text().splitlines()),
+            "ledgers": ledger_history.log_counts(a.server.log.read_text().splitlines()),
         }
         print(f"  ledgers by the window's end: {out['steady']['ledgers']}")
         print(
