@@ -28,10 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import ledger_history
 
 from scaler.decision import budget, spec
 from scaler.decision.spec import duration_arg
@@ -58,16 +59,8 @@ def metadata(window: str) -> dict[str, str]:
 
 def counters(targets: int, pods: int, *, end: float, span: float) -> list[CounterSeries]:
     """Both counters of every target and pod: reactive 10 replicas, prewarm 1, every minute."""
-    times = np.arange(end - span, end + 1e-6, SCRAPE)
-    hours = (times - times[0]) / 3600.0
-    out = []
-    for i in range(targets):
-        key = spec.parse(NAMESPACE, f"t{i}", metadata("24h")).key
-        for pod in range(pods):
-            labels = {"job": "scaler", "pod": f"scaler-{pod}", "target": key}
-            out.append(CounterSeries("scaler_reactive_replica_hours", labels, times, 10 * hours))
-            out.append(CounterSeries("scaler_prewarm_replica_hours", labels, times, 1 * hours))
-    return out
+    keys = [spec.parse(NAMESPACE, f"t{i}", metadata("24h")).key for i in range(targets)]
+    return ledger_history.counters(keys, pods=pods, end=end, span=span, scrape=SCRAPE)
 
 
 def prometheus_cpu(url: str) -> float:

@@ -12,7 +12,10 @@ issue 8, and exits 1 only when it cannot run. In order:
    fitted on history up to `--model-age` before now, written and promoted as `scaler retrain`
    or a replica would, with the drift null a replica stores with it (`--no-null`: as the
    retrain job writes it); with `--checkpoints` a first replica then serves until every
-   target's checkpoint is in the store (scaler/serving/checkpoints.py), and stops;
+   target's checkpoint is in the store (scaler/serving/checkpoints.py), and stops; with
+   `--ledger-history 24h` Prometheus also holds both ledger counters of every target for
+   `--ledger-pods` scaler pods over that span (bench/ledger_history.py), as a fleet that old
+   leaves them: without it a fresh replica's ledger reads find nothing;
 3. replica A: `scaler serve --targets --store` from process start to gRPC health SERVING, then
    GetMetrics for every target at once (goal: all answer, under 30 s from start);
 4. A's steady state over `--window` seconds: CPU seconds of its process tree per wall second
@@ -25,6 +28,8 @@ issue 8, and exits 1 only when it cannot run. In order:
 
     .venv/bin/python bench/replicas.py --targets 1000 --json /tmp/replicas.json
     .venv/bin/python bench/replicas.py --targets 1000 --drain-delay 0s   # the ablation
+    .venv/bin/python bench/replicas.py --targets 1000 --only steady --checkpoints \
+        --ledger-history 24h                                              # a day-old fleet
 """
 
 from __future__ import annotations
@@ -56,12 +61,15 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import ledger_history  # noqa: E402
+
 from models import artefact  # noqa: E402
 from models.base import Series  # noqa: E402
 from scaler._pb import externalscaler_pb2 as pb  # noqa: E402
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc  # noqa: E402
 from scaler.decision import drift  # noqa: E402
 from scaler.decision import spec as specs  # noqa: E402
+from scaler.decision.spec import duration_arg  # noqa: E402
 from scaler.serving import driftstate  # noqa: E402
 from scaler.serving.state import forecast_steps  # noqa: E402
 from scaler.store.base import StoreKey  # noqa: E402
@@ -415,15 +423,30 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "targets": args.targets,
         "model_age_s": args.model_age,
         "step": args.step,
+        "ledger_history_s": args.ledger_history,
+        "ledger_pods": args.ledger_pods,
     }
     now = time.time()
     print(f"Prometheus: backfilling the traces up to {AHEAD / 60:.0f} min past now ...")
     (work / "prom").mkdir(parents=True, exist_ok=True)
     prometheus = promtest.backfilled_server(work / "prom", now=now + AHEAD)
     prometheus.traces = {name: scraped(t, now=now) for name, t in prometheus.traces.items()}
-    prometheus.start()
+    objects = target_objects(args.targets, prometheus.traces)
+    if args.ledger_history:  # pods up an hour before the window, scraped until AHEAD past now
+        span = args.ledger_history + 3600.0 + AHEAD
+        keys = [spec_of(obj).key for obj in objects]
+        prometheus.counters = ledger_history.counters(
+            keys, pods=args.ledger_pods, end=now + AHEAD, span=span
+        )
+        print(
+            f"  and both ledger counters of {args.targets} targets x {args.ledger_pods} pods, "
+            f"{len(prometheus.counters[0].times):,} samples each ..."
+        )
+    began = time.monotonic()
+    prometheus.backfill_timeout = 1800.0
+    prometheus.start(ready_timeout=300.0)
+    print(f"  Prometheus backfilled and ready in {time.monotonic() - began:.0f}s")
     try:
-        objects = target_objects(args.targets, prometheus.traces)
         (work / "targets.yaml").write_text(
             yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects})
         )
@@ -457,17 +480,24 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         answered = time.monotonic() - a.started
         lines = a.server.log.read_text().splitlines()
         warm_line = next((line for line in lines if "warm in" in line), "")
+        ledgers = ledger_history.log_counts(lines)
         out["warm"] = {
             "serving_s": serving,
             "all_answered_s": answered,
             "codes": dict(codes),
             "log": warm_line[24:],
+            "ledgers": ledgers,
         }
         print(
             f"  fresh replica: SERVING {serving:.1f}s after start; GetMetrics for all "
             f"{args.targets}: {dict(codes)}, done {answered:.1f}s after start"
         )
         print(f"    {warm_line[24:]}")
+        print(
+            f"    before SERVING: {ledgers['read_at_serving']} ledgers rebuilt, "
+            f"{ledgers['unknown_at_serving']} budget unknown (reactive), "
+            f"{ledgers['deadline_at_serving']} refreshes past their deadline"
+        )
         prom_cpu = procs.cpu_seconds([prom_pid])
         out["warm"]["scaler_cpu_s"] = cpu_at_serving
         out["warm"]["prometheus_cpu_s_total"] = prom_cpu
@@ -519,7 +549,9 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "cpu_share": share,
             "queries_per_target_minute": per_target_minute,
             "window_s": t1 - t0,
+            "ledgers": ledger_history.log_counts(a.server.log.read_text().splitlines()),
         }
+        print(f"  ledgers by the window's end: {out['steady']['ledgers']}")
         print(
             f"  engine at {args.targets} targets, step {args.step}, {t1 - t0:.0f}s window: CPU "
             f"{share:.3f} of one core, {per_target_minute:.2f} Prometheus queries per target "
@@ -587,6 +619,13 @@ def main() -> int:
         help="a first replica serves until it has written every target's checkpoint, as a "
         "serving fleet leaves the store; without it the store holds champions only (ablation)",
     )
+    p.add_argument(
+        "--ledger-history",
+        type=duration_arg,
+        help="backfill both ledger counters of every target over this span (e.g. 24h, the "
+        "default prewarmBudgetWindow), as a fleet that old leaves them; default: none",
+    )
+    p.add_argument("--ledger-pods", type=int, default=2, help="scaler pods of that fleet")
     p.add_argument("--poll", type=float, default=10.0)
     p.add_argument("--window", type=float, default=120.0)
     p.add_argument("--startup-timeout", type=float, default=600.0)

@@ -190,8 +190,8 @@ def require_binaries() -> tuple[str, str]:
     return found["prometheus"] or "", found["promtool"] or ""
 
 
-def backfill(promtool: str, openmetrics: Path, data_dir: Path) -> None:
-    """Turn an OpenMetrics file into TSDB blocks under `data_dir`."""
+def backfill(promtool: str, openmetrics: Path, data_dir: Path, *, timeout: float = 60.0) -> None:
+    """Turn an OpenMetrics file into TSDB blocks under `data_dir` within `timeout` seconds."""
     cmd = [
         promtool,
         "tsdb",
@@ -203,7 +203,7 @@ def backfill(promtool: str, openmetrics: Path, data_dir: Path) -> None:
         str(data_dir),
     ]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
         raise PrometheusSetupError(
             f"promtool backfill took over {e.timeout:.0f}s; check MAX_BLOCK_DURATION "
@@ -247,6 +247,8 @@ class PrometheusServer:
         self.traces = {t.name: t for t in traces}
         self.counters = list(counters)
         """Extra counter series backfilled by start(); add to it before starting."""
+        self.backfill_timeout = 60.0
+        """Seconds promtool may take; raise it before starting for millions of samples."""
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr_path = workdir / "prometheus.stderr"
@@ -272,7 +274,7 @@ class PrometheusServer:
         openmetrics = self.workdir / "history.om.txt"
         if self.traces or self.counters:
             write_openmetrics(self.traces.values(), openmetrics, self.counters)
-            backfill(promtool, openmetrics, data_dir)
+            backfill(promtool, openmetrics, data_dir, timeout=self.backfill_timeout)
         config = self.workdir / "prometheus.yml"
         config.write_text(self.config)
         self.port = free_loopback_port()
