@@ -17,8 +17,9 @@ ScaledObjects (keda.sh/v1alpha1), Deployments, ConfigMaps and Events all behave 
 
 Tests seed objects with `add`, read what the code wrote with `objects`/`get`, count requests
 with `requests`, inject failures with `fail_next` (e.g. a 409 that a concurrent writer would
-cause, or a 500), forget the event history with `compact` and cut open watches with
-`end_watches` (an API server restart: clients resume, or relist on 410).
+cause, or a 500; `clear_failures` drops those left), forget the event history with `compact`
+and cut open watches with `end_watches` (an API server restart: clients resume, or relist on
+410).
 """
 
 from __future__ import annotations
@@ -187,6 +188,11 @@ class KubeAPI:
         """Answer the next `count` matching requests with `code` (409 Conflict, 500...)."""
         with self._changed:
             self._state.failures.append(_Failure(method, path_contains, code, count))
+
+    def clear_failures(self) -> None:
+        """Forget the failures `fail_next` still had to inject."""
+        with self._changed:
+            self._state.failures.clear()
 
     def compact(self) -> None:
         """Forget the event history so far, as etcd compaction does."""
