@@ -322,10 +322,11 @@ class KubeAPI:
             message = f"too old resource version: {since} ({compacted})"
             yield {"type": "ERROR", "object": _status(410, "Expired", message)}
             return
-        if not since:
-            for obj in self._list(res, ns, query)["items"]:
+        if not since:  # the list and its revision are read together: nothing falls between
+            listed = self._list(res, ns, query)
+            since = int(listed["metadata"]["resourceVersion"])
+            for obj in listed["items"]:
                 yield {"type": "ADDED", "object": obj}
-            since = self._state.revision
         while time.monotonic() < deadline:
             with self._changed:
                 if self._state.generation != generation:
