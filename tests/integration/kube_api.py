@@ -17,8 +17,9 @@ ScaledObjects (keda.sh/v1alpha1), Deployments, ConfigMaps and Events all behave 
 
 Tests seed objects with `add`, read what the code wrote with `objects`/`get`, count requests
 with `requests`, inject failures with `fail_next` (e.g. a 409 that a concurrent writer would
-cause, or a 500), forget the event history with `compact` and cut open watches with
-`end_watches` (an API server restart: clients resume, or relist on 410).
+cause, or a 500; `clear_failures` drops those left), forget the event history with `compact`
+and cut open watches with `end_watches` (an API server restart: clients resume, or relist on
+410).
 """
 
 from __future__ import annotations
@@ -188,6 +189,11 @@ class KubeAPI:
         with self._changed:
             self._state.failures.append(_Failure(method, path_contains, code, count))
 
+    def clear_failures(self) -> None:
+        """Forget the failures `fail_next` still had to inject."""
+        with self._changed:
+            self._state.failures.clear()
+
     def compact(self) -> None:
         """Forget the event history so far, as etcd compaction does."""
         with self._changed:
@@ -316,10 +322,11 @@ class KubeAPI:
             message = f"too old resource version: {since} ({compacted})"
             yield {"type": "ERROR", "object": _status(410, "Expired", message)}
             return
-        if not since:
-            for obj in self._list(res, ns, query)["items"]:
+        if not since:  # the list and its revision are read together: nothing falls between
+            listed = self._list(res, ns, query)
+            since = int(listed["metadata"]["resourceVersion"])
+            for obj in listed["items"]:
                 yield {"type": "ADDED", "object": obj}
-            since = self._state.revision
         while time.monotonic() < deadline:
             with self._changed:
                 if self._state.generation != generation:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from scaler._pb import externalscaler_pb2 as pb
 from scaler.cli import run_server
@@ -52,12 +53,30 @@ class RunningScaler:
         if self._error is not None:
             raise self._error
         deadline = time.monotonic() + 30  # ready means warm: health says SERVING from then on
-        while not (self.engine is not None and self.engine.refreshed_once):
+        while not (self.engine is not None and self.engine.refreshed_once and self._serving()):
             if time.monotonic() > deadline or self._error is not None:
                 raise RuntimeError(f"scaler did not warm up: {self._error!r}")
             time.sleep(0.01)
-        time.sleep(0.05)  # the health update is scheduled on the scaler's loop
         return self
+
+    def _serving(self) -> bool:
+        """Whether grpc.health.v1 says SERVING where a plaintext client can ask it: warm sets
+        it from a task on the scaler's loop, which may run well after `refreshed_once` on a
+        busy machine. True when no plaintext health endpoint exists (TLS, no --health-port)."""
+        server = self.settings.server
+        if server.health_port > 0:
+            address = f"{server.host}:{server.health_port}"
+        elif not server.tls.enabled:
+            address = self.address
+        else:
+            return True
+        with grpc.insecure_channel(address) as channel:
+            request = health_pb2.HealthCheckRequest(service="")
+            try:
+                reply = health_pb2_grpc.HealthStub(channel).Check(request, timeout=5)
+            except grpc.RpcError:
+                return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 
     def __exit__(self, *exc: object) -> None:
         if self._loop is not None and self._stop is not None:

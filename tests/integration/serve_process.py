@@ -25,17 +25,22 @@ TEST_FLAGS = ("--step", "2s", "--staleness", "1h", "--fit-workers", "1", "--stor
 """A 2 s decision step and a 1 s store poll, so a test sees several of each in seconds."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """`count` distinct TCP ports of 127.0.0.1 that nothing listens on right now. Each socket
+    stays bound until all are picked: one port at a time, the kernel may hand out the one just
+    closed again (5 times in 100,000 pairs here), and serve's two servers then collide."""
+    with contextlib.ExitStack() as bound:
+        sockets = [bound.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 class ServeProcess:
     """One `scaler serve` process on loopback ports, its output appended to `log`."""
 
     def __init__(self, log: Path, flags: list[str], *, metadata: Mapping[str, str]) -> None:
-        self.grpc_port, self.http_port = free_port(), free_port()
+        self.grpc_port, self.http_port = free_ports(2)
         self.log = log
         self.metadata = dict(metadata)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCALER_")}

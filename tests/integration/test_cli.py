@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,12 +16,7 @@ import pytest
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from tests.integration.scaler_server import eventually, ref
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.integration.serve_process import free_ports
 
 
 def scaler(*args: str, **kwargs: object) -> subprocess.Popen[str]:
@@ -36,7 +30,7 @@ def scaler(*args: str, **kwargs: object) -> subprocess.Popen[str]:
 
 
 def test_serve_answers_over_grpc_and_stops_cleanly_on_sigterm() -> None:
-    grpc_port, http_port = free_port(), free_port()
+    grpc_port, http_port = free_ports(2)
     env = {**os.environ, "SCALER_HTTP_PORT": str(http_port), "SCALER_STEP": "1s"}
     proc = scaler(
         "serve",

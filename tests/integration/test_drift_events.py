@@ -72,7 +72,8 @@ async def poll_until_recovered(
     port: int, engine: Engine, clock: ReplayClock, kube_api: KubeAPI
 ) -> list[tuple[float, bool]]:
     """Poll as KEDA does until both Events exist or WITHIN passes; (trace time, in fallback)
-    of each step the engine decided."""
+    of each step the engine decided, watched apart from the polls: a poll may take longer than
+    a step on a busy machine, and one sample a poll would then miss decisions."""
     ref = pb.ScaledObjectRef(
         name="llm",
         namespace="gpu",
@@ -82,19 +83,34 @@ async def poll_until_recovered(
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
         spec = await stub.GetMetricSpec(ref)  # KEDA's first call: the engine takes it on
-        metric = spec.metricSpecs[0].metricName
-        until = clock.now() + JUMP_AFTER + WITHIN
-        while clock.now() < until and len(drift_events(kube_api)) < 2:
-            await clock.sleep(STEP)
-            with contextlib.suppress(grpc.aio.AioRpcError):  # no decision yet: UNAVAILABLE
-                await stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref, metricName=metric))
-            state = next(iter(engine.targets.values()), None)
-            if state is None or state.drift is None or state.decision is None:
-                continue
-            source = engine.source_for(state.spec)
-            assert isinstance(source, FileSource)
-            shift = source.shift(source.trace_for(state.spec))
-            seen.append((state.decided_at - shift, state.drift.monitor.in_fallback))
+        request = pb.GetMetricsRequest(
+            scaledObjectRef=ref, metricName=spec.metricSpecs[0].metricName
+        )
+
+        async def poll() -> None:
+            while True:
+                await clock.sleep(STEP)
+                with contextlib.suppress(grpc.aio.AioRpcError):  # no decision yet: UNAVAILABLE
+                    await stub.GetMetrics(request)
+
+        polling = asyncio.create_task(poll())
+        try:
+            until = clock.now() + JUMP_AFTER + WITHIN
+            decided = -math.inf
+            while clock.now() < until and len(drift_events(kube_api)) < 2:
+                await asyncio.sleep(0.01)  # far shorter than a step (0.2 s): no decision missed
+                state = next(iter(engine.targets.values()), None)
+                if state is None or state.drift is None or state.decision is None:
+                    continue
+                if state.decided_at == decided:
+                    continue
+                decided = state.decided_at
+                source = engine.source_for(state.spec)
+                assert isinstance(source, FileSource)
+                shift = source.shift(source.trace_for(state.spec))
+                seen.append((decided - shift, state.drift.monitor.in_fallback))
+        finally:
+            polling.cancel()
     return seen
 
 

@@ -19,7 +19,8 @@ import pytest
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from tests.integration.scaler_server import eventually, ref
-from tests.integration.test_cli import free_port, scaler
+from tests.integration.serve_process import free_ports
+from tests.integration.test_cli import scaler
 
 
 def explain(*args: str) -> subprocess.CompletedProcess[str]:
@@ -32,7 +33,7 @@ def explain(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_explain_reads_a_running_server_then_the_rotated_log_it_wrote(tmp_path: Path) -> None:
-    grpc_port, http_port = free_port(), free_port()
+    grpc_port, http_port = free_ports(2)
     log = tmp_path / "decisions.jsonl"
     env = {**os.environ, "SCALER_FIT_WORKERS": "1"}
     proc = scaler(

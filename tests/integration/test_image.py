@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
 import subprocess
 import time
 import urllib.error
@@ -28,6 +27,7 @@ from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.settings import ServerSettings
 from tests.integration.scaler_server import eventually, ref
+from tests.integration.serve_process import free_ports
 
 # The first test also builds the image: on a fresh machine that is the base, the wheels and
 # every layer (minutes), so the bound is generous; a cached rebuild takes seconds.
@@ -50,12 +50,6 @@ PODMAN_RUN = [
     "--ulimit",
     "nproc=1024:1024",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def podman(*args: str, timeout: float = 60) -> str:
@@ -129,7 +123,7 @@ class Container:
 @pytest.fixture
 def container(image: str) -> Iterator[Container]:
     """The image's default user and entrypoint, read-only, on the bundled trace."""
-    box = Container(f"scaler-test-{uuid.uuid4().hex[:8]}", free_port(), free_port(), free_port())
+    box = Container(f"scaler-test-{uuid.uuid4().hex[:8]}", *free_ports(3))
     podman(
         *PODMAN_RUN[1:],
         "--detach",

@@ -130,8 +130,7 @@ def test_a_410_gone_relists_and_delivers_what_changed_meanwhile(
         kube_api.delete(*SO, "gpu", "deleted-meanwhile")
         kube_api.add(scaled_object("gpu", "created-meanwhile"))
         kube_api.compact()  # the events above are gone from the history
-        with kube_api._changed:
-            kube_api._state.failures.clear()
+        kube_api.clear_failures()
         added, removed = changes.next()
         assert (added, removed) == (["created-meanwhile"], [before["deleted-meanwhile"]])
         assert found.lists == 2

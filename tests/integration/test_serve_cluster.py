@@ -201,10 +201,13 @@ def test_serve_warms_the_cluster_targets_before_serving_and_follows_the_watch(
 
         # An API server that restarts with its history compacted: the watch's resourceVersion
         # is gone (410), so discovery lists again and finds what changed meanwhile.
-        kube_api.fail_next("GET", "watch=", 500)
+        # Every reconnect fails until the history is compacted: one that came between the add
+        # and the compaction (after a backoff of about 1 s) would stream the add, not get 410.
+        kube_api.fail_next("GET", "watch=", 500, count=1000)
         kube_api.end_watches()
         kube_api.add(scaled_object("after-gone"))
         kube_api.compact()
+        kube_api.clear_failures()
         until(lambda: "gpu/after-gone" in serve.served(), "relisted after 410", serve.log)
         assert "listing again" in serve.log.read_text()
         lists = [p for _, p in kube_api.requests("GET", "scaledobjects") if "watch=" not in p]

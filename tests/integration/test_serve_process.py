@@ -7,7 +7,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,15 +22,10 @@ from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.settings import ServerSettings
 from tests.integration.scaler_server import eventually, ref
+from tests.integration.serve_process import free_ports
 
 GRACE = ServerSettings().grace_seconds
 SERVE = [sys.executable, "-m", "scaler", "serve", "--source", "file:", "--host", "127.0.0.1"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def cmdline(pid: int) -> str:
@@ -44,7 +38,7 @@ class Serve:
     """`scaler serve --source file:` with one fit worker, its log in a file."""
 
     def __init__(self, log: Path) -> None:
-        self.grpc_port, self.http_port = free_port(), free_port()
+        self.grpc_port, self.http_port = free_ports(2)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCALER_")}
         env.update(SCALER_STEP="1s", SCALER_HTTP_PORT=str(self.http_port))
         self.log = log
