@@ -5,8 +5,6 @@ ledgers of targets whose first refresh falls in one step are read in one query p
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -39,16 +37,11 @@ def targets() -> list[TargetSpec]:
 
 
 def ledgers(
-    server: PrometheusServer,
-    specs: list[TargetSpec],
-    notes: dict[str, str | None] | None = None,
-    *,
-    one_at_a_time: bool = False,
+    server: PrometheusServer, specs: list[TargetSpec], notes: dict[str, str | None] | None = None
 ) -> tuple[dict[str, tuple[float, float]], list[str]]:
     """Every target's ledger rebuilt in one step by an engine on `server` (spent and limit at
     that step: a share budget's limit is its share of the reactive replica-hours), and the
-    kinds of the queries it sent; why a ledger stayed unknown goes to `notes`. `one_at_a_time`:
-    each target's rebuild awaited before the next starts, as a warm-up with one slot."""
+    kinds of the queries it sent; why a ledger stayed unknown goes to `notes`."""
     notes = {} if notes is None else notes
     asked: list[str] = []
     record = PrometheusSource(server.url, timeout=5.0, on_request=lambda k, _o: asked.append(k))
@@ -63,11 +56,7 @@ def ledgers(
     states = [engine.ensure(s) for s in specs]
 
     async def rebuild() -> None:
-        if one_at_a_time:
-            for state in states:
-                await engine._rebuild_ledger(state, now)
-        else:
-            await asyncio.gather(*(engine._rebuild_ledger(state, now) for state in states))
+        await asyncio.gather(*(engine._rebuild_ledger(state, now) for state in states))
 
     try:
         asyncio.run(rebuild())
@@ -111,40 +100,6 @@ def test_targets_first_refreshed_in_one_step_share_one_ledger_query_and_get_the_
     shares = sum(1 for s in specs if s.prewarm_budget_share is not None)
     assert asked_alone.count("ledger") == len(specs) + shares
     assert asked.count("ledger") == 2  # the spend of all, the reactive hours of the shares
-
-
-@pytest.mark.parametrize("in_flight", [1, 2])
-def test_the_first_target_of_a_step_starts_the_batches_of_all_that_wait_behind_it(
-    prometheus_server: PrometheusServer, monkeypatch: pytest.MonkeyPatch, in_flight: int
-) -> None:
-    """A warm-up that refreshes its targets a few at a time still reads IN_FLIGHT batches at
-    once (a fresh replica's 20 batches were read one after another); IN_FLIGHT 1 is the
-    ablation. The ledgers are the ones each target's own query rebuilds."""
-    specs = targets()
-    alone, _ = ledgers(prometheus_server, specs)
-    monkeypatch.setattr(ledgerreads, "BATCH", 2)
-    monkeypatch.setattr(ledgerreads, "IN_FLIGHT", in_flight)
-    read = PrometheusSource.spent_samples_of
-    lock, active, most = threading.Lock(), [0], [0]
-
-    def slow(self: PrometheusSource, many: list[TargetSpec], **kw: Any) -> Any:
-        with lock:
-            active[0] += 1
-            most[0] = max(most[0], active[0])
-        try:
-            time.sleep(0.5)  # long enough for the reads started together to overlap
-            return read(self, many, **kw)
-        finally:
-            with lock:
-                active[0] -= 1
-
-    monkeypatch.setattr(PrometheusSource, "spent_samples_of", slow)
-    seen, asked = ledgers(prometheus_server, specs, one_at_a_time=True)
-
-    assert seen == alone
-    assert most[0] == in_flight
-    shares = sum(1 for s in specs if s.prewarm_budget_share is not None)
-    assert asked.count("ledger") < len(specs) + shares  # in batches, not each alone
 
 
 def test_a_failed_batch_leaves_each_target_to_read_its_own_ledger(
