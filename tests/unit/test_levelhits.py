@@ -19,7 +19,7 @@ from scaler.decision import budget, levelhits, policy
 from scaler.offline import replay
 from scaler.serving.state import TargetState
 from tests.unit.test_live_hold import NOW, STEP, ready_engine
-from tests.unit.test_policy_properties import limit_sets, ratios, steps
+from tests.unit.test_policy_properties import Step, in_window, limit_sets, ratios, steps, walked
 from tests.unit.test_replay import trace
 
 LEAD = 600.0
@@ -161,7 +161,7 @@ def test_the_live_gate_opens_once_the_level_covered_load(tmp_path: Path) -> None
     ratio=ratios,
 )
 def test_the_gated_level_spends_within_the_budget_in_every_window(
-    sequence: list[tuple[float, float, float | None, float]],
+    sequence: list[Step],
     budget_amount: float,
     window: float,
     limits: policy.Limits,
@@ -171,16 +171,10 @@ def test_the_gated_level_spends_within_the_budget_in_every_window(
     NaN and inf loads, forecasts and steps)."""
     ledger = budget.Ledger(budget=budget_amount, window=window)
     gate = levelhits.HitGate(lead_time=LEAD, window=window)
-    now = 1_000_000.0
     spent: list[tuple[float, float]] = []
-    recent: list[float] = []
-    for move, load, peak, step in sequence:
-        stamp = now + move if math.isfinite(move) else move
-        if math.isfinite(stamp):
-            now = stamp
+    for stamp, load, peak, step, recent in walked(sequence):
         if math.isfinite(load):
             gate.observe(stamp, policy.replicas_for(load, limits.threshold))
-        recent = [*recent[-2:], load]
         insured = policy.floor_load(recent) * ratio
         d = policy.decide(
             load=load,
@@ -202,8 +196,7 @@ def test_the_gated_level_spends_within_the_budget_in_every_window(
             assert math.isfinite(stamp)
             spent.append((stamp, hours))
     for end, _ in spent:
-        in_window = sum(x for t, x in spent if end - window < t <= end)
-        assert in_window <= budget_amount + 1e-6
+        assert in_window(spent, end, window) <= budget_amount + 1e-6
 
 
 def test_what_waits_for_its_outcome_stays_bounded_whatever_the_clock_does() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -161,6 +162,27 @@ clock_moves = st.one_of(
 ratios = st.floats(min_value=1.0, max_value=policy.MAX_LEVEL_RATIO)
 """policy.level_ratio: how far the calibrated band reaches above its median."""
 steps = st.tuples(clock_moves, loads, peaks, st.sampled_from([30.0, 300.0, 600.0, math.nan]))
+Step = tuple[float, float, float | None, float]
+"""(clock move, load, forecast peak, step) of one simulated decision."""
+
+
+def walked(sequence: list[Step]) -> Iterator[tuple[float, float, float | None, float, list[float]]]:
+    """Each step of `sequence` as (stamp, load, peak, step, the last three loads): the clock
+    starts at 1,000,000 and moves by each finite move; a broken move is the step's stamp itself
+    and leaves the clock where it was."""
+    now = 1_000_000.0
+    recent: list[float] = []
+    for move, load, peak, step in sequence:
+        stamp = now + move if math.isfinite(move) else move
+        if math.isfinite(stamp):
+            now = stamp
+        recent = [*recent[-2:], load]  # the hold: the highest of the last three samples
+        yield stamp, load, peak, step, recent
+
+
+def in_window(records: list[tuple[float, float]], end: float, window: float) -> float:
+    """What `records` (time, amount) hold in the window (end - window, end]."""
+    return sum(x for t, x in records if end - window < t <= end)
 
 
 @settings(max_examples=150, deadline=None)
@@ -173,7 +195,7 @@ steps = st.tuples(clock_moves, loads, peaks, st.sampled_from([30.0, 300.0, 600.0
     ratio=ratios,
 )
 def test_prewarm_spent_in_any_window_never_exceeds_the_budget(
-    sequence: list[tuple[float, float, float | None, float]],
+    sequence: list[Step],
     budget_amount: float,
     window: float,
     price: float | None,
@@ -181,14 +203,8 @@ def test_prewarm_spent_in_any_window_never_exceeds_the_budget(
     ratio: float,
 ) -> None:
     ledger = budget.Ledger(budget=budget_amount, window=window, cost_per_replica_hour=price)
-    now = 1_000_000.0
     spent: list[tuple[float, float]] = []
-    recent: list[float] = []
-    for move, load, peak, step in sequence:
-        stamp = now + move if math.isfinite(move) else move
-        if math.isfinite(stamp):
-            now = stamp
-        recent = [*recent[-2:], load]  # the hold: the highest of the last three samples
+    for stamp, load, peak, step, recent in walked(sequence):
         d = policy.decide(
             load=load,
             forecast_peak=peak,
@@ -202,8 +218,7 @@ def test_prewarm_spent_in_any_window_never_exceeds_the_budget(
             assert math.isfinite(stamp)
             spent.append((stamp, hours * (price or 1.0)))
     for end, _ in spent:  # every window that ends at a charge: the worst ones
-        in_window = sum(x for t, x in spent if end - window < t <= end)
-        assert in_window <= budget_amount + 1e-6
+        assert in_window(spent, end, window) <= budget_amount + 1e-6
 
 
 @settings(max_examples=100, deadline=None)
@@ -288,7 +303,7 @@ def test_an_absurd_load_asks_for_max_replicas_instead_of_crashing() -> None:
     ratio=ratios,
 )
 def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it(
-    sequence: list[tuple[float, float, float | None, float]],
+    sequence: list[Step],
     share: float,
     window: float,
     price: float | None,
@@ -296,15 +311,9 @@ def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it
     ratio: float,
 ) -> None:
     ledger = budget.Ledger(budget=0.0, window=window, cost_per_replica_hour=price, share=share)
-    now = 1_000_000.0
     spent: list[tuple[float, float]] = []
     used: list[tuple[float, float]] = []
-    recent: list[float] = []
-    for move, load, peak, step in sequence:
-        stamp = now + move if math.isfinite(move) else move
-        if math.isfinite(stamp):
-            now = stamp
-        recent = [*recent[-2:], load]  # the hold: the highest of the last three samples
+    for stamp, load, peak, step, recent in walked(sequence):
         d = policy.decide(
             load=load,
             forecast_peak=peak,
@@ -318,9 +327,7 @@ def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it
             spent.append((stamp, hours))
         used.append((stamp, ledger.record_reactive(stamp, d.reactive, step)))
     for end, _ in spent:  # every window that ends at a charge
-        in_window = sum(x for t, x in spent if end - window < t <= end)
-        reactive = sum(x for t, x in used if end - window < t <= end)
-        assert in_window <= share * reactive + 1e-6
+        assert in_window(spent, end, window) <= share * in_window(used, end, window) + 1e-6
 
 
 def test_the_level_insured_at_the_band_is_paid_prewarm_with_its_own_reason() -> None:
