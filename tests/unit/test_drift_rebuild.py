@@ -33,9 +33,14 @@ END = FIT_AT + 6 * HOUR
 
 def series() -> Series:
     """Sixteen days of daily load; from JUMP_AT on, three times as much (a regime change)."""
+    return shifted(JUMP_AT, 3.0)
+
+
+def shifted(at: float, factor: float) -> Series:
+    """Sixteen days of daily load, times `factor` from `at` on."""
     base = synthetic.load(16, seed=3)
     values = base.values.copy()
-    values[base.times() >= JUMP_AT] *= 3
+    values[base.times() >= at] *= factor
     return Series(base.start, base.step, values)
 
 

@@ -11,8 +11,14 @@ import pytest
 
 from models.base import HOUR, Series
 from scaler.decision import drift, policy
-from tests.contract import synthetic
-from tests.unit.test_drift_rebuild import FIT_AT, SPEC, STEP, engine_at, model_fitted_at_fit_time
+from tests.unit.test_drift_rebuild import (
+    FIT_AT,
+    SPEC,
+    STEP,
+    engine_at,
+    model_fitted_at_fit_time,
+    shifted,
+)
 
 DROP_AT = FIT_AT + 2 * HOUR
 END = DROP_AT + 8 * HOUR
@@ -20,10 +26,7 @@ END = DROP_AT + 8 * HOUR
 
 def dropped() -> Series:
     """Sixteen days of daily load; from DROP_AT on, 30% of it (a regime change down)."""
-    base = synthetic.load(16, seed=3)
-    values = base.values.copy()
-    values[base.times() >= DROP_AT] *= 0.3
-    return Series(base.start, base.step, values)
+    return shifted(DROP_AT, 0.3)
 
 
 def reasons_in_fallback() -> list[policy.Reason]:
