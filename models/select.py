@@ -81,7 +81,7 @@ def fit_best(
     POOLED_CANDIDATE) and keep the best (see the module docstring). Its `scores` also hold
     every candidate's pinball loss as `pinball.<kind>`. FitError only when none fits."""
     if candidates is None:
-        candidates = catalog.CANDIDATES + (("pooled",) if POOLED_CANDIDATE else ())
+        candidates = catalog.CANDIDATES + (catalog.CHALLENGERS if POOLED_CANDIDATE else ())
     fitted: list[CalibratedModel] = []
     failures: list[str] = []
     for kind in sorted(candidates, key=lambda k: catalog.adapter(k).cost):

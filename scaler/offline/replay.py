@@ -323,11 +323,9 @@ def simulate(
         peak = level = insured = None
         path = None
         if origin.forecast is not None and band is not None:
+            left, limit = ledger.remaining(now), ledger.limit(now)
             quantile = policy.affordable_quantile(
-                config.quantile,
-                remaining=ledger.remaining(now),
-                budget=ledger.limit(now),
-                insurance=config.insurance,
+                config.quantile, remaining=left, budget=limit, insurance=config.insurance
             )
             made_at = coarse.start + origin.index * coarse.step
             ahead = resolution.lookahead_points(
@@ -350,9 +348,7 @@ def simulate(
             lead_only = config.insure_lead_time_only or (
                 config.insure_horizon_while_comfortable
                 and not policy.insures_horizon(
-                    remaining=ledger.remaining(now),
-                    budget=ledger.limit(now),
-                    insurance=config.insurance,
+                    remaining=left, budget=limit, insurance=config.insurance
                 )
             )
             peak = policy.insured_peak(
@@ -376,9 +372,7 @@ def simulate(
                     lambda q: band.upper(p50, q),  # noqa: B023 (called right here)
                     config,
                     floor_load=base,
-                    price=allocation.price(
-                        remaining=ledger.remaining(now), budget=ledger.limit(now)
-                    ),
+                    price=allocation.price(remaining=left, budget=limit),
                     lead_points=resolution.lookahead_points(
                         made_at, coarse.step, now=now, lookahead=config.lead_time
                     ),
