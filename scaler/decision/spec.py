@@ -17,6 +17,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -320,6 +321,14 @@ def default_metric_name(name: str, fp: str) -> str:
     return f"predictive-{stem}-{fp}"
 
 
+def closest_key(key: str) -> str | None:
+    """The known key a misspelt one most likely meant (`maxReplica`, `leadtime`,
+    KEDA's `maxReplicaCount` -> `maxReplicas`), or None when none is close."""
+    by_lower = {k.lower(): k for k in KNOWN_KEYS}
+    close = difflib.get_close_matches(key.lower(), by_lower, n=1, cutoff=0.75)
+    return by_lower[close[0]] if close else None
+
+
 def check_shape(meta: Mapping[str, str]) -> None:
     """Refuse too many keys, unknown keys and oversized values before reading any of them."""
     if len(meta) > MAX_KEYS:  # more keys than exist, so some are unknown: name the first
@@ -342,10 +351,12 @@ def check_shape(meta: Mapping[str, str]) -> None:
     unknown = sorted(set(meta) - KNOWN_KEYS - PASSTHROUGH_KEYS)
     if unknown:
         key = unknown[0]
+        near = closest_key(key)
+        hint = f"did you mean {near!r}? " if near else ""
         raise SpecError(
             echo(key),
             echo(meta[key]),
-            f"unknown metadata key; known keys are {', '.join(sorted(KNOWN_KEYS))}",
+            f"unknown metadata key; {hint}known keys are {', '.join(sorted(KNOWN_KEYS))}",
         )
     for key, value in sorted(meta.items()):
         limit = VALUE_CHARS.get(key, DEFAULT_VALUE_CHARS)

@@ -331,6 +331,31 @@ def test_an_oversized_unknown_key_is_named_by_a_short_prefix() -> None:
     assert len(str(err)) < 1024
 
 
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("maxReplica", "maxReplicas"),
+        ("leadtime", "leadTime"),
+        ("treshold", "threshold"),
+        ("maxReplicaCount", "maxReplicas"),  # the ScaledObject's own name for the cap
+        ("PrewarmBudgetWindow", "prewarmBudgetWindow"),
+    ],
+)
+def test_a_misspelt_key_is_refused_naming_the_key_it_most_likely_meant(
+    typo: str, meant: str
+) -> None:
+    err = refusal(**{typo: "4"})
+    assert err.key == typo
+    assert f"did you mean {meant!r}?" in err.fix
+    assert "unknown metadata key" in err.fix
+
+
+def test_an_unknown_key_like_no_known_one_suggests_none() -> None:
+    err = refusal(ignoreNullValues="true")
+    assert "did you mean" not in err.fix
+    assert "known keys are" in err.fix
+
+
 def test_too_many_keys_are_refused_naming_an_unknown_one() -> None:
     extra = {f"extra{i:03d}": "1" for i in range(specs.MAX_KEYS)}
     err = refusal(**extra)
