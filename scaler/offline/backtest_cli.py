@@ -441,4 +441,7 @@ def _budget(text: str) -> tuple[float, float | None]:
     try:
         return budget.parse_budget(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} {exc} (0 = purely reactive)") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: {exc}; e.g. '10%' of the reactive replica-hours, '24' replica-hours, "
+            "'0' for purely reactive"
+        ) from None
