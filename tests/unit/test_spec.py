@@ -79,6 +79,22 @@ def test_malformed_durations_are_refused(text: str) -> None:
         specs.parse_duration(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        ("10", "'10' has no unit; write '10m' for minutes or '10s' for seconds"),
+        ("10min", "write '10m'"),
+        ("2 hours", "write '2h'"),
+        ("soon", "units from largest to smallest"),
+    ],
+)
+def test_a_malformed_duration_names_the_fix(text: str, fix: str) -> None:
+    with pytest.raises(ValueError, match="not a Prometheus duration") as err:
+        specs.parse_duration(text)
+    assert fix in str(err.value)
+    assert fix in refusal(leadTime=text).fix
+
+
 BAD = [
     ({"query": ""}, "query"),
     ({"threshold": ""}, "threshold"),
