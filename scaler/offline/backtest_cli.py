@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from models import calibrate, catalog, fitcache, prophet, select
-from models.base import Series
+from models.base import DAY, HOUR, Series, observed_span
 from scaler.decision import budget, countries, policy, resolution
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
@@ -291,6 +291,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
     trace, name = _history(args, config)  # decided and scored at its own step
+    _refuse_under_a_day(trace, name)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     threshold = replay.threshold_from(args.threshold, trace)
     result = run(series, config, trace=name)
@@ -309,6 +310,19 @@ def _backtest(args: argparse.Namespace) -> int:
     written = "forecasts.csv" + (", decisions.csv" if decisions is not None else "")
     print(f"wrote {written}, summary.json and backtest.png to {args.out}")
     return 0
+
+
+def _refuse_under_a_day(trace: Series, name: str) -> None:
+    """No model fits on less than a day of load (models.base.season_for), so such a trace
+    would grade nothing: refused with the fix rather than a table of nan."""
+    span = observed_span(trace)
+    if span <= DAY:
+        held = f"{span / 60:.0f} min" if span < HOUR else f"{span / HOUR:.1f} h"
+        raise ConfigError(
+            f"{name}: holds {held} of observed load; a model needs a day of "
+            "history before its first forecast, so there is nothing to grade: export more "
+            "than a day (two weeks or more to learn a weekly cycle)"
+        )
 
 
 def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, str]:

@@ -101,6 +101,21 @@ def test_a_trace_it_cannot_read_exits_2_naming_the_file_and_line(
     assert f"{trace}:3: value 'lots' is not a number" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("rows", [1, 2, 200])
+def test_a_trace_under_a_day_exits_2_saying_a_model_needs_a_day(
+    rows: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    series = load(1)
+    trace = write_trace(
+        tmp_path / "short.csv", Series(series.start, series.step, series.values[:rows])
+    )
+    code = cli.main(["backtest", str(trace), "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{trace}: holds" in err and "a model needs a day of history" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_forecasts_start_once_a_day_of_history_is_known_and_not_before(
     tmp_path: Path,
 ) -> None:
