@@ -11,6 +11,7 @@ from typing import Any
 
 from models import calibrate, catalog, fitcache, prophet, select
 from models.base import DAY, HOUR, Series, observed_span
+from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
@@ -39,10 +40,14 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "and drift fallback, and scores it with the replay yardstick against reactive, static "
         "headroom and oracle baselines (frontier ratio). Writes DIR/forecasts.csv, "
         "DIR/decisions.csv, DIR/summary.json and DIR/backtest.png.",
-        epilog="examples: scaler backtest ../shared/traces/nasa_http_5min.csv --threshold "
-        "p99/20 --lead-time 10m --horizon 15m --out /tmp/bt-nasa; scaler backtest "
-        "--prometheus-url http://prometheus:9090 --query 'sum(rate(requests_total[2m]))' "
-        "--since 28d --threshold 50 --out /tmp/bt-mine",
+        epilog="examples:\n"
+        "  scaler backtest ../shared/traces/nasa_http_5min.csv --threshold p99/20 "
+        "--lead-time 10m --horizon 15m --out /tmp/bt-nasa\n"
+        "  scaler backtest grafana-export.csv --threshold 50 --budget 10% --limit 7d "
+        "--out /tmp/bt-export\n"
+        "  scaler backtest --prometheus-url http://prometheus:9090 "
+        "--query 'sum(rate(requests_total[2m]))' --since 28d --threshold 50 --out /tmp/bt-mine",
+        formatter_class=helptext.Paragraphs,
     )
     p.add_argument(
         "trace",
@@ -50,7 +55,8 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         nargs="?",
         metavar="TRACE.csv",
         help="time,value CSV: timestamp,value, a Grafana or Prometheus export, epoch s/ms or "
-        "ISO 8601 times (see scaler/offline/traces.py); empty values are missing data",
+        "ISO 8601 times (docs/traces.md); empty values are missing data; more than a day of "
+        "load (a model needs a day before its first forecast), two weeks for a weekly cycle",
     )
     p.add_argument(
         "--threshold",
@@ -73,7 +79,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         metavar="DURATION",
         help="look-ahead past the lead time each forecast covers (default 15m)",
     )
-    p.add_argument("--quantile", type=_quantile, default=0.95, help="default 0.95")
+    p.add_argument(
+        "--quantile",
+        type=_quantile,
+        default=0.95,
+        help="forecast quantile the decisions insure, strictly between 0.5 and 1, as the "
+        "trigger's `quantile` (default 0.95)",
+    )
     p.add_argument(
         "--model",
         default="auto",
@@ -134,11 +146,37 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         metavar="DURATION",
         help="rolling window of the budget (default 24h)",
     )
-    policy_flags.add_argument("--cost-per-replica-hour", type=float, default=None, metavar="PRICE")
-    policy_flags.add_argument("--min-replicas", type=int, default=replay.ReplayConfig.min_replicas)
-    policy_flags.add_argument("--max-replicas", type=int, default=replay.ReplayConfig.max_replicas)
     policy_flags.add_argument(
-        "--max-prewarm-replicas", type=int, default=replay.ReplayConfig.max_prewarm_replicas
+        "--cost-per-replica-hour",
+        type=float,
+        default=None,
+        metavar="PRICE",
+        help="price of one replica-hour: --budget and the figures are then money (default: "
+        "unset, replica-hours), as the trigger's `costPerReplicaHour`",
+    )
+    policy_flags.add_argument(
+        "--min-replicas",
+        type=int,
+        default=replay.ReplayConfig.min_replicas,
+        metavar="N",
+        help=f"floor of every decision, as `minReplicas` "
+        f"(default {replay.ReplayConfig.min_replicas})",
+    )
+    policy_flags.add_argument(
+        "--max-replicas",
+        type=int,
+        default=replay.ReplayConfig.max_replicas,
+        metavar="N",
+        help=f"ceiling of every decision, as `maxReplicas` "
+        f"(default {replay.ReplayConfig.max_replicas})",
+    )
+    policy_flags.add_argument(
+        "--max-prewarm-replicas",
+        type=int,
+        default=replay.ReplayConfig.max_prewarm_replicas,
+        metavar="N",
+        help=f"replicas above reactive, ever, as `maxPrewarmReplicas` "
+        f"(default {replay.ReplayConfig.max_prewarm_replicas})",
     )
     policy_flags.add_argument(
         "--no-drift", action="store_true", help="replay the forecast even when it has drifted"

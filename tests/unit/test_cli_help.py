@@ -1,0 +1,43 @@
+"""Every `scaler` subcommand's --help says what each flag does and shows examples."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from scaler import cli
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser()
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_every_flag_has_help(name: str) -> None:
+    bare = [
+        "/".join(a.option_strings) or a.dest
+        for a in subcommands()[name]._actions
+        if not a.help and a.help != argparse.SUPPRESS
+    ]
+    assert bare == [], f"scaler {name}: flags without help"
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_every_subcommand_shows_examples_of_itself(name: str) -> None:
+    epilog = subcommands()[name].epilog or ""
+    assert "examples:\n" in epilog
+    assert f"scaler {name}" in epilog
+
+
+def test_the_help_points_only_at_docs_that_exist() -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for name, parser in subcommands().items():
+        text = parser.format_help()
+        for path in re.findall(r"\b(?:docs|deploy|scaler|models)/[\w./-]*\w", text):
+            assert (root / path).exists(), f"scaler {name} --help names {path}"
