@@ -219,7 +219,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "env SCALER_KUBECONFIG_FILE)",
     )
     prometheus_flags.add_flags(p, env)
-    w = p.add_argument_group("targets and models (docs/replicas.md)")
+    w = p.add_argument_group('targets and models (README "Replicas", docs/store.md)')
     w.add_argument(
         "--targets",
         type=Path,
@@ -522,10 +522,10 @@ async def run_server(
         warmup.run(engine, targets, load=load, on_warm=warm), name="engine"
     )
     logger.info(
-        "serving ExternalScaler on port %d (%s), metrics on %d, source %s",
+        "serving ExternalScaler on port %d (%s), %s, source %s",
         port,
         "TLS" if settings.server.tls.enabled else "plaintext",
-        http_port,
+        f"metrics on {http_port}" if http_port >= 0 else "no metrics port",
         settings.source,
     )
     if on_ready is not None:
