@@ -214,9 +214,9 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--kubeconfig",
         type=Path,
-        default=env("KUBECONFIG_FILE"),
+        default=env("KUBECONFIG") or env("KUBECONFIG_FILE"),  # the second: its former name
         help="Kubernetes client config (default: the service account, else ~/.kube/config; "
-        "env SCALER_KUBECONFIG_FILE)",
+        "env SCALER_KUBECONFIG, as `scaler retrain`)",
     )
     prometheus_flags.add_flags(p, env)
     w = p.add_argument_group('targets and models (README "Replicas", docs/store.md)')

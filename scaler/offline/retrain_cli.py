@@ -47,7 +47,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
-        "scalerAddress == --scaler-address. Every flag can also be set as SCALER_<FLAG>.",
+        "scalerAddress == --scaler-address. Every flag but --keep, --history, --model-step and "
+        "--json can also be set as SCALER_<FLAG>.",
         epilog="examples:\n"
         "  scaler retrain --targets so.yaml --store /models --prometheus-url http://prom:9090\n"
         "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"

@@ -41,3 +41,20 @@ def test_the_help_points_only_at_docs_that_exist() -> None:
         text = parser.format_help()
         for path in re.findall(r"\b(?:docs|deploy|scaler|models)/[\w./-]*\w", text):
             assert (root / path).exists(), f"scaler {name} --help names {path}"
+
+
+@pytest.mark.parametrize("command", ["serve", "retrain"])
+def test_kubeconfig_comes_from_scaler_kubeconfig_like_every_other_flag(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCALER_KUBECONFIG", "/etc/kube/config")
+    needed = ["--store", "/models"] if command == "retrain" else []
+    args = cli.build_parser().parse_args([command, *needed])
+    assert str(args.kubeconfig) == "/etc/kube/config"
+
+
+def test_serve_still_reads_the_former_scaler_kubeconfig_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SCALER_KUBECONFIG_FILE", "/old/config")
+    assert str(cli.build_parser().parse_args(["serve"]).kubeconfig) == "/old/config"
