@@ -394,6 +394,13 @@ def test_a_short_value_is_echoed_whole() -> None:
     assert refusal(threshold="-5").value == "-5"
 
 
+def test_the_readme_table_has_a_row_for_every_key_the_parser_accepts() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    cells = [line.split("|")[1] for line in readme.splitlines() if line.startswith("| `")]
+    missing = [k for k in sorted(specs.KNOWN_KEYS) if not any(f"`{k}`" in c for c in cells)]
+    assert missing == [], "keys the README's metadata table does not document"
+
+
 def test_the_readme_states_each_range_the_parser_enforces() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     rows = {
