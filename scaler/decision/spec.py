@@ -283,6 +283,18 @@ KNOWN_KEYS = frozenset(
 )
 
 
+KEDA_PROMETHEUS_KEYS = {
+    "ignoreNullValues": "no data here is always UNAVAILABLE, so that KEDA's `fallback` "
+    "applies (as with ignoreNullValues: false), never a made-up 0; remove the key",
+    "queryParameters": "extra query parameters are not sent by this scaler; remove the key "
+    "(`namespace` is sent as the `namespace` parameter, as KEDA does)",
+    "timeout": "the scaler's requests to Prometheus time out after its "
+    "--prometheus-timeout flag (default 10s); remove the key",
+    "cortexOrgID": "write customHeaders: 'X-Scope-OrgID=<org>' instead (KEDA deprecated "
+    "cortexOrgID for it)",
+}
+"""Keys of KEDA's own Prometheus scaler with no meaning here: refused, saying what to do."""
+
 SECRET_KEYS = {
     "bearerToken": "--prometheus-token-file",
     "password": "--prometheus-password-file",
@@ -351,6 +363,13 @@ def check_shape(meta: Mapping[str, str]) -> None:
     unknown = sorted(set(meta) - KNOWN_KEYS - PASSTHROUGH_KEYS)
     if unknown:
         key = unknown[0]
+        if key in KEDA_PROMETHEUS_KEYS:
+            raise SpecError(
+                key,
+                echo(meta[key]),
+                f"unknown metadata key: KEDA's Prometheus scaler reads it, this scaler does "
+                f"not; {KEDA_PROMETHEUS_KEYS[key]}",
+            )
         near = closest_key(key)
         hint = f"did you mean {near!r}? " if near else ""
         raise SpecError(

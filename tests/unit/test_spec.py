@@ -366,8 +366,26 @@ def test_a_misspelt_key_is_refused_naming_the_key_it_most_likely_meant(
     assert "unknown metadata key" in err.fix
 
 
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("ignoreNullValues", "UNAVAILABLE"),
+        ("queryParameters", "remove the key"),
+        ("timeout", "--prometheus-timeout"),
+        ("cortexOrgID", "X-Scope-OrgID"),
+    ],
+)
+def test_a_key_of_kedas_prometheus_scaler_is_refused_saying_what_to_do_instead(
+    key: str, says: str
+) -> None:
+    err = refusal(**{key: "1"})
+    assert err.key == key
+    assert "unknown metadata key: KEDA's Prometheus scaler reads it" in err.fix
+    assert says in err.fix
+
+
 def test_an_unknown_key_like_no_known_one_suggests_none() -> None:
-    err = refusal(ignoreNullValues="true")
+    err = refusal(scaleFactor="2")
     assert "did you mean" not in err.fix
     assert "known keys are" in err.fix
 
