@@ -83,6 +83,7 @@ def preamble(
         f"horizon {metadata['horizon']},",
         f"  model {metadata['model']}, prewarmBudget {metadata['prewarmBudget']} (replica-hours "
         f"per 24h), maxPrewarmReplicas {metadata['maxPrewarmReplicas']}",
+        "The columns:",
         *(f"  {name:9} {meaning}" for name, meaning in COLUMNS),
         "",
     ]
@@ -291,8 +292,8 @@ def _report(rows: list[Row], *, threshold: float, step: float, lead: str, out: P
     print()
     print(
         f"replay yardstick over {len(rows)} steps (cold start {lead} = {k} "
-        f"step{'' if k == 1 else 's'}): a step is under-provisioned when fewer replicas\n"
-        "are ready (asked at least a cold start earlier) than its load needs"
+        f"step{'' if k == 1 else 's'}): a step is under-provisioned\n"
+        "when fewer replicas are ready (asked at least a cold start earlier) than its load needs"
     )
     print(
         f"  reactive : under-provisioned {base.under_provisioned_pct:5.1f}% of steps, "
