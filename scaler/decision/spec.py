@@ -218,6 +218,16 @@ def _count(bounds: Range) -> Callable[[str], int]:
     return parse
 
 
+def number_in(bounds: Range) -> Callable[[str], float]:
+    """A plain decimal within `bounds`, read as its key reads it, for a flag that mirrors one."""
+    return _number(bounds)
+
+
+def count_in(bounds: Range) -> Callable[[str], int]:
+    """A whole number within `bounds`, read as its key reads it, for a flag that mirrors one."""
+    return _count(bounds)
+
+
 def _duration(bounds: Range) -> Callable[[str], float]:
     def parse(text: str) -> float:
         return bounds.check(literals.parse_duration(text))

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from models import calibrate, catalog, fitcache, prophet, select
 from models.base import DAY, HOUR, Series, observed_span
 from scaler import helptext
-from scaler.decision import budget, countries, policy, resolution
+from scaler.decision import budget, countries, policy, resolution, spec
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
 from scaler.offline import prometheus_history, replay
@@ -25,6 +26,8 @@ from scaler.offline.backtest import (
 from scaler.offline.traces import read_trace
 from scaler.settings import PrometheusSettings
 from scaler.sources import prometheus_flags
+
+T = TypeVar("T")
 
 
 def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None:
@@ -148,7 +151,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--cost-per-replica-hour",
-        type=float,
+        type=_as_key(spec.number_in(spec.COST), "costPerReplicaHour"),
         default=None,
         metavar="PRICE",
         help="price of one replica-hour: --budget and the figures are then money (default: "
@@ -156,7 +159,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--min-replicas",
-        type=int,
+        type=_as_key(spec.count_in(spec.REPLICAS), "minReplicas"),
         default=replay.ReplayConfig.min_replicas,
         metavar="N",
         help=f"floor of every decision, as `minReplicas` "
@@ -164,7 +167,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--max-replicas",
-        type=int,
+        type=_as_key(spec.count_in(spec.CEILING), "maxReplicas"),
         default=replay.ReplayConfig.max_replicas,
         metavar="N",
         help=f"ceiling of every decision, as `maxReplicas` "
@@ -172,7 +175,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--max-prewarm-replicas",
-        type=int,
+        type=_as_key(spec.count_in(spec.REPLICAS), "maxPrewarmReplicas"),
         default=replay.ReplayConfig.max_prewarm_replicas,
         metavar="N",
         help=f"replicas above reactive, ever, as `maxPrewarmReplicas` "
@@ -431,6 +434,11 @@ def replay_config(
 
 
 def config_from(args: argparse.Namespace) -> BacktestConfig:
+    if args.max_replicas < args.min_replicas:
+        raise ConfigError(
+            f"--max-replicas {args.max_replicas} is below --min-replicas {args.min_replicas}; "
+            "raise --max-replicas or lower --min-replicas"
+        )
     compare = () if args.compare == "none" else tuple(filter(None, args.compare.split(",")))
     unknown = [m for m in compare if m not in catalog.CANDIDATES]
     if unknown:
@@ -466,6 +474,18 @@ def table(summary: dict[str, Any]) -> str:
             f"{m['predict_ms_median']:7.2f}"
         )
     return "\n".join(lines)
+
+
+def _as_key(parse: Callable[[str], T], key: str) -> Callable[[str], T]:
+    """A flag read and bounded as the trigger key it mirrors (argparse's error names both)."""
+
+    def arg(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}, as the trigger's `{key}`") from None
+
+    return arg
 
 
 def _quantile(text: str) -> float:
