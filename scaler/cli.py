@@ -131,7 +131,9 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="plaintext port serving only grpc.health.v1, for kubelet's grpc probe of a TLS "
         "scaler; -1 disables (env SCALER_HEALTH_PORT; default -1)",
     )
-    g.add_argument("--host", default=env("HOST", "[::]"), help="bind address (default [::])")
+    g.add_argument(
+        "--host", default=env("HOST", "[::]"), help="bind address (env SCALER_HOST; default [::])"
+    )
     g.add_argument(
         "--drain-delay",
         type=duration_within(0.0, 60.0),
@@ -282,21 +284,24 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "--staleness",
         type=duration_arg,
         default=env("STALENESS", "5m"),
-        help="answer UNAVAILABLE once a target's data is this old (default 5m)",
+        help="answer UNAVAILABLE once a target's data is this old (env SCALER_STALENESS; "
+        "default 5m)",
     )
     fit_input.add_flags(e, env, every_default=fit_input.DEFAULT_EVERY)
     e.add_argument(
         "--idle-expiry",
         type=duration_within(1.0, 366 * 86400.0),
         default=env("IDLE_EXPIRY", "1h"),
-        help="drop a target no KEDA call asked about for this long (default 1h); targets "
+        help="drop a target no KEDA call asked about for this long (env SCALER_IDLE_EXPIRY; "
+        "default 1h); targets "
         "discovered in the cluster stay while their ScaledObject exists",
     )
     e.add_argument(
         "--fit-workers",
         type=count_within(*FIT_WORKERS_RANGE),
         default=env("FIT_WORKERS", "1"),
-        help="processes fitting models off the serving process, 0-64; 0 = a thread (default 1)",
+        help="processes fitting models off the serving process, 0-64; 0 = a thread (env "
+        "SCALER_FIT_WORKERS; default 1)",
     )
     e.add_argument(
         "--warm-nice",
@@ -324,20 +329,29 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "TLS (KEDA dials TLS when its TriggerAuthentication gives caCert / tlsClientCert)"
     )
     t.add_argument(
-        "--tls-cert", type=Path, default=env("TLS_CERT"), help="server certificate (PEM)"
+        "--tls-cert",
+        type=Path,
+        default=env("TLS_CERT"),
+        help="server certificate (PEM; env SCALER_TLS_CERT)",
     )
-    t.add_argument("--tls-key", type=Path, default=env("TLS_KEY"), help="server private key (PEM)")
+    t.add_argument(
+        "--tls-key",
+        type=Path,
+        default=env("TLS_KEY"),
+        help="server private key (PEM; env SCALER_TLS_KEY)",
+    )
     t.add_argument(
         "--tls-client-ca",
         type=Path,
         default=env("TLS_CLIENT_CA"),
-        help="CA that client certificates must chain to (PEM)",
+        help="CA that client certificates must chain to (PEM; env SCALER_TLS_CLIENT_CA)",
     )
     t.add_argument(
         "--tls-require-client-cert",
         action="store_true",
         default=_bool(env("TLS_REQUIRE_CLIENT_CERT")),
-        help="mTLS: refuse clients without a certificate from --tls-client-ca",
+        help="mTLS: refuse clients without a certificate from --tls-client-ca (env "
+        "SCALER_TLS_REQUIRE_CLIENT_CERT)",
     )
 
 

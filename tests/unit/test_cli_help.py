@@ -58,3 +58,12 @@ def test_serve_still_reads_the_former_scaler_kubeconfig_file(
 ) -> None:
     monkeypatch.setenv("SCALER_KUBECONFIG_FILE", "/old/config")
     assert str(cli.build_parser().parse_args(["serve"]).kubeconfig) == "/old/config"
+
+
+def test_every_serve_flag_names_its_scaler_variable() -> None:
+    unnamed = [
+        a.option_strings[0]
+        for a in subcommands()["serve"]._actions
+        if a.option_strings and a.option_strings[0] != "-h" and "SCALER_" not in (a.help or "")
+    ]
+    assert unnamed == []
