@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
+from scaler import helptext
 from scaler.clock import Clock, WallClock
 from scaler.decision.spec import TargetSpec, duration_arg
 from scaler.errors import ConfigError, ScalerError
@@ -686,7 +687,14 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scaler",
         description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
-        "from a calibrated P95 forecast, under a strict budget.",
+        "from a calibrated P95 forecast, under a strict budget. `scaler COMMAND --help` says "
+        "more about each command.",
+        epilog="examples:\n"
+        "  scaler demo                                  # see it work, no Prometheus, ~1 min\n"
+        "  scaler backtest export.csv --out /tmp/bt     # what it would have done on your load\n"
+        "  scaler serve --prometheus-url http://prometheus:9090   # what KEDA talks to\n"
+        "  scaler explain inference/llm --server http://localhost:8080 --since 6h",
+        formatter_class=helptext.Paragraphs,
         allow_abbrev=False,  # `explain --log` is not an abbreviation of --log-level
     )
     parser.add_argument(

@@ -67,3 +67,9 @@ def test_every_serve_flag_names_its_scaler_variable() -> None:
         if a.option_strings and a.option_strings[0] != "-h" and "SCALER_" not in (a.help or "")
     ]
     assert unnamed == []
+
+
+def test_the_top_level_help_shows_an_example_of_each_everyday_command() -> None:
+    epilog = cli.build_parser().epilog or ""
+    for command in ("demo", "backtest", "serve", "explain"):
+        assert f"scaler {command}" in epilog
