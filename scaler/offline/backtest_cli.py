@@ -14,7 +14,7 @@ from models import calibrate, catalog, fitcache, prophet, select
 from models.base import DAY, HOUR, Series, observed_span
 from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution, spec
-from scaler.decision.spec import duration_arg
+from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
 from scaler.offline import prometheus_history, replay
 from scaler.offline.backtest import (
@@ -332,7 +332,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
     trace, name = _history(args, config)  # decided and scored at its own step
-    _refuse_under_a_day(trace, name)
+    _refuse_unusable(trace, name)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     threshold = replay.threshold_from(args.threshold, trace)
     result = run(series, config, trace=name)
@@ -353,9 +353,15 @@ def _backtest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_under_a_day(trace: Series, name: str) -> None:
-    """No model fits on less than a day of load (models.base.season_for), so such a trace
-    would grade nothing: refused with the fix rather than a table of nan."""
+def _refuse_unusable(trace: Series, name: str) -> None:
+    """No model fits on less than a day of load (models.base.season_for), nor learns a daily
+    cycle from steps longer than a day, so such a trace would grade nothing (or break a fit):
+    refused with the fix rather than a table of nan or a traceback."""
+    if trace.step > DAY:
+        raise ConfigError(
+            f"{name}: its rows are {format_duration(trace.step)} apart; a trace coarser than a "
+            "day holds no daily cycle to learn: export a step of an hour or finer"
+        )
     span = observed_span(trace)
     if span <= DAY:
         held = f"{span / 60:.0f} min" if span < HOUR else f"{span / HOUR:.1f} h"
