@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
+from scaler import helptext
 from scaler.clock import Clock, WallClock
 from scaler.decision.spec import TargetSpec, duration_arg
 from scaler.errors import ConfigError, ScalerError
@@ -131,7 +132,9 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="plaintext port serving only grpc.health.v1, for kubelet's grpc probe of a TLS "
         "scaler; -1 disables (env SCALER_HEALTH_PORT; default -1)",
     )
-    g.add_argument("--host", default=env("HOST", "[::]"), help="bind address (default [::])")
+    g.add_argument(
+        "--host", default=env("HOST", "[::]"), help="bind address (env SCALER_HOST; default [::])"
+    )
     g.add_argument(
         "--drain-delay",
         type=duration_within(0.0, 60.0),
@@ -214,12 +217,12 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--kubeconfig",
         type=Path,
-        default=env("KUBECONFIG_FILE"),
+        default=env("KUBECONFIG") or env("KUBECONFIG_FILE"),  # the second: its former name
         help="Kubernetes client config (default: the service account, else ~/.kube/config; "
-        "env SCALER_KUBECONFIG_FILE)",
+        "env SCALER_KUBECONFIG, as `scaler retrain`)",
     )
     prometheus_flags.add_flags(p, env)
-    w = p.add_argument_group("targets and models (docs/replicas.md)")
+    w = p.add_argument_group('targets and models (README "Replicas", docs/store.md)')
     w.add_argument(
         "--targets",
         type=Path,
@@ -282,21 +285,24 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "--staleness",
         type=duration_arg,
         default=env("STALENESS", "5m"),
-        help="answer UNAVAILABLE once a target's data is this old (default 5m)",
+        help="answer UNAVAILABLE once a target's data is this old (env SCALER_STALENESS; "
+        "default 5m)",
     )
     fit_input.add_flags(e, env, every_default=fit_input.DEFAULT_EVERY)
     e.add_argument(
         "--idle-expiry",
         type=duration_within(1.0, 366 * 86400.0),
         default=env("IDLE_EXPIRY", "1h"),
-        help="drop a target no KEDA call asked about for this long (default 1h); targets "
+        help="drop a target no KEDA call asked about for this long (env SCALER_IDLE_EXPIRY; "
+        "default 1h); targets "
         "discovered in the cluster stay while their ScaledObject exists",
     )
     e.add_argument(
         "--fit-workers",
         type=count_within(*FIT_WORKERS_RANGE),
         default=env("FIT_WORKERS", "1"),
-        help="processes fitting models off the serving process, 0-64; 0 = a thread (default 1)",
+        help="processes fitting models off the serving process, 0-64; 0 = a thread (env "
+        "SCALER_FIT_WORKERS; default 1)",
     )
     e.add_argument(
         "--warm-nice",
@@ -324,20 +330,29 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "TLS (KEDA dials TLS when its TriggerAuthentication gives caCert / tlsClientCert)"
     )
     t.add_argument(
-        "--tls-cert", type=Path, default=env("TLS_CERT"), help="server certificate (PEM)"
+        "--tls-cert",
+        type=Path,
+        default=env("TLS_CERT"),
+        help="server certificate (PEM; env SCALER_TLS_CERT)",
     )
-    t.add_argument("--tls-key", type=Path, default=env("TLS_KEY"), help="server private key (PEM)")
+    t.add_argument(
+        "--tls-key",
+        type=Path,
+        default=env("TLS_KEY"),
+        help="server private key (PEM; env SCALER_TLS_KEY)",
+    )
     t.add_argument(
         "--tls-client-ca",
         type=Path,
         default=env("TLS_CLIENT_CA"),
-        help="CA that client certificates must chain to (PEM)",
+        help="CA that client certificates must chain to (PEM; env SCALER_TLS_CLIENT_CA)",
     )
     t.add_argument(
         "--tls-require-client-cert",
         action="store_true",
         default=_bool(env("TLS_REQUIRE_CLIENT_CERT")),
-        help="mTLS: refuse clients without a certificate from --tls-client-ca",
+        help="mTLS: refuse clients without a certificate from --tls-client-ca (env "
+        "SCALER_TLS_REQUIRE_CLIENT_CERT)",
     )
 
 
@@ -522,10 +537,10 @@ async def run_server(
         warmup.run(engine, targets, load=load, on_warm=warm), name="engine"
     )
     logger.info(
-        "serving ExternalScaler on port %d (%s), metrics on %d, source %s",
+        "serving ExternalScaler on port %d (%s), %s, source %s",
         port,
         "TLS" if settings.server.tls.enabled else "plaintext",
-        http_port,
+        f"metrics on {http_port}" if http_port >= 0 else "no metrics port",
         settings.source,
     )
     if on_ready is not None:
@@ -672,7 +687,14 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scaler",
         description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
-        "from a calibrated P95 forecast, under a strict budget.",
+        "from a calibrated P95 forecast, under a strict budget. `scaler COMMAND --help` says "
+        "more about each command.",
+        epilog="examples:\n"
+        "  scaler demo                                  # see it work, no Prometheus, ~1 min\n"
+        "  scaler backtest export.csv --out /tmp/bt     # what it would have done on your load\n"
+        "  scaler serve --prometheus-url http://prometheus:9090   # what KEDA talks to\n"
+        "  scaler explain inference/llm --server http://localhost:8080 --since 6h",
+        formatter_class=helptext.Paragraphs,
         allow_abbrev=False,  # `explain --log` is not an abbreviation of --log-level
     )
     parser.add_argument(

@@ -78,7 +78,7 @@ def parse_budget(text: str) -> tuple[float, float | None]:
     is_share = body.endswith("%")
     number = body[:-1] if is_share else body
     if not _DECIMAL.fullmatch(number):
-        raise ValueError(f"must be {BUDGET_FORMS}")
+        raise ValueError(_why_not(number, is_share=is_share))
     value = float(number)
     if is_share:
         if not 0 < value <= MAX_SHARE * 100:
@@ -87,6 +87,19 @@ def parse_budget(text: str) -> tuple[float, float | None]:
     if value > MAX_BUDGET:
         raise ValueError(f"must be {BUDGET_FORMS}")
     return value, None
+
+
+def _why_not(number: str, *, is_share: bool) -> str:
+    """What is wrong with a budget that is not a plain decimal: the two slips people make
+    (`10 %`, `-5`) named, anything else answered with both forms."""
+    bare = number.rstrip(" \t")
+    if is_share and bare != number and _DECIMAL.fullmatch(bare):
+        return f"no space before the '%': write '{bare}%'"
+    if number.startswith("-") and _DECIMAL.fullmatch(number[1:]):
+        if is_share:
+            return "a share must be above 0 % and at most 100 %"
+        return f"must be from 0 to {MAX_BUDGET:.0f}: an amount cannot be negative"
+    return f"must be {BUDGET_FORMS}"
 
 
 def describe(amount: float, share: float | None) -> str:

@@ -1,6 +1,6 @@
 """Country codes Prophet has public holidays for: `holidays.list_supported_countries()` of
 the `holidays` package Prophet uses (version 0.109), copied here so that spec.py
-stays pure. tests/unit/test_holiday_codes.py fails when the installed package disagrees.
+stays pure. tests/unit/test_spec_prometheus.py fails when the installed package disagrees.
 """
 
 CODES = frozenset(

@@ -68,11 +68,28 @@ def parse_duration(text: str) -> float:
         raise ValueError("empty duration")
     match = _DURATION_RE.fullmatch(text)
     if match is None:
-        raise ValueError(
-            f"not a Prometheus duration: {text!r} (ASCII digits, then units from largest to "
-            "smallest, each once: y w d h m s ms)"
-        )
+        raise ValueError(f"not a Prometheus duration: {text!r}{_duration_hint(text)}")
     return sum(float(n) * size for n, (_, size) in zip(match.groups(), _UNITS, strict=True) if n)
+
+
+_SPELT_UNITS = {
+    "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "min": "m", "mins": "m", "minute": "m", "minutes": "m",
+    "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "day": "d", "days": "d", "week": "w", "weeks": "w",
+}  # fmt: skip
+_SPELT_RE = re.compile(rf"({_AMOUNT})\s*([a-z]+)", re.ASCII | re.IGNORECASE)
+
+
+def _duration_hint(text: str) -> str:
+    """The fix for the two usual slips, a bare number (`10`) and a spelt unit (`10min`),
+    else the grammar."""
+    if re.fullmatch(_AMOUNT, text, re.ASCII):
+        return f" has no unit; write '{text}m' for minutes or '{text}s' for seconds"
+    spelt = _SPELT_RE.fullmatch(text)
+    if spelt and spelt.group(2).lower() in _SPELT_UNITS:
+        return f"; write '{spelt.group(1)}{_SPELT_UNITS[spelt.group(2).lower()]}'"
+    return " (ASCII digits, then units from largest to smallest, each once: y w d h m s ms)"
 
 
 def duration_arg(text: str) -> float:

@@ -17,6 +17,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -217,6 +218,16 @@ def _count(bounds: Range) -> Callable[[str], int]:
     return parse
 
 
+def number_in(bounds: Range) -> Callable[[str], float]:
+    """A plain decimal within `bounds`, read as its key reads it, for a flag that mirrors one."""
+    return _number(bounds)
+
+
+def count_in(bounds: Range) -> Callable[[str], int]:
+    """A whole number within `bounds`, read as its key reads it, for a flag that mirrors one."""
+    return _count(bounds)
+
+
 def _duration(bounds: Range) -> Callable[[str], float]:
     def parse(text: str) -> float:
         return bounds.check(literals.parse_duration(text))
@@ -282,6 +293,18 @@ KNOWN_KEYS = frozenset(
 )
 
 
+KEDA_PROMETHEUS_KEYS = {
+    "ignoreNullValues": "no data here is always UNAVAILABLE, so that KEDA's `fallback` "
+    "applies (as with ignoreNullValues: false), never a made-up 0; remove the key",
+    "queryParameters": "extra query parameters are not sent by this scaler; remove the key "
+    "(`namespace` is sent as the `namespace` parameter, as KEDA does)",
+    "timeout": "the scaler's requests to Prometheus time out after its "
+    "--prometheus-timeout flag (default 10s); remove the key",
+    "cortexOrgID": "write customHeaders: 'X-Scope-OrgID=<org>' instead (KEDA deprecated "
+    "cortexOrgID for it)",
+}
+"""Keys of KEDA's own Prometheus scaler with no meaning here: refused, saying what to do."""
+
 SECRET_KEYS = {
     "bearerToken": "--prometheus-token-file",
     "password": "--prometheus-password-file",
@@ -320,6 +343,14 @@ def default_metric_name(name: str, fp: str) -> str:
     return f"predictive-{stem}-{fp}"
 
 
+def closest_key(key: str) -> str | None:
+    """The known key a misspelt one most likely meant (`maxReplica`, `leadtime`,
+    KEDA's `maxReplicaCount` -> `maxReplicas`), or None when none is close."""
+    by_lower = {k.lower(): k for k in KNOWN_KEYS}
+    close = difflib.get_close_matches(key.lower(), by_lower, n=1, cutoff=0.75)
+    return by_lower[close[0]] if close else None
+
+
 def check_shape(meta: Mapping[str, str]) -> None:
     """Refuse too many keys, unknown keys and oversized values before reading any of them."""
     if len(meta) > MAX_KEYS:  # more keys than exist, so some are unknown: name the first
@@ -342,10 +373,19 @@ def check_shape(meta: Mapping[str, str]) -> None:
     unknown = sorted(set(meta) - KNOWN_KEYS - PASSTHROUGH_KEYS)
     if unknown:
         key = unknown[0]
+        if key in KEDA_PROMETHEUS_KEYS:
+            raise SpecError(
+                key,
+                echo(meta[key]),
+                f"unknown metadata key: KEDA's Prometheus scaler reads it, this scaler does "
+                f"not; {KEDA_PROMETHEUS_KEYS[key]}",
+            )
+        near = closest_key(key)
+        hint = f"did you mean {near!r}? " if near else ""
         raise SpecError(
             echo(key),
             echo(meta[key]),
-            f"unknown metadata key; known keys are {', '.join(sorted(KNOWN_KEYS))}",
+            f"unknown metadata key; {hint}known keys are {', '.join(sorted(KNOWN_KEYS))}",
         )
     for key, value in sorted(meta.items()):
         limit = VALUE_CHARS.get(key, DEFAULT_VALUE_CHARS)

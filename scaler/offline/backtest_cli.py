@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from models import calibrate, catalog, fitcache, prophet, select
-from models.base import Series
-from scaler.decision import budget, countries, policy, resolution
-from scaler.decision.spec import duration_arg
+from models.base import DAY, HOUR, Series, observed_span
+from scaler import helptext
+from scaler.decision import budget, countries, policy, resolution, spec
+from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
 from scaler.offline import prometheus_history, replay
 from scaler.offline.backtest import (
@@ -24,6 +26,8 @@ from scaler.offline.backtest import (
 from scaler.offline.traces import read_trace
 from scaler.settings import PrometheusSettings
 from scaler.sources import prometheus_flags
+
+T = TypeVar("T")
 
 
 def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None:
@@ -39,10 +43,14 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "and drift fallback, and scores it with the replay yardstick against reactive, static "
         "headroom and oracle baselines (frontier ratio). Writes DIR/forecasts.csv, "
         "DIR/decisions.csv, DIR/summary.json and DIR/backtest.png.",
-        epilog="examples: scaler backtest ../shared/traces/nasa_http_5min.csv --threshold "
-        "p99/20 --lead-time 10m --horizon 15m --out /tmp/bt-nasa; scaler backtest "
-        "--prometheus-url http://prometheus:9090 --query 'sum(rate(requests_total[2m]))' "
-        "--since 28d --threshold 50 --out /tmp/bt-mine",
+        epilog="examples:\n"
+        "  scaler backtest ../shared/traces/nasa_http_5min.csv --threshold p99/20 "
+        "--lead-time 10m --horizon 15m --out /tmp/bt-nasa\n"
+        "  scaler backtest grafana-export.csv --threshold 50 --budget 10% --limit 7d "
+        "--out /tmp/bt-export\n"
+        "  scaler backtest --prometheus-url http://prometheus:9090 "
+        "--query 'sum(rate(requests_total[2m]))' --since 28d --threshold 50 --out /tmp/bt-mine",
+        formatter_class=helptext.Paragraphs,
     )
     p.add_argument(
         "trace",
@@ -50,7 +58,8 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         nargs="?",
         metavar="TRACE.csv",
         help="time,value CSV: timestamp,value, a Grafana or Prometheus export, epoch s/ms or "
-        "ISO 8601 times (see scaler/offline/traces.py); empty values are missing data",
+        "ISO 8601 times (docs/traces.md); empty values are missing data; more than a day of "
+        "load (a model needs a day before its first forecast), two weeks for a weekly cycle",
     )
     p.add_argument(
         "--threshold",
@@ -73,7 +82,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         metavar="DURATION",
         help="look-ahead past the lead time each forecast covers (default 15m)",
     )
-    p.add_argument("--quantile", type=_quantile, default=0.95, help="default 0.95")
+    p.add_argument(
+        "--quantile",
+        type=_quantile,
+        default=0.95,
+        help="forecast quantile the decisions insure, strictly between 0.5 and 1, as the "
+        "trigger's `quantile` (default 0.95)",
+    )
     p.add_argument(
         "--model",
         default="auto",
@@ -134,11 +149,37 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         metavar="DURATION",
         help="rolling window of the budget (default 24h)",
     )
-    policy_flags.add_argument("--cost-per-replica-hour", type=float, default=None, metavar="PRICE")
-    policy_flags.add_argument("--min-replicas", type=int, default=replay.ReplayConfig.min_replicas)
-    policy_flags.add_argument("--max-replicas", type=int, default=replay.ReplayConfig.max_replicas)
     policy_flags.add_argument(
-        "--max-prewarm-replicas", type=int, default=replay.ReplayConfig.max_prewarm_replicas
+        "--cost-per-replica-hour",
+        type=_as_key(spec.number_in(spec.COST), "costPerReplicaHour"),
+        default=None,
+        metavar="PRICE",
+        help="price of one replica-hour: --budget and the figures are then money (default: "
+        "unset, replica-hours), as the trigger's `costPerReplicaHour`",
+    )
+    policy_flags.add_argument(
+        "--min-replicas",
+        type=_as_key(spec.count_in(spec.REPLICAS), "minReplicas"),
+        default=replay.ReplayConfig.min_replicas,
+        metavar="N",
+        help=f"floor of every decision, as `minReplicas` "
+        f"(default {replay.ReplayConfig.min_replicas})",
+    )
+    policy_flags.add_argument(
+        "--max-replicas",
+        type=_as_key(spec.count_in(spec.CEILING), "maxReplicas"),
+        default=replay.ReplayConfig.max_replicas,
+        metavar="N",
+        help=f"ceiling of every decision, as `maxReplicas` "
+        f"(default {replay.ReplayConfig.max_replicas})",
+    )
+    policy_flags.add_argument(
+        "--max-prewarm-replicas",
+        type=_as_key(spec.count_in(spec.REPLICAS), "maxPrewarmReplicas"),
+        default=replay.ReplayConfig.max_prewarm_replicas,
+        metavar="N",
+        help=f"replicas above reactive, ever, as `maxPrewarmReplicas` "
+        f"(default {replay.ReplayConfig.max_prewarm_replicas})",
     )
     policy_flags.add_argument(
         "--no-drift", action="store_true", help="replay the forecast even when it has drifted"
@@ -291,6 +332,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
     trace, name = _history(args, config)  # decided and scored at its own step
+    _refuse_unusable(trace, name)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     threshold = replay.threshold_from(args.threshold, trace)
     result = run(series, config, trace=name)
@@ -309,6 +351,25 @@ def _backtest(args: argparse.Namespace) -> int:
     written = "forecasts.csv" + (", decisions.csv" if decisions is not None else "")
     print(f"wrote {written}, summary.json and backtest.png to {args.out}")
     return 0
+
+
+def _refuse_unusable(trace: Series, name: str) -> None:
+    """No model fits on less than a day of load (models.base.season_for), nor learns a daily
+    cycle from steps longer than a day, so such a trace would grade nothing (or break a fit):
+    refused with the fix rather than a table of nan or a traceback."""
+    if trace.step > DAY:
+        raise ConfigError(
+            f"{name}: its rows are {format_duration(trace.step)} apart; a trace coarser than a "
+            "day holds no daily cycle to learn: export a step of an hour or finer"
+        )
+    span = observed_span(trace)
+    if span <= DAY:
+        held = f"{span / 60:.0f} min" if span < HOUR else f"{span / HOUR:.1f} h"
+        raise ConfigError(
+            f"{name}: holds {held} of observed load; a model needs a day of "
+            "history before its first forecast, so there is nothing to grade: export more "
+            "than a day (two weeks or more to learn a weekly cycle)"
+        )
 
 
 def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, str]:
@@ -379,6 +440,11 @@ def replay_config(
 
 
 def config_from(args: argparse.Namespace) -> BacktestConfig:
+    if args.max_replicas < args.min_replicas:
+        raise ConfigError(
+            f"--max-replicas {args.max_replicas} is below --min-replicas {args.min_replicas}; "
+            "raise --max-replicas or lower --min-replicas"
+        )
     compare = () if args.compare == "none" else tuple(filter(None, args.compare.split(",")))
     unknown = [m for m in compare if m not in catalog.CANDIDATES]
     if unknown:
@@ -416,6 +482,18 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _as_key(parse: Callable[[str], T], key: str) -> Callable[[str], T]:
+    """A flag read and bounded as the trigger key it mirrors (argparse's error names both)."""
+
+    def arg(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}, as the trigger's `{key}`") from None
+
+    return arg
+
+
 def _quantile(text: str) -> float:
     try:
         value = float(text)
@@ -441,4 +519,7 @@ def _budget(text: str) -> tuple[float, float | None]:
     try:
         return budget.parse_budget(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} {exc} (0 = purely reactive)") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: {exc}; e.g. '10%' of the reactive replica-hours, '24' replica-hours, "
+            "'0' for purely reactive"
+        ) from None

@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 import numpy as np
 
+from scaler import helptext
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.clock import ReplayClock
@@ -40,12 +41,75 @@ class Row:
     reason: str
 
 
+COLUMNS = (
+    ("load", "the trace's load at that step"),
+    ("P95 peak", "the forecast's highest P95 over leadTime + horizon"),
+    ("reactive", "ceil(load / threshold): what an HPA would run"),
+    ("desired", "what the scaler answered KEDA's GetMetrics"),
+    ("active", "IsActive's answer (wake a pool scaled to zero)"),
+    ("reason", "why desired is what it is (the reasons seen are listed at the end)"),
+)
+REASONS = {
+    "forecast": "prewarm bought from the forecast, within the budget and caps",
+    "reactive": "the forecast needs no more than the load does: desired = reactive",
+    "hold": "the last cold start's load kept past the HPA's 5 minutes (paid from the budget)",
+    "level": "the load's own level insured at the forecast's band (paid from the budget)",
+    "budget_capped": "the forecast wanted more prewarm than the budget has left",
+    "prewarm_capped": "the forecast wanted more than maxPrewarmReplicas above reactive",
+    "max_replicas": "maxReplicas cut the request",
+    "min_replicas": "minReplicas raised the request",
+    "no_model": "no model fitted yet: reactive, plus any hold",
+    "drift_fallback": "forecasts stopped being trustworthy: reactive, plus any hold",
+    "drift_margin": "forecasts stopped being trustworthy: reactive plus a margin from recent "
+    "growth",
+    "budget_unknown": "the window's spend could not be read back yet: reactive, no prewarm",
+    "no_data": "no current load sample: the last answer is held",
+}
+"""The demo's legend, one line per policy.Reason (docs/decision-log.md has the full story)."""
+
+
+def preamble(
+    *, trace: str, step: float, metadata: dict[str, str], wall: float, derived: bool
+) -> str:
+    """What the demo runs and what its columns mean, printed above the table."""
+    from scaler.decision.spec import format_duration
+
+    origin = " (the trace's 99th percentile / 20)" if derived else ""
+    lines = [
+        f"Replaying {trace} through the real gRPC server ({format_duration(step)} steps, "
+        f"{wall:g} s each),",
+        "polled the way KEDA polls it (IsActive, then GetMetrics). The trigger's metadata:",
+        f"  threshold {metadata['threshold']}{origin}, leadTime {metadata['leadTime']}, "
+        f"horizon {metadata['horizon']},",
+        f"  model {metadata['model']}, prewarmBudget {metadata['prewarmBudget']} (replica-hours "
+        f"per 24h), maxPrewarmReplicas {metadata['maxPrewarmReplicas']}",
+        "The columns:",
+        *(f"  {name:9} {meaning}" for name, meaning in COLUMNS),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def legend(reasons: list[str]) -> str:
+    """One line for each reason the table showed, in the order first seen."""
+    seen = list(dict.fromkeys(reasons))
+    return "\n".join(f"  {r:15} {REASONS.get(r, '')}".rstrip() for r in seen)
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
         help="watch the scaler work on a bundled trace (no Prometheus, no cluster)",
         description="Replay a trace through the real gRPC server on an accelerated clock and poll "
-        "it like KEDA. Finishes in about a minute; writes a PNG at the end.",
+        "it like KEDA. Prints what the trigger asks and what each column means, a row per step "
+        "(load, the forecast's P95 peak, reactive and desired replicas, why), then the reasons "
+        "seen and the replay yardstick against a reactive autoscaler. Finishes in about a "
+        "minute; writes a PNG at the end.",
+        epilog="examples:\n"
+        "  scaler demo                    # the bundled LLM-serving trace, about a minute\n"
+        "  scaler demo --short            # 24 steps, a few seconds\n"
+        "  scaler demo --trace my.csv --threshold 50 --lead-time 8m --out /tmp/mine.png",
+        formatter_class=helptext.Paragraphs,
     )
     p.add_argument(
         "--trace",
@@ -123,6 +187,15 @@ async def _run(
         )
     )
     port, engine = await ready
+    print(
+        preamble(
+            trace=trace_path.name,
+            step=step,
+            metadata=metadata,
+            wall=args.seconds_per_step,
+            derived=args.threshold is None,
+        )
+    )
     try:
         return await _poll(port, engine, clock, metadata, steps=args.steps, step=step)
     finally:
@@ -158,13 +231,19 @@ async def _poll(
                 )
             except grpc.aio.AioRpcError as exc:
                 print(f"{'':16}  waiting: {exc.code().name} {exc.details()}")
-                await clock.sleep(step)
+                await _next_step(clock, step)
                 continue
             row = _row(engine, clock.now(), active, int(value.metricValues[0].metricValue))
             rows.append(row)
             print(_format(row, engine))
-            await clock.sleep(step)
+            await _next_step(clock, step)
     return rows
+
+
+async def _next_step(clock: ReplayClock, step: float) -> None:
+    """Sleep to the middle of the next step: a fixed sleep after the RPCs drifts, and a
+    decision would now and then go unseen (a step missing from the table)."""
+    await clock.sleep(max(0.0, (math.floor(clock.now() / step) + 1.5) * step - clock.now()))
 
 
 def _row(engine: Engine, now: float, active: bool, desired: int) -> Row:
@@ -208,7 +287,14 @@ def _report(rows: list[Row], *, threshold: float, step: float, lead: str, out: P
     ours = yardstick.outcome(load=load, desired=desired, threshold=threshold, k=k, step=step)
     base = yardstick.outcome(load=load, desired=reactive, threshold=threshold, k=k, step=step)
     print()
-    print(f"replay yardstick over {len(rows)} steps (cold start {lead} = {k} steps):")
+    print("reasons:")
+    print(legend([r.reason for r in rows]))
+    print()
+    print(
+        f"replay yardstick over {len(rows)} steps (cold start {lead} = {k} "
+        f"step{'' if k == 1 else 's'}): a step is under-provisioned\n"
+        "when fewer replicas are ready (asked at least a cold start earlier) than its load needs"
+    )
     print(
         f"  reactive : under-provisioned {base.under_provisioned_pct:5.1f}% of steps, "
         f"{base.gpu_hours:7.1f} GPU-hours"

@@ -58,7 +58,8 @@ LiveFallback = Callable[[TargetSpec, float], "bool | None"]
 @dataclass(frozen=True)
 class RetrainSettings:
     model_step: float = 300.0
-    """Resolution models are fitted at, seconds (the same as `scaler serve --model-step`)."""
+    """Resolution models are fitted at, seconds (`scaler serve` fits at 5 minutes,
+    EngineSettings.model_step, which no flag changes)."""
     history: float = 28 * 86400.0
     """Seconds of history per fit."""
     peaks_every: float | None = 30.0

@@ -13,12 +13,12 @@ import json
 import logging
 import math
 import sys
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from scaler import helptext
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
@@ -47,13 +47,14 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
-        "scalerAddress == --scaler-address. Every flag can also be set as SCALER_<FLAG>.",
+        "scalerAddress == --scaler-address. Every flag but --keep, --history, --model-step and "
+        "--json can also be set as SCALER_<FLAG>.",
         epilog="examples:\n"
         "  scaler retrain --targets so.yaml --store /models --prometheus-url http://prom:9090\n"
         "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"
         "  scaler retrain ... --shard 2/4 --json summary.json   # the second of four shards\n\n"
         "In an Indexed Job, --shard defaults to JOB_COMPLETION_INDEX+1 of --shards.",
-        formatter_class=_Paragraphs,
+        formatter_class=helptext.Paragraphs,
     )
     g = p.add_argument_group("targets")
     g.add_argument(
@@ -129,7 +130,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=duration_arg,
         metavar="DURATION",
         default=defaults.model_step,
-        help="resolution models fit at; match `scaler serve --model-step` (5m)",
+        help="resolution models fit at (5m): `scaler serve` fits and forecasts at 5m, with "
+        "no flag to change it, so keep the default for models it serves",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
     g.add_argument(
@@ -150,18 +152,6 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "--json", type=Path, metavar="FILE", help="also write the summary as JSON here (- = stdout)"
     )
     p.set_defaults(func=cmd_retrain)
-
-
-class _Paragraphs(argparse.RawDescriptionHelpFormatter):
-    """Wraps the description's paragraphs to the terminal, keeps the epilog's lines as written."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if "examples:" in text:
-            return super()._fill_text(text, width, indent)
-        return "\n\n".join(
-            textwrap.fill(part, width, initial_indent=indent, subsequent_indent=indent)
-            for part in text.split("\n\n")
-        )
 
 
 def _path(text: str | None) -> Path | None:

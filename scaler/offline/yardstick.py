@@ -29,8 +29,10 @@ def required(load: FloatArray, threshold: float) -> IntArray:
 def ready(desired: IntArray, k: int) -> IntArray:
     """min(D[t-k..t]): what is serving at t when replicas take k steps to become ready."""
     out = desired.astype(np.int64).copy()
-    for lag in range(1, k + 1):
-        shifted = np.concatenate([np.zeros(lag, dtype=np.int64), desired[:-lag]])
+    n = out.size
+    for lag in range(1, k + 1):  # a lag past the end leaves nothing ready yet
+        late = min(lag, n)
+        shifted = np.concatenate([np.zeros(late, dtype=np.int64), desired[: n - late]])
         out = np.minimum(out, shifted)
     return out
 

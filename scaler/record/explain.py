@@ -226,6 +226,11 @@ def why(r: Record) -> str:
         "drift_fallback": "forecasts drifted (coverage "
         + (f"{float(r['coverage']):.0%}" if r.get("coverage") is not None else "?")
         + f" against {_quantile(r.get('nominal_quantile'))}): reactive only, {floor}",
+        "drift_margin": "forecasts drifted (coverage "
+        + (f"{float(r['coverage']):.0%}" if r.get("coverage") is not None else "?")
+        + f" against {_quantile(r.get('nominal_quantile'))}): reactive plus a margin from the "
+        f"load's recent growth, {num(r.get('prewarm'))} replicas above reactive paid from the "
+        f"budget; {floor}",
         "no_model": f"no usable model ({r.get('model_note') or 'not fitted'}): reactive only, "
         f"{floor}",
         "budget_unknown": "the window's prewarm spend could not be read back yet: reactive only, "

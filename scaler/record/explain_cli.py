@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from scaler import helptext
 from scaler.errors import ConfigError
 from scaler.record import decisionrecord, explain
 from scaler.record.decisionrecord import Record
@@ -42,7 +43,7 @@ def add_parser(sub: Any) -> None:
         "  scaler explain inference/llm --log decisions.jsonl --since 2026-11-28 "
         "--until 2026-11-29\n"
         "  scaler explain inference/llm --log decisions.jsonl --at 2026-11-28T09:30",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=helptext.Paragraphs,
     )
     p.add_argument("target", help="NAMESPACE/NAME, or NAMESPACE/NAME#FINGERPRINT for one trigger")
     where = p.add_mutually_exclusive_group(required=True)

@@ -63,7 +63,8 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
         "--prometheus-insecure-skip-verify",
         action="store_true",
         default=(env("PROMETHEUS_INSECURE_SKIP_VERIFY") or "").lower() in ("1", "true", "yes"),
-        help="do not verify Prometheus' certificate (KEDA's unsafeSsl); unsafe",
+        help="do not verify Prometheus' certificate (KEDA's unsafeSsl); unsafe (env "
+        "SCALER_PROMETHEUS_INSECURE_SKIP_VERIFY)",
     )
     g.add_argument(
         "--prometheus-header",

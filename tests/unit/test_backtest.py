@@ -101,6 +101,31 @@ def test_a_trace_it_cannot_read_exits_2_naming_the_file_and_line(
     assert f"{trace}:3: value 'lots' is not a number" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("rows", [1, 2, 200])
+def test_a_trace_under_a_day_exits_2_saying_a_model_needs_a_day(
+    rows: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    series = load(1)
+    trace = write_trace(
+        tmp_path / "short.csv", Series(series.start, series.step, series.values[:rows])
+    )
+    code = cli.main(["backtest", str(trace), "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{trace}: holds" in err and "a model needs a day of history" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_trace_coarser_than_a_day_exits_2_asking_for_a_finer_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "weekly.csv"
+    trace.write_text("timestamp,value\n2024-01-01,1\n2024-01-08,2\n2024-01-15,3\n")
+    code = cli.main(["backtest", str(trace), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert f"{trace}: its rows are 7d apart" in capsys.readouterr().err
+
+
 def test_forecasts_start_once_a_day_of_history_is_known_and_not_before(
     tmp_path: Path,
 ) -> None:

@@ -36,3 +36,32 @@ def test_a_bad_budget_exits_2_naming_the_flag_and_both_forms(
     err = capsys.readouterr().err
     assert "--budget" in err and repr(text) in err and "%" in err
     assert not (tmp_path / "summary.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--cost-per-replica-hour", "nan"], "as the trigger's `costPerReplicaHour`"),
+        (["--cost-per-replica-hour", "-3"], "must be from 0.000001"),
+        (["--max-replicas", "0"], "must be from 1 to 10000"),
+        (["--max-prewarm-replicas", "2.5"], "must be a whole number"),
+    ],
+)
+def test_policy_flags_are_read_and_bounded_as_the_trigger_keys_they_mirror(
+    flags: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "trace.csv"  # never read: argparse refuses the flag first
+    with pytest.raises(SystemExit) as done:
+        cli.main(["backtest", str(trace), *flags, "--out", str(tmp_path / "out")])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert flags[0] in err and says in err
+
+
+def test_max_replicas_below_min_replicas_exits_2_naming_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--min-replicas", "5", "--max-replicas", "2"]
+    code = cli.main(["backtest", str(tmp_path / "t.csv"), *flags, "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert "--max-replicas 2 is below --min-replicas 5" in capsys.readouterr().err

@@ -140,6 +140,12 @@ def test_a_decision_is_described_in_words_and_figures() -> None:
     assert "but the budget allowed only 1 prewarm" in explain.describe(capped)
 
 
+@pytest.mark.parametrize("reason", list(Reason))
+def test_every_reason_the_policy_gives_is_explained_in_words(reason: Reason) -> None:
+    record = decide(target(), at=T0, reactive=8, prewarm=2, reason=reason)
+    assert not explain.why(record).startswith("reason ")
+
+
 def test_a_period_report_gives_totals_then_each_change_in_time_order() -> None:
     state = target(costPerReplicaHour="3")
     plan = [(8, 0, Reason.REACTIVE)] * 4 + [(8, 4, Reason.FORECAST)] * 2 + [(6, 0, Reason.REACTIVE)]

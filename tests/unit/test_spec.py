@@ -79,6 +79,22 @@ def test_malformed_durations_are_refused(text: str) -> None:
         specs.parse_duration(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        ("10", "'10' has no unit; write '10m' for minutes or '10s' for seconds"),
+        ("10min", "write '10m'"),
+        ("2 hours", "write '2h'"),
+        ("soon", "units from largest to smallest"),
+    ],
+)
+def test_a_malformed_duration_names_the_fix(text: str, fix: str) -> None:
+    with pytest.raises(ValueError, match="not a Prometheus duration") as err:
+        specs.parse_duration(text)
+    assert fix in str(err.value)
+    assert fix in refusal(leadTime=text).fix
+
+
 BAD = [
     ({"query": ""}, "query"),
     ({"threshold": ""}, "threshold"),
@@ -331,6 +347,49 @@ def test_an_oversized_unknown_key_is_named_by_a_short_prefix() -> None:
     assert len(str(err)) < 1024
 
 
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("maxReplica", "maxReplicas"),
+        ("leadtime", "leadTime"),
+        ("treshold", "threshold"),
+        ("maxReplicaCount", "maxReplicas"),  # the ScaledObject's own name for the cap
+        ("PrewarmBudgetWindow", "prewarmBudgetWindow"),
+    ],
+)
+def test_a_misspelt_key_is_refused_naming_the_key_it_most_likely_meant(
+    typo: str, meant: str
+) -> None:
+    err = refusal(**{typo: "4"})
+    assert err.key == typo
+    assert f"did you mean {meant!r}?" in err.fix
+    assert "unknown metadata key" in err.fix
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("ignoreNullValues", "UNAVAILABLE"),
+        ("queryParameters", "remove the key"),
+        ("timeout", "--prometheus-timeout"),
+        ("cortexOrgID", "X-Scope-OrgID"),
+    ],
+)
+def test_a_key_of_kedas_prometheus_scaler_is_refused_saying_what_to_do_instead(
+    key: str, says: str
+) -> None:
+    err = refusal(**{key: "1"})
+    assert err.key == key
+    assert "unknown metadata key: KEDA's Prometheus scaler reads it" in err.fix
+    assert says in err.fix
+
+
+def test_an_unknown_key_like_no_known_one_suggests_none() -> None:
+    err = refusal(scaleFactor="2")
+    assert "did you mean" not in err.fix
+    assert "known keys are" in err.fix
+
+
 def test_too_many_keys_are_refused_naming_an_unknown_one() -> None:
     extra = {f"extra{i:03d}": "1" for i in range(specs.MAX_KEYS)}
     err = refusal(**extra)
@@ -351,6 +410,13 @@ def test_an_echo_is_short_in_any_script(text: str) -> None:
 def test_a_short_value_is_echoed_whole() -> None:
     assert specs.echo("10m") == "10m"
     assert refusal(threshold="-5").value == "-5"
+
+
+def test_the_readme_table_has_a_row_for_every_key_the_parser_accepts() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    cells = [line.split("|")[1] for line in readme.splitlines() if line.startswith("| `")]
+    missing = [k for k in sorted(specs.KNOWN_KEYS) if not any(f"`{k}`" in c for c in cells)]
+    assert missing == [], "keys the README's metadata table does not document"
 
 
 def test_the_readme_states_each_range_the_parser_enforces() -> None:

@@ -61,3 +61,18 @@ def test_anything_but_a_plain_decimal_or_a_share_up_to_100_percent_is_refused(
 def test_a_budget_is_shown_as_it_was_written() -> None:
     assert budget.describe(*budget.parse_budget("10%")) == "10%"
     assert budget.describe(*budget.parse_budget("24")) == "24"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("10 %", "no space before the '%': write '10%'"),
+        ("2.5\t%", "write '2.5%'"),
+        ("-5", "an amount cannot be negative"),
+        ("-5%", "a share must be above 0 %"),
+    ],
+)
+def test_the_common_slips_are_named_with_their_fix(text: str, says: str) -> None:
+    with pytest.raises(SpecError) as err:
+        parse(text)
+    assert says in err.value.fix

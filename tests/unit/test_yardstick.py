@@ -25,6 +25,11 @@ def test_a_replica_is_ready_k_steps_after_it_is_asked_for_and_leaves_at_once() -
     assert yardstick.ready(desired, 2).tolist() == [0, 0, 0, 3, 1, 1]
 
 
+def test_a_cold_start_longer_than_the_run_leaves_nothing_ready() -> None:
+    assert yardstick.ready(np.array([3], dtype=np.int64), 2).tolist() == [0]
+    assert yardstick.ready(np.array([3, 4, 5], dtype=np.int64), 5).tolist() == [0, 0, 0]
+
+
 def test_the_reactive_baseline_asks_for_the_previous_load_and_holds_through_missing_data() -> None:
     load = np.array([10.0, 25.0, np.nan, 5.0, 12.0])
     got = baselines.reactive(load, threshold=10.0, step=STEP)
