@@ -63,7 +63,8 @@ class Reason(StrEnum):
     MIN_REPLICAS = "min_replicas"
     """minReplicas raised the request."""
     DRIFT_FALLBACK = "drift_fallback"
-    """Forecasts have drifted: pure reactive until they earn trust back."""
+    """Forecasts have drifted: no forecast until they earn trust back, so reactive plus only the
+    lead time's hold (HOLD's replicas, paid from the budget)."""
     DRIFT_MARGIN = "drift_margin"
     """Forecasts have drifted: reactive plus a margin learned from how load recently grew over
     one cold start (scaler.decision.margin), within every cap, until they earn trust back."""
@@ -76,10 +77,12 @@ class Reason(StrEnum):
     band: the forecast's median runs below the level the load is at, so its peak would buy
     nothing the next step's noise needs (level_load); paid from the budget like any prewarm."""
     NO_MODEL = "no_model"
-    """No usable model yet (short history, failed fit): pure reactive."""
+    """No usable model yet (short history, failed fit): no forecast, so reactive plus only the
+    lead time's hold (HOLD's replicas, paid from the budget)."""
     BUDGET_UNKNOWN = "budget_unknown"
     """What the window has already spent could not be read back (the ledger's Prometheus did not
-    answer since this scaler started): pure reactive, so a restart never spends a budget twice."""
+    answer since this scaler started): no allowance, so pure reactive (not even the hold), and a
+    restart never spends a budget twice."""
     NO_DATA = "no_data"
     """No current load sample: the last request is held (replay; the live server answers
     UNAVAILABLE instead, so that KEDA's own fallback applies)."""
@@ -326,7 +329,8 @@ def decide(
     `forecast_peak` is the calibrated forecast's peak over lead time + horizon (at
     affordable_quantile), or None when there is no usable forecast. `allowance` is how many
     prewarm replicas the budget can pay for this step (budget.Ledger.allowance). `fallback`
-    (DRIFT_FALLBACK, NO_MODEL, BUDGET_UNKNOWN) forces no forecast. `held_load` is the highest
+    (DRIFT_FALLBACK, NO_MODEL, BUDGET_UNKNOWN) forces no forecast and stays the reason when a
+    cap cuts the hold (only maxReplicas and minReplicas replace it). `held_load` is the highest
     load of the last lead time (floor_load over floor_samples): its replicas above reactive are
     held as paid prewarm (reason HOLD, or the fallback's), within the same caps; None (or a
     held load no higher than `load`) holds nothing. `level_load` is the floor's load insured
@@ -355,7 +359,7 @@ def decide(
         if level > held
         else Reason.HOLD
     )
-    if prewarm < wanted:
+    if prewarm < wanted and fallback is None:  # a fallback's reason says more than its cap
         reason = min(caps, key=lambda r: caps[r])
     desired = reactive + prewarm
     if desired > limits.max_replicas:

@@ -210,6 +210,13 @@ def why(r: Record) -> str:
     floor = (
         f"load {num(r.get('floor'))} (max over the HPA's 5 minutes) needs {num(r.get('reactive'))}"
     )
+    held = num(r.get("prewarm"))
+    no_forecast = (
+        f"reactive, plus {held} replicas held from the last lead time's load, paid from the "
+        f"budget; {floor}"
+        if float(r.get("prewarm") or 0) > 0
+        else f"reactive only, {floor}"
+    )
     words = {
         "forecast": need,
         "reactive": f"{need}, no more than {floor}",
@@ -225,14 +232,13 @@ def why(r: Record) -> str:
         "min_replicas": f"{floor}; minReplicas {num(r.get('min_replicas'))} raised the request",
         "drift_fallback": "forecasts drifted (coverage "
         + (f"{float(r['coverage']):.0%}" if r.get("coverage") is not None else "?")
-        + f" against {_quantile(r.get('nominal_quantile'))}): reactive only, {floor}",
+        + f" against {_quantile(r.get('nominal_quantile'))}): {no_forecast}",
         "drift_margin": "forecasts drifted (coverage "
         + (f"{float(r['coverage']):.0%}" if r.get("coverage") is not None else "?")
         + f" against {_quantile(r.get('nominal_quantile'))}): reactive plus a margin from the "
         f"load's recent growth, {num(r.get('prewarm'))} replicas above reactive paid from the "
         f"budget; {floor}",
-        "no_model": f"no usable model ({r.get('model_note') or 'not fitted'}): reactive only, "
-        f"{floor}",
+        "no_model": f"no usable model ({r.get('model_note') or 'not fitted'}): {no_forecast}",
         "budget_unknown": "the window's prewarm spend could not be read back yet: reactive only, "
         f"{floor}",
         "no_data": "no current load sample: the last request is held",

@@ -140,6 +140,17 @@ def test_a_decision_is_described_in_words_and_figures() -> None:
     assert "but the budget allowed only 1 prewarm" in explain.describe(capped)
 
 
+@pytest.mark.parametrize("reason", [Reason.DRIFT_FALLBACK, Reason.NO_MODEL])
+def test_a_fallback_says_what_it_holds_and_reactive_only_when_it_holds_nothing(
+    reason: Reason,
+) -> None:
+    held = explain.why(decide(target(), at=T0, reactive=8, prewarm=2, reason=reason))
+    assert "plus 2 replicas held from the last lead time's load, paid from the budget" in held
+    assert "reactive only" not in held
+    bare = explain.why(decide(target(), at=T0, reactive=8, prewarm=0, reason=reason))
+    assert "reactive only" in bare and "held" not in bare
+
+
 @pytest.mark.parametrize("reason", list(Reason))
 def test_every_reason_the_policy_gives_is_explained_in_words(reason: Reason) -> None:
     record = decide(target(), at=T0, reactive=8, prewarm=2, reason=reason)

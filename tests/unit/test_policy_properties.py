@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -274,6 +275,29 @@ def test_the_hold_past_the_hpa_window_is_paid_prewarm_with_its_own_reason() -> N
         held_load=70.0,
     )
     assert (drifted.desired, drifted.reason) == (7, policy.Reason.DRIFT_FALLBACK)
+
+
+@pytest.mark.parametrize(
+    "fallback", [policy.Reason.DRIFT_FALLBACK, policy.Reason.NO_MODEL, policy.Reason.BUDGET_UNKNOWN]
+)
+def test_a_fallback_stays_the_reason_when_a_cap_cuts_its_hold(fallback: policy.Reason) -> None:
+    limits = policy.Limits(threshold=10.0, max_prewarm_replicas=2)
+    for allowance in (0, 1, 10):  # the budget (0: budget_unknown's), then maxPrewarmReplicas
+        d = policy.decide(
+            load=40.0,
+            forecast_peak=None,
+            limits=limits,
+            allowance=allowance,
+            fallback=fallback,
+            held_load=70.0,
+        )
+        assert (d.prewarm, d.reason) == (min(allowance, 2), fallback)
+    # maxReplicas still names itself: it is a limit the user set, not the fallback's doing
+    top = policy.Limits(threshold=10.0, max_replicas=5)
+    cut = policy.decide(
+        load=40.0, forecast_peak=None, limits=top, allowance=10, fallback=fallback, held_load=70
+    )
+    assert (cut.desired, cut.reason) == (5, policy.Reason.MAX_REPLICAS)
 
 
 def test_the_free_floor_is_the_hpa_window_never_longer_than_the_lead_time() -> None:
