@@ -59,6 +59,11 @@ class SeasonalBaseline:
         history = prepared(history)
         period = season_for(observed_span(history))
         n = round(period / history.step)
+        if n < 1:
+            raise FitError(
+                f"a step of {history.step:g} s is longer than the {period:g} s season; "
+                "resample the history to the model step (5m) first"
+            )
         cycles = max(1, min(MAX_CYCLES, len(history) // n))
         tail = history.values[-cycles * n :].reshape(cycles, n)
         profile = pooled_median(

@@ -235,7 +235,8 @@ def _duration(bounds: Range) -> Callable[[str], float]:
     return parse
 
 
-def _quantile(text: str) -> float:
+def parse_quantile(text: str) -> float:
+    """A forecast quantile as the `quantile` key reads it: a plain decimal in (0.5, 1)."""
     value = literals.parse_decimal(text)
     if not (0.5 < value < 1):
         raise ValueError("must lie strictly between 0.5 and 1")
@@ -445,7 +446,7 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             900.0,
             "use a Prometheus duration such as '15m'",
         ),
-        quantile=_get(meta, "quantile", _quantile, 0.95, "e.g. '0.95'"),
+        quantile=_get(meta, "quantile", parse_quantile, 0.95, "e.g. '0.95'"),
         min_replicas=_get(meta, "minReplicas", _count(REPLICAS), 0, "e.g. '0'"),
         max_replicas=_get(meta, "maxReplicas", _count(CEILING), 100, "e.g. '20'"),
         max_prewarm_replicas=_get(meta, "maxPrewarmReplicas", _count(REPLICAS), 10, "e.g. '4'"),

@@ -84,7 +84,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--quantile",
-        type=_quantile,
+        type=_as_key(spec.parse_quantile, "quantile"),
         default=0.95,
         help="forecast quantile the decisions insure, strictly between 0.5 and 1, as the "
         "trigger's `quantile` (default 0.95)",
@@ -492,16 +492,6 @@ def _as_key(parse: Callable[[str], T], key: str) -> Callable[[str], T]:
             raise argparse.ArgumentTypeError(f"{text!r}: {exc}, as the trigger's `{key}`") from None
 
     return arg
-
-
-def _quantile(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.5 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a quantile between 0.5 and 1, e.g. 0.95")
-    return value
 
 
 def _country(text: str) -> str:

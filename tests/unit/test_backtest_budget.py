@@ -45,6 +45,8 @@ def test_a_bad_budget_exits_2_naming_the_flag_and_both_forms(
         (["--cost-per-replica-hour", "-3"], "must be from 0.000001"),
         (["--max-replicas", "0"], "must be from 1 to 10000"),
         (["--max-prewarm-replicas", "2.5"], "must be a whole number"),
+        (["--quantile", "0.9_5"], "as the trigger's `quantile`"),
+        (["--quantile", "1"], "strictly between 0.5 and 1"),
     ],
 )
 def test_policy_flags_are_read_and_bounded_as_the_trigger_keys_they_mirror(

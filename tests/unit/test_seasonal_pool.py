@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from models import catalog, seasonal, select
-from models.base import DAY, Series
+from models.base import DAY, FitError, Series
+from models.seasonal import SeasonalBaseline
 
 STEP = 300.0
 N = round(DAY / STEP)
@@ -98,3 +99,9 @@ def test_auto_grades_the_pooled_profile_only_when_asked_and_never_as_a_median_me
     assert "pinball.pooled" in best.scores
     if best.kind == "ensemble":
         assert all(m.kind != "pooled" for m in best.model.members)
+
+
+def test_a_step_longer_than_the_season_is_a_fit_error_naming_the_fix() -> None:
+    sparse = Series(start=0.0, step=2 * DAY, values=np.arange(5, dtype=np.float64) + 1.0)
+    with pytest.raises(FitError, match="resample the history to the model step"):
+        SeasonalBaseline().fit(sparse)  # 10 days: a daily season
