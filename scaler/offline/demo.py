@@ -81,8 +81,8 @@ def preamble(
         "polled the way KEDA polls it (IsActive, then GetMetrics). The trigger's metadata:",
         f"  threshold {metadata['threshold']}{origin}, leadTime {metadata['leadTime']}, "
         f"horizon {metadata['horizon']},",
-        f"  model {metadata['model']}, prewarmBudget {metadata['prewarmBudget']} (replica-hours "
-        f"per 24h), maxPrewarmReplicas {metadata['maxPrewarmReplicas']}",
+        f"  model {metadata['model']}, prewarmBudget {metadata['prewarmBudget']} (of the "
+        f"reactive replica-hours per 24h), maxPrewarmReplicas {metadata['maxPrewarmReplicas']}",
         "The columns:",
         *(f"  {name:9} {meaning}" for name, meaning in COLUMNS),
         "",
@@ -173,8 +173,8 @@ async def _run(
         "horizon": args.horizon,
         "maxReplicas": "60",
         "maxPrewarmReplicas": "8",
-        "prewarmBudget": "48",
-        "model": "seasonal",
+        "prewarmBudget": "30%",
+        "model": "auto",
     }
     ready: asyncio.Future[tuple[int, Engine]] = asyncio.get_running_loop().create_future()
     stop = asyncio.Event()
