@@ -2,8 +2,8 @@
 future, beside the model's own, on the very same walk.
 
     .venv/bin/python bench/forecast_bound.py TRACE.csv [TRACE.csv ...] [--model auto]
-        [--bounds model,future,smooth,hourly] [--budgets 30%] [--smooth 15m] [--limit 56d]
-        [--drift] [--json PATH]
+        [--bounds model,future,smooth,hourly,smooth@1h] [--budgets 30%] [--smooth 15m]
+        [--residual-window 7d] [--horizon 15m] [--limit 56d] [--drift] [--json PATH]
 
 Each trace is replayed as `scaler backtest TRACE --threshold p99/20 --lead-time 10m --horizon
 15m --no-drift` replays it (the same ReplayConfig; threshold and warm-up of the whole trace, as
@@ -18,6 +18,9 @@ its calibration (bench/bound_bands.py says how each is made):
   step, about one lead time; at least 3 points), the band its relative residual quantiles over
   the trailing week, re-measured hourly from residuals whose window is fully observed;
 - `hourly`: the same P50, the band the whole trace's residual quantiles per hour of day.
+`smooth@1h` and `hourly@1h` name their own window. The centred mean holds the point itself
+(1/3 of it in a 3-point window): the narrower the window, the more of the noise it knows.
+`--horizon` changes the policy's look-ahead for every row (a policy diagnostic, not a bound).
 Prints one Markdown row per trace, bound and budget: frontier ratio / under-provisioned steps /
 GPU-hours x reactive / P95 coverage of the point a lead time ahead (the band the replay read,
 over the scored model steps) / prewarm replica-hours as a share of reactive's / the costliest
@@ -75,7 +78,9 @@ class BoundModel:
 class Bands:
     """The bounds of one trace at the model step: per origin, a P50 path and its band."""
 
-    def __init__(self, coarse: Series, *, smooth_window: float) -> None:
+    def __init__(
+        self, coarse: Series, *, smooth_window: float, residual_window: float = RESIDUAL_WINDOW
+    ) -> None:
         self.coarse = coarse
         values = np.asarray(coarse.values, dtype=np.float64)
         self.values = values
@@ -86,7 +91,7 @@ class Bands:
         residuals = bound_bands.relative_residuals(values, self.smooth, floor=self.floor)
         self.causal = bound_bands.causal_offsets(
             residuals,
-            window=max(1, round(RESIDUAL_WINDOW / coarse.step)),
+            window=max(1, round(residual_window / coarse.step)),
             every=max(1, round(REMEASURE / coarse.step)),
         )
         self.times = coarse.start + coarse.step * np.arange(len(coarse), dtype=np.float64)
@@ -154,7 +159,7 @@ def coverage(coarse: Series, p95_at: Any, *, k: int, first: int) -> float:
     return float(np.mean(values[s][known] <= bound[known])) if known.any() else math.nan
 
 
-def config_for(trace: Series, text: str, *, drift: bool) -> replay.ReplayConfig:
+def config_for(trace: Series, text: str, *, drift: bool, horizon: float) -> replay.ReplayConfig:
     """`scaler backtest`'s replay defaults with budget `text`: threshold p99/20 of the trace."""
     amount, share = budget.parse_budget(text)
     return replay.ReplayConfig(
@@ -162,6 +167,7 @@ def config_for(trace: Series, text: str, *, drift: bool) -> replay.ReplayConfig:
         budget=amount,
         budget_share=share,
         drift=drift,
+        horizon=horizon,
     )
 
 
@@ -177,30 +183,43 @@ def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     trace = traces.read_trace(path)
     warmup = replay.warmup_steps(trace)
     series = limited(trace, warmup, args.limit)
-    base = config_for(trace, "30%", drift=args.drift)
+    base = config_for(trace, budget.DEFAULT_BUDGET, drift=args.drift, horizon=args.horizon)
     coarse = resolution.model_series(series, base.model_step)
-    bands = Bands(coarse, smooth_window=args.smooth)
+    bands: dict[float, Bands] = {}
     k = yardstick.cold_start_steps(base.lead_time, coarse.step)
     first = math.ceil(warmup * trace.step / coarse.step - 1e-9)
     rows = []
     with fitcache.sharing(), recorded_forecasts():
         for text in args.budgets.split(","):
-            config = config_for(trace, text, drift=args.drift)
-            for kind in args.bounds.split(","):
+            config = config_for(trace, text, drift=args.drift, horizon=args.horizon)
+            for name in args.bounds.split(","):
+                kind, window = bound_of(name, args.smooth)
+                if window not in bands:
+                    bands[window] = Bands(
+                        coarse, smooth_window=window, residual_window=args.residual_window
+                    )
                 began = time.process_time()
                 record = np.full(len(coarse), np.nan)
-                with bounded(kind, bands, quantile=config.quantile, k=k, record=record):
+                with bounded(kind, bands[window], quantile=config.quantile, k=k, record=record):
                     result = replay.replay(
                         series, config, make=args.model, warmup=warmup * trace.step
                     )
                 covered = coverage(coarse, record, k=k, first=first)
-                rows.append(row(path.stem, kind, text, result, covered))
+                rows.append(row(path.stem, name, text, result, covered))
                 print(
-                    f"  {path.stem} {kind} {text}: {time.process_time() - began:.0f} s CPU",
+                    f"  {path.stem} {name} {text}: {time.process_time() - began:.0f} s CPU",
                     file=sys.stderr,
                 )
                 print(markdown_row(rows[-1]), flush=True)
     return rows
+
+
+def bound_of(name: str, smooth: float) -> tuple[str, float]:
+    """A bound's kind and smoothing window: `smooth@1h` names its own, else `smooth`."""
+    kind, _, window = name.partition("@")
+    if kind not in BOUNDS:
+        raise ValueError(f"unknown bound {kind!r}; use one of {', '.join(BOUNDS)}")
+    return kind, duration_arg(window) if window else smooth
 
 
 def row(trace: str, kind: str, text: str, result: replay.Replay, covered: float) -> dict[str, Any]:
@@ -238,14 +257,29 @@ def main(argv: list[str] | None = None) -> int:
         "--budgets", default=budget.DEFAULT_BUDGET, help="comma-separated, e.g. 20%%,30%%"
     )
     p.add_argument("--smooth", type=duration_arg, default=900.0, help="centred window (15m)")
+    p.add_argument(
+        "--residual-window",
+        type=duration_arg,
+        default=RESIDUAL_WINDOW,
+        help="trailing residuals the smooth band is measured on (default 7d)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=duration_arg,
+        default=replay.ReplayConfig.horizon,
+        help="look-ahead past the lead time (default 15m; a policy diagnostic)",
+    )
     p.add_argument("--limit", type=duration_arg, default=None, help="e.g. 56d after the warm-up")
     p.add_argument("--drift", action="store_true", help="replay with drift on (default: off)")
     p.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = p.parse_args(argv)
-    unknown = [b for b in args.bounds.split(",") if b not in BOUNDS]
+    unknown = [b for b in args.bounds.split(",") if b.partition("@")[0] not in BOUNDS]
     if unknown:
         p.error(f"--bounds {','.join(unknown)}: use {','.join(BOUNDS)}")
-    print(f"model {args.model}, drift {'on' if args.drift else 'off'}, smooth {args.smooth:g} s")
+    print(
+        f"model {args.model}, drift {'on' if args.drift else 'off'}, smooth {args.smooth:g} s, "
+        f"horizon {args.horizon:g} s"
+    )
     print(
         "| trace | band | budget | frontier | under-prov. | GPU-h x reactive | P95 coverage "
         "| prewarm / reactive h (max window) | oracle GPU-h x |"
