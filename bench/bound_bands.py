@@ -109,3 +109,22 @@ def band(table: FloatArray, *, floor: float) -> Calibration:
 def exact_band(points: int) -> Calibration:
     """Every quantile is the P50 itself: the band of a forecaster that knows the load."""
     return band(np.zeros((points, LEVELS.size)), floor=0.0)
+
+
+def grade(
+    actual: npt.ArrayLike, p95_at: npt.ArrayLike, p50_at: npt.ArrayLike, *, k: int, first: int
+) -> tuple[float, float]:
+    """P95 coverage and the P50's WAPE over the steps from `first` on, each step s against the
+    forecast made for it a lead time earlier: after step s - k - 1, its point k (`p95_at` and
+    `p50_at` are indexed by the origin); only where the load and the forecast are known."""
+    values = np.asarray(actual, dtype=np.float64)
+    s = np.arange(max(first, k + 1), values.size)
+    p95 = np.asarray(p95_at, dtype=np.float64)[s - k - 1]
+    p50 = np.asarray(p50_at, dtype=np.float64)[s - k - 1]
+    load = values[s]
+    known = np.isfinite(load) & np.isfinite(p95) & np.isfinite(p50)
+    if not known.any():
+        return math.nan, math.nan
+    covered = float(np.mean(load[known] <= p95[known]))
+    wape = float(np.abs(load[known] - p50[known]).sum() / max(load[known].sum(), 1e-12))
+    return covered, wape

@@ -22,9 +22,9 @@ its calibration (bench/bound_bands.py says how each is made):
 (1/3 of it in a 3-point window): the narrower the window, the more of the noise it knows.
 `--horizon` changes the policy's look-ahead for every row (a policy diagnostic, not a bound).
 Prints one Markdown row per trace, bound and budget: frontier ratio / under-provisioned steps /
-GPU-hours x reactive / P95 coverage of the point a lead time ahead (the band the replay read,
-over the scored model steps) / prewarm replica-hours as a share of reactive's / the costliest
-window's share. A benchmark, not a test: it never judges.
+GPU-hours x reactive / P95 coverage and the P50's WAPE at the point a lead time ahead (the
+forecast the replay read, over the scored model steps) / prewarm replica-hours as a share of
+reactive's / the costliest window's share. A benchmark, not a test: it never judges.
 """
 
 from __future__ import annotations
@@ -118,20 +118,21 @@ class Bands:
 @contextlib.contextmanager
 def bounded(kind: str, bands: Bands, *, quantile: float, k: int, record: Any) -> Iterator[None]:
     """Within the block, the replay's walk yields `kind`'s bands where the model has a forecast
-    (the model's own for `model`), and records each origin's P95 at the point a lead time ahead
-    into `record` (indexed by the origin)."""
+    (the model's own for `model`), and records each origin's P95 and P50 at the point a lead
+    time ahead into `record[0]` and `record[1]` (indexed by the origin)."""
     inner: Any = replay.walk_forward  # type: ignore[attr-defined]
 
     def walk(make: Any, series: Series, *, start: int, steps: int, **options: Any) -> Any:
         for origin in inner(make, series, start=start, steps=steps, **options):
             if origin.forecast is None or origin.model is None or kind == "model":
                 if origin.forecast is not None and origin.forecast.upper.size > k:
-                    record[origin.index] = origin.forecast.upper[k]
+                    record[:, origin.index] = origin.forecast.upper[k], origin.forecast.p50[k]
                 yield origin
                 continue
             p50, calibration = bands.at(kind, origin.index, steps)
             upper = calibration.upper(p50, quantile)
-            record[origin.index] = upper[k] if upper.size > k else math.nan
+            if upper.size > k:
+                record[:, origin.index] = upper[k], p50[k]
             model = BoundModel(calibration, origin.model.trained_until, kind)
             yield Origin(
                 index=origin.index,
@@ -147,16 +148,6 @@ def bounded(kind: str, bands: Bands, *, quantile: float, k: int, record: Any) ->
 
     with mock.patch.object(replay, "walk_forward", walk):
         yield
-
-
-def coverage(coarse: Series, p95_at: Any, *, k: int, first: int) -> float:
-    """Share of the model steps from `first` on at or under the P95 made for them a lead time
-    earlier (the forecast after bucket s - k - 1, its point k), where both are known."""
-    values = np.asarray(coarse.values, dtype=np.float64)
-    s = np.arange(max(first, k + 1), values.size)
-    bound = np.asarray(p95_at, dtype=np.float64)[s - k - 1]
-    known = np.isfinite(values[s]) & np.isfinite(bound)
-    return float(np.mean(values[s][known] <= bound[known])) if known.any() else math.nan
 
 
 def config_for(trace: Series, text: str, *, drift: bool, horizon: float) -> replay.ReplayConfig:
@@ -199,13 +190,13 @@ def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
                         coarse, smooth_window=window, residual_window=args.residual_window
                     )
                 began = time.process_time()
-                record = np.full(len(coarse), np.nan)
+                record = np.full((2, len(coarse)), np.nan)
                 with bounded(kind, bands[window], quantile=config.quantile, k=k, record=record):
                     result = replay.replay(
                         series, config, make=args.model, warmup=warmup * trace.step
                     )
-                covered = coverage(coarse, record, k=k, first=first)
-                rows.append(row(path.stem, name, text, result, covered))
+                graded = bound_bands.grade(coarse.values, record[0], record[1], k=k, first=first)
+                rows.append(row(path.stem, name, text, result, graded))
                 print(
                     f"  {path.stem} {name} {text}: {time.process_time() - began:.0f} s CPU",
                     file=sys.stderr,
@@ -222,7 +213,9 @@ def bound_of(name: str, smooth: float) -> tuple[str, float]:
     return kind, duration_arg(window) if window else smooth
 
 
-def row(trace: str, kind: str, text: str, result: replay.Replay, covered: float) -> dict[str, Any]:
+def row(
+    trace: str, kind: str, text: str, result: replay.Replay, graded: tuple[float, float]
+) -> dict[str, Any]:
     m = result.summary["policy"]
     return {
         "trace": trace,
@@ -231,7 +224,8 @@ def row(trace: str, kind: str, text: str, result: replay.Replay, covered: float)
         "frontier_ratio": m["frontier_ratio"],
         "under_provisioned_pct": m["under_provisioned_pct"],
         "gpu_hours_x_reactive": m["gpu_hours_x_reactive"],
-        "coverage": covered,
+        "coverage": graded[0],
+        "p50_wape": graded[1],
         "prewarm_share": m["prewarm"]["share_of_reactive"],
         "max_window_share": m["prewarm"]["max_window_share"],
         "reactive_under_pct": result.summary["reactive"]["under_provisioned_pct"],
@@ -243,7 +237,8 @@ def markdown_row(r: dict[str, Any]) -> str:
     return (
         f"| {r['trace']} | {r['bound']} | {r['budget']} | {r['frontier_ratio']:.2f} "
         f"| {r['under_provisioned_pct']:.1f}% | {r['gpu_hours_x_reactive']:.2f}x "
-        f"| {r['coverage']:.1%} | {r['prewarm_share']:.1%} / {r['max_window_share']:.1%} "
+        f"| {r['coverage']:.1%} | {r['p50_wape']:.3f} "
+        f"| {r['prewarm_share']:.1%} / {r['max_window_share']:.1%} "
         f"| {r['oracle_gpu_hours_x_reactive']:.2f}x |"
     )
 
@@ -282,9 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         "| trace | band | budget | frontier | under-prov. | GPU-h x reactive | P95 coverage "
-        "| prewarm / reactive h (max window) | oracle GPU-h x |"
+        "| P50 WAPE | prewarm / reactive h (max window) | oracle GPU-h x |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     rows = [r for path in args.traces for r in run_trace(path, args)]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")

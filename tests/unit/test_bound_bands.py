@@ -100,3 +100,20 @@ def test_a_band_with_a_row_per_point_widens_only_the_points_it_names() -> None:
     table[1] = 0.5
     band = bound_bands.band(table, floor=1.0)
     assert band.upper(np.array([10.0, 10.0, 10.0]), 0.95).tolist() == [10.0, 15.0, 10.0]
+
+
+def test_grading_reads_the_forecast_made_a_lead_time_before_each_step() -> None:
+    actual = np.array([0.0, 0.0, 0.0, 10.0, 10.0, 10.0])
+    p95_at = np.array([12.0, 8.0, 12.0, np.nan, np.nan, np.nan])  # made after steps 0, 1, 2
+    p50_at = np.array([10.0, 5.0, 10.0, np.nan, np.nan, np.nan])
+    covered, wape = bound_bands.grade(actual, p95_at, p50_at, k=2, first=0)
+    assert covered == 2 / 3  # step 4 read the forecast made after step 1, which fell short
+    assert wape == 5 / 30
+
+
+def test_grading_skips_unscored_and_unknown_steps() -> None:
+    actual = np.array([0.0, 0.0, 5.0, np.nan, 5.0])
+    p95_at = np.array([1.0, 1.0, 9.0, 9.0, 9.0])
+    p50_at = np.array([5.0, 5.0, 5.0, 5.0, 5.0])
+    covered, wape = bound_bands.grade(actual, p95_at, p50_at, k=0, first=2)
+    assert (covered, wape) == (0.5, 0.0)  # steps 2 and 4 only, graded on step 1's and 3's
