@@ -14,6 +14,9 @@ empties), so the bounds go through the same interpolation and flooring as a mode
   could do.
 - `hourly`: the same P50, the band the residual quantiles of the whole trace per hour of day
   (`hourly_offsets`): noise whose size is known in advance, hour by hour.
+- `classical`: P50 = the whole trace's classical decomposition (`classical`: a centred mean over
+  one period plus the mean profile around it), the band as `smooth`'s: what a seasonal model
+  that knew each day's level could do.
 """
 
 from __future__ import annotations
@@ -49,15 +52,51 @@ def smooth_points(window: float, step: float) -> int:
 def centred_mean(values: FloatArray, points: int) -> FloatArray:
     """The mean of the finite values within points // 2 either side of each point (NaN where
     there is none): the smooth future a forecaster could at best know."""
-    half = points // 2
+    return centred_average(values, np.ones(points))
+
+
+def centred_average(values: FloatArray, weights: FloatArray) -> FloatArray:
+    """The weighted mean of the finite values under `weights` (odd length), centred on each
+    point; the weights of missing values drop out. NaN where no weighted value is finite."""
+    half = weights.size // 2
     finite = np.isfinite(values)
     padded = np.concatenate([np.zeros(half), np.where(finite, values, 0.0), np.zeros(half)])
     counts = np.concatenate([np.zeros(half), finite.astype(np.float64), np.zeros(half)])
-    kernel = np.ones(points)
-    sums = np.convolve(padded, kernel, mode="valid")
-    n = np.convolve(counts, kernel, mode="valid")
+    sums = np.convolve(padded, weights[::-1], mode="valid")
+    n = np.convolve(counts, weights[::-1], mode="valid")
     out: FloatArray = np.full(values.size, np.nan)
     np.divide(sums, n, out=out, where=n > 0)
+    return out
+
+
+def period_weights(period: int) -> FloatArray:
+    """The centred moving average over one period: `period` equal weights when it is odd, the
+    2 x period average (half weights at both ends, period + 1 points) when it is even."""
+    if period % 2:
+        return np.ones(period)
+    weights = np.ones(period + 1)
+    weights[[0, -1]] = 0.5
+    return weights
+
+
+def classical(values: FloatArray, period: int) -> FloatArray:
+    """The classical additive decomposition's fit, level + season: the centred moving average
+    over one period (period_weights) plus the mean, per phase of the period, of the values
+    around it (de-meaned) where the average had a whole period; NaN where the level has no
+    value."""
+    weights = period_weights(period)
+    level = centred_average(values, weights)
+    detrended = values - level
+    half = weights.size // 2
+    detrended[:half] = detrended[detrended.size - half :] = np.nan  # partial windows: no season
+    phases = np.arange(values.size) % period
+    season = np.zeros(period)
+    for phase in range(period):
+        at = detrended[phases == phase]
+        at = at[np.isfinite(at)]
+        season[phase] = float(at.mean()) if at.size else 0.0
+    season -= season.mean()
+    out: FloatArray = level + season[phases]
     return out
 
 

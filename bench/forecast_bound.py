@@ -17,7 +17,10 @@ its calibration (bench/bound_bands.py says how each is made):
 - `smooth`: P50 = the centred rolling mean over `--smooth` (default 15m: 3 points at a 5-minute
   step, about one lead time; at least 3 points), the band its relative residual quantiles over
   the trailing week, re-measured hourly from residuals whose window is fully observed;
-- `hourly`: the same P50, the band the whole trace's residual quantiles per hour of day.
+- `hourly`: the same P50, the band the whole trace's residual quantiles per hour of day;
+- `classical`: P50 = the whole trace's classical decomposition, a centred one-day mean (the
+  level) plus the mean daily profile around it (bound_bands.classical), the band as `smooth`'s:
+  a seasonal model that knew each day's level and the trace's daily shape in advance.
 `smooth@1h` and `hourly@1h` name their own window. The centred mean holds the point itself
 (1/3 of it in a 3-point window): the narrower the window, the more of the noise it knows.
 `--horizon` changes the policy's look-ahead for every row (a policy diagnostic, not a bound).
@@ -49,14 +52,14 @@ import bound_bands
 from policy_ablation import recorded_forecasts
 
 from models import fitcache
-from models.base import WEEK, Forecast, Series
+from models.base import DAY, WEEK, Forecast, Series
 from models.calibrate import FLOOR_FRACTION, Calibration
 from models.walkforward import Origin
 from scaler.decision import budget, resolution
 from scaler.decision.spec import duration_arg
 from scaler.offline import replay, traces, yardstick
 
-BOUNDS = ("model", "future", "smooth", "hourly")
+BOUNDS = ("model", "future", "smooth", "hourly", "classical")
 RESIDUAL_WINDOW = WEEK
 """Trailing residuals the `smooth` band is measured on (the models' recalibration window)."""
 REMEASURE = 3600.0
@@ -79,14 +82,15 @@ class Bands:
     """The bounds of one trace at the model step: per origin, a P50 path and its band."""
 
     def __init__(
-        self, coarse: Series, *, smooth_window: float, residual_window: float = RESIDUAL_WINDOW
+        self, coarse: Series, *, smooth: Any, lag: int, residual_window: float = RESIDUAL_WINDOW
     ) -> None:
+        """`smooth`: the P50 of the smooth bounds, per bucket; `lag`: buckets after one before
+        its residual is known (half the centred window it was made with)."""
         self.coarse = coarse
         values = np.asarray(coarse.values, dtype=np.float64)
         self.values = values
-        points = bound_bands.smooth_points(smooth_window, coarse.step)
-        self.half = points // 2
-        self.smooth = bound_bands.centred_mean(values, points)
+        self.half = lag
+        self.smooth = np.asarray(smooth, dtype=np.float64)
         self.floor = FLOOR_FRACTION * float(np.nanmean(values))
         residuals = bound_bands.relative_residuals(values, self.smooth, floor=self.floor)
         self.causal = bound_bands.causal_offsets(
@@ -104,7 +108,7 @@ class Bands:
                 points
             )
         p50 = bound_bands.future_path(self.smooth, index, points)
-        if kind == "smooth":
+        if kind in ("smooth", "classical"):
             # the residual at s is known once the window centred on it is observed
             row = self.causal[max(0, index - self.half)]
             return p50, bound_bands.band(row, floor=self.floor)
@@ -176,7 +180,7 @@ def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     series = limited(trace, warmup, args.limit)
     base = config_for(trace, budget.DEFAULT_BUDGET, drift=args.drift, horizon=args.horizon)
     coarse = resolution.model_series(series, base.model_step)
-    bands: dict[float, Bands] = {}
+    bands: dict[tuple[bool, float], Bands] = {}
     k = yardstick.cold_start_steps(base.lead_time, coarse.step)
     first = math.ceil(warmup * trace.step / coarse.step - 1e-9)
     rows = []
@@ -185,13 +189,14 @@ def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
             config = config_for(trace, text, drift=args.drift, horizon=args.horizon)
             for name in args.bounds.split(","):
                 kind, window = bound_of(name, args.smooth)
-                if window not in bands:
-                    bands[window] = Bands(
-                        coarse, smooth_window=window, residual_window=args.residual_window
+                source = (kind == "classical", window)
+                if source not in bands:
+                    bands[source] = bands_for(
+                        coarse, kind, window=window, residual_window=args.residual_window
                     )
                 began = time.process_time()
                 record = np.full((2, len(coarse)), np.nan)
-                with bounded(kind, bands[window], quantile=config.quantile, k=k, record=record):
+                with bounded(kind, bands[source], quantile=config.quantile, k=k, record=record):
                     result = replay.replay(
                         series, config, make=args.model, warmup=warmup * trace.step
                     )
@@ -203,6 +208,18 @@ def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
                 )
                 print(markdown_row(rows[-1]), flush=True)
     return rows
+
+
+def bands_for(coarse: Series, kind: str, *, window: float, residual_window: float) -> Bands:
+    """The bands of `kind`: the classical decomposition's P50, or the centred mean's."""
+    values = np.asarray(coarse.values, dtype=np.float64)
+    if kind == "classical":
+        period = max(2, round(DAY / coarse.step))
+        smooth = bound_bands.classical(values, period)
+        return Bands(coarse, smooth=smooth, lag=period // 2 + 1, residual_window=residual_window)
+    points = bound_bands.smooth_points(window, coarse.step)
+    smooth = bound_bands.centred_mean(values, points)
+    return Bands(coarse, smooth=smooth, lag=points // 2, residual_window=residual_window)
 
 
 def bound_of(name: str, smooth: float) -> tuple[str, float]:

@@ -117,3 +117,29 @@ def test_grading_skips_unscored_and_unknown_steps() -> None:
     p50_at = np.array([5.0, 5.0, 5.0, 5.0, 5.0])
     covered, wape = bound_bands.grade(actual, p95_at, p50_at, k=0, first=2)
     assert (covered, wape) == (0.5, 0.0)  # steps 2 and 4 only, graded on step 1's and 3's
+
+
+def test_an_even_period_is_averaged_with_half_weights_at_both_ends() -> None:
+    assert bound_bands.period_weights(4).tolist() == [0.5, 1.0, 1.0, 1.0, 0.5]
+    assert bound_bands.period_weights(3).tolist() == [1.0, 1.0, 1.0]
+    values = np.tile(np.array([1.0, 5.0, 3.0, 7.0]), 3)
+    level = bound_bands.centred_average(values, bound_bands.period_weights(4))
+    assert np.allclose(level[2:-2], 4.0)  # one whole cycle under every inner window
+
+
+def test_the_classical_fit_is_the_level_plus_the_mean_profile() -> None:
+    period = 4
+    profile = np.array([-2.0, 0.0, 2.0, 0.0])
+    level = np.linspace(100.0, 140.0, 40)
+    values = level + np.tile(profile, 10)
+    fit = bound_bands.classical(values, period)
+    inner = slice(period, values.size - period)  # where the centred level has a whole window
+    assert np.allclose(fit[inner], values[inner])
+
+
+def test_the_classical_fit_does_not_know_a_one_off_spike() -> None:
+    values = np.tile(np.array([10.0, 20.0, 10.0, 0.0]), 20)
+    values[41] += 40.0  # one day's burst
+    fit = bound_bands.classical(values, 4)
+    assert fit[41] < 35.0
+    assert values[41] - fit[41] > 20.0
