@@ -38,6 +38,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from scaler.decision.timesums import TimeSums
 
 HOUR = 3600.0
@@ -250,20 +252,30 @@ def _increments(
     series: Iterable[Samples], *, start: float, born_within: bool
 ) -> list[tuple[float, float]]:
     """Increments per sample time, the max over series (spent_per_step); `born_within`: a first
-    sample after `start` counts whole, else every first sample is a baseline."""
-    spent: dict[float, float] = {}
+    sample after `start` counts whole, else every first sample is a baseline. As arrays: a
+    fresh replica rebuilds 1,000 ledgers of a day's samples at start (docs/benchmark.md)."""
+    times, steps = [], []
     for samples in series:
-        previous: float | None = None
-        for at, value in samples:
-            if not (math.isfinite(at) and math.isfinite(value)):
-                continue
-            if previous is None:
-                step_spend = value if born_within and at > start + START_SLACK else 0.0
-            else:
-                step_spend = value - previous if value >= previous else value
-            previous = value
-            spent[at] = max(spent.get(at, 0.0), step_spend)
-    return sorted((at, hours) for at, hours in spent.items() if hours > 0)
+        pairs = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
+        at, value = pairs[np.isfinite(pairs).all(axis=1)].T  # gaps are skipped
+        if len(at) == 0:
+            continue
+        step_spend = np.empty_like(value)
+        step_spend[0] = value[0] if born_within and at[0] > start + START_SLACK else 0.0
+        previous, later = value[:-1], value[1:]
+        with np.errstate(over="ignore"):  # two finite values far apart: inf, as in Python
+            step_spend[1:] = np.where(later >= previous, later - previous, later)  # a drop: reset
+        times.append(at)
+        steps.append(step_spend)
+    if not times:
+        return []
+    at, step_spend = np.concatenate(times), np.concatenate(steps)
+    order = np.argsort(at, kind="stable")  # a time's first stamp (say -0.0 of +-0.0) leads
+    at, step_spend = at[order], step_spend[order]
+    first = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+    at, spent = at[first], np.maximum.reduceat(step_spend, first)  # the max over pods
+    kept = spent > 0
+    return list(zip(at[kept].tolist(), spent[kept].tolist(), strict=True))
 
 
 def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
