@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from models.base import FloatArray
 from scaler.decision.timesums import TimeSums
 
 HOUR = 3600.0
@@ -216,8 +217,9 @@ class Ledger:
 START_SLACK = 1e-3
 """Seconds within which a sample counts as stamped at the window's start (Prometheus keeps ms)."""
 
-Samples = Sequence[tuple[float, float]]
-"""(time, value) samples of one counter series, in time order."""
+Samples = Sequence[tuple[float, float]] | FloatArray
+"""(time, value) samples of one counter series, in time order: pairs, or an (n, 2) array of
+rows (sources/prometheus.py `spent_samples`)."""
 
 
 def spent_per_step(series: Iterable[Samples], *, start: float) -> list[tuple[float, float]]:
