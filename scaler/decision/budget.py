@@ -289,7 +289,7 @@ def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
     engine calls it before the first charge, so all of the counter's history is taken).
     """
     first_own = ledger.charges.first_time()
-    earlier = [(at, ledger.price(hours)) for at, hours in spent if at < first_own]
+    earlier = [(at, hours) for at, hours in _priced(ledger, spent) if at < first_own]
     ledger.charges = TimeSums([*earlier, *ledger.charges])
 
 
@@ -297,5 +297,14 @@ def seed_reactive(ledger: Ledger, used: Iterable[tuple[float, float]]) -> None:
     """Add reactive replica-hours recorded elsewhere (`reactive_per_step` of the reactive counter)
     to `ledger`, priced in its units; as `seed`, only what precedes its own first record."""
     first_own = min((first for first, _, _ in ledger.reactive), default=math.inf)
-    earlier = [(at, at, ledger.price(hours)) for at, hours in used if at < first_own]
+    earlier = [(at, at, hours) for at, hours in _priced(ledger, used) if at < first_own]
     ledger.reactive = deque([*sorted(earlier), *ledger.reactive])
+
+
+def _priced(
+    ledger: Ledger, records: Iterable[tuple[float, float]]
+) -> Iterable[tuple[float, float]]:
+    """(time, replica-hours) records as (time, `ledger.price(hours)`), without a call per
+    record: a day of a ledger's samples is a few thousand."""
+    cost = ledger.cost_per_replica_hour
+    return records if cost is None else ((at, hours * cost) for at, hours in records)

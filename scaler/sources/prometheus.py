@@ -6,7 +6,8 @@ peak of a history at a finer `resolution` (the `peak_query` subquery, Prometheus
 peaks; `peaks_raw` reads the samples raw and takes them here, the same numbers), instant
 queries for the latest value (asked uncompressed, on the client's own session: `_Client`),
 the samples of the scaler's own spend counter (the prewarm ledger's shared record, see
-budget.spent_per_step), one client per Prometheus URL, and the translation of every HTTP,
+budget.spent_per_step; one float array per series, sources/matrix.py decoding the answer on the
+client's own session: `_Client.matrix`), one client per Prometheus URL, and the translation of every HTTP,
 transport, PromQL and answer-shape failure into `SourceUnavailable`, `MalformedAnswer`,
 `BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
 fix, and carry no timestamps, so that the engine can log a problem once per change.

@@ -82,3 +82,41 @@ def test_the_public_readings_differ_only_in_the_first_sample_of_a_pod_born_withi
     assert budget.reactive_per_step(born, start=START) == [(START + 120.0, 1.0)]
     assert budget.spent_per_step([], start=START) == []
     assert budget.spent_per_step([[], [(START, math.nan)]], start=START) == []
+
+
+records = st.lists(
+    st.tuples(st.integers(0, 40).map(lambda i: START + 60.0 * i), st.floats(0.0, 10.0)),
+    max_size=30,
+).map(sorted)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    records,
+    records,
+    st.sampled_from([None, 1.0, 2.5, 0.1]),
+    st.lists(st.integers(0, 40).map(lambda i: START + 60.0 * i + 1.0), max_size=3),
+)
+def test_seeding_prices_each_record_as_ledger_price_does(
+    spent: list[tuple[float, float]],
+    used: list[tuple[float, float]],
+    cost: float | None,
+    own: list[float],
+) -> None:
+    ledger = budget.Ledger(budget=1e6, window=86400.0, cost_per_replica_hour=cost, share=None)
+    for at in sorted(own):  # the ledger's own records, before the seed
+        ledger.charges.add(at, 0.5)
+        ledger.reactive.append((at, at, 0.25))
+    first_charge, first_reactive = ledger.charges.first_time(), min(own, default=math.inf)
+    expected_charges = sorted(
+        [*((at, ledger.price(h)) for at, h in spent if at < first_charge), *ledger.charges],
+        key=lambda record: record[0],
+    )
+    expected_reactive = [
+        *sorted((at, at, ledger.price(h)) for at, h in used if at < first_reactive),
+        *ledger.reactive,
+    ]
+    budget.seed(ledger, spent)
+    budget.seed_reactive(ledger, used)
+    assert [(a.hex(), x.hex()) for a, x in ledger.charges] == bits(expected_charges)
+    assert list(ledger.reactive) == expected_reactive
