@@ -7,9 +7,9 @@ peaks; `peaks_raw` reads the samples raw and takes them here, the same numbers),
 queries for the latest value (asked uncompressed, on the client's own session: `_Client`),
 the samples of the scaler's own spend counter (the prewarm ledger's shared record, see
 budget.spent_per_step; one float array per series, sources/matrix.py decoding the answer on the
-client's own session: `_Client.matrix`), one client per Prometheus URL, and the translation of every HTTP,
-transport, PromQL and answer-shape failure into `SourceUnavailable`, `MalformedAnswer`,
-`BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
+client's own session, uncompressed: `_Client.matrix`), one client per Prometheus URL, and the
+translation of every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
+`MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
 fix, and carry no timestamps, so that the engine can log a problem once per change.
 It is the only module that imports prometheus_api_client (and its transport, requests).
 
@@ -603,7 +603,10 @@ class _Client(PrometheusConnect):
     step, asked uncompressed: an answer of one sample is a few hundred bytes, and gzip cost
     both ends more CPU than the bytes it saved (bench/replicas.py --profile-steady). The same
     session (pooled keep-alive connections, credentials, TLS, the status hook) and the same
-    `data.result` as `custom_query`; range queries stay the library's, compressed."""
+    `data.result` as `custom_query`; the history's range queries stay the library's,
+    compressed. The ledger's range queries (`matrix`) are asked uncompressed too: a day of 50
+    targets' counter is 4.7 MB of JSON, and gzip cost Prometheus 220 ms of CPU a query to save
+    3.9 MB (bench/ledger_window.py; docs/benchmark.md)."""
 
     def instant(self, query: str, params: dict[str, str]) -> list[Any]:
         response = self._session.get(
@@ -618,15 +621,15 @@ class _Client(PrometheusConnect):
         return result
 
     def matrix(self, query: str, params: dict[str, str]) -> list[Any]:
-        """The library's `custom_query_range` (the same request, status handling and
-        `data.result`), with each series' "values" an (n, 2) float array where
+        """The library's `custom_query_range` (the same request, uncompressed; the same status
+        handling and `data.result`), with each series' "values" an (n, 2) float array where
         sources/matrix.py decodes the body exactly, else the JSON lists as before."""
         response = self._session.request(
             method=self._method,
             url=f"{self.url}/api/v1/query_range",
             params={"query": query, **params},
             verify=self._session.verify,
-            headers=self.headers,
+            headers={**(self.headers or {}), "Accept-Encoding": "identity"},
             auth=self.auth,
             cert=self._session.cert,
             timeout=self._timeout,
