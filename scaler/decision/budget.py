@@ -38,6 +38,9 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from models.base import FloatArray
 from scaler.decision.timesums import TimeSums
 
 HOUR = 3600.0
@@ -227,8 +230,9 @@ class Ledger:
 START_SLACK = 1e-3
 """Seconds within which a sample counts as stamped at the window's start (Prometheus keeps ms)."""
 
-Samples = Sequence[tuple[float, float]]
-"""(time, value) samples of one counter series, in time order."""
+Samples = Sequence[tuple[float, float]] | FloatArray
+"""(time, value) samples of one counter series, in time order: pairs, or an (n, 2) array of
+rows (sources/prometheus.py `spent_samples`)."""
 
 
 def spent_per_step(series: Iterable[Samples], *, start: float) -> list[tuple[float, float]]:
@@ -263,20 +267,30 @@ def _increments(
     series: Iterable[Samples], *, start: float, born_within: bool
 ) -> list[tuple[float, float]]:
     """Increments per sample time, the max over series (spent_per_step); `born_within`: a first
-    sample after `start` counts whole, else every first sample is a baseline."""
-    spent: dict[float, float] = {}
+    sample after `start` counts whole, else every first sample is a baseline. As arrays: a
+    fresh replica rebuilds 1,000 ledgers of a day's samples at start (docs/benchmark.md)."""
+    times, steps = [], []
     for samples in series:
-        previous: float | None = None
-        for at, value in samples:
-            if not (math.isfinite(at) and math.isfinite(value)):
-                continue
-            if previous is None:
-                step_spend = value if born_within and at > start + START_SLACK else 0.0
-            else:
-                step_spend = value - previous if value >= previous else value
-            previous = value
-            spent[at] = max(spent.get(at, 0.0), step_spend)
-    return sorted((at, hours) for at, hours in spent.items() if hours > 0)
+        pairs = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
+        at, value = pairs[np.isfinite(pairs).all(axis=1)].T  # gaps are skipped
+        if len(at) == 0:
+            continue
+        step_spend = np.empty_like(value)
+        step_spend[0] = value[0] if born_within and at[0] > start + START_SLACK else 0.0
+        previous, later = value[:-1], value[1:]
+        with np.errstate(over="ignore"):  # two finite values far apart: inf, as in Python
+            step_spend[1:] = np.where(later >= previous, later - previous, later)  # a drop: reset
+        times.append(at)
+        steps.append(step_spend)
+    if not times:
+        return []
+    at, step_spend = np.concatenate(times), np.concatenate(steps)
+    order = np.argsort(at, kind="stable")  # a time's first stamp (say -0.0 of +-0.0) leads
+    at, step_spend = at[order], step_spend[order]
+    first = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+    at, spent = at[first], np.maximum.reduceat(step_spend, first)  # the max over pods
+    kept = spent > 0
+    return list(zip(at[kept].tolist(), spent[kept].tolist(), strict=True))
 
 
 def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
@@ -288,7 +302,7 @@ def seed(ledger: Ledger, spent: Iterable[tuple[float, float]]) -> None:
     engine calls it before the first charge, so all of the counter's history is taken).
     """
     first_own = ledger.charges.first_time()
-    earlier = [(at, ledger.price(hours)) for at, hours in spent if at < first_own]
+    earlier = [(at, hours) for at, hours in _priced(ledger, spent) if at < first_own]
     ledger.charges = TimeSums([*earlier, *ledger.charges])
 
 
@@ -296,5 +310,14 @@ def seed_reactive(ledger: Ledger, used: Iterable[tuple[float, float]]) -> None:
     """Add reactive replica-hours recorded elsewhere (`reactive_per_step` of the reactive counter)
     to `ledger`, priced in its units; as `seed`, only what precedes its own first record."""
     first_own = min((first for first, _, _ in ledger.reactive), default=math.inf)
-    earlier = [(at, at, ledger.price(hours)) for at, hours in used if at < first_own]
+    earlier = [(at, at, hours) for at, hours in _priced(ledger, used) if at < first_own]
     ledger.reactive = deque([*sorted(earlier), *ledger.reactive])
+
+
+def _priced(
+    ledger: Ledger, records: Iterable[tuple[float, float]]
+) -> Iterable[tuple[float, float]]:
+    """(time, replica-hours) records as (time, `ledger.price(hours)`), without a call per
+    record: a day of a ledger's samples is a few thousand."""
+    cost = ledger.cost_per_replica_hour
+    return records if cost is None else ((at, hours * cost) for at, hours in records)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import TypeVar
 
+from models.base import FloatArray
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ScalerError
 from scaler.sources.base import SpendRecord
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 BATCH = 50
 """ScaledObjects per query: its selector names each one (about 2 kB of URL for 50)."""
 
-Samples = list[list[tuple[float, float]]]
+Samples = list[FloatArray]
 Read = tuple[Samples, Samples]
 """A ledger's spend samples and, for a share budget, its reactive replica-hours' (else [])."""
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from models.base import Series
+from models.base import FloatArray, Series
 from scaler.decision.spec import TargetSpec
 
 
@@ -59,10 +59,10 @@ class SpendRecord(Protocol):
 
     def spent_samples(
         self, spec: TargetSpec, *, start: float, end: float, step: float, reactive: bool = False
-    ) -> list[list[tuple[float, float]]]:
-        """(time, counter value) on the grid start, start + step, ... <= end, one list per
-        series; raises SourceUnavailable when the record cannot be read. `reactive` reads the
-        reactive replica-hours counter (what a share budget is a share of) instead."""
+    ) -> list[FloatArray]:
+        """(time, counter value) on the grid start, start + step, ... <= end, one (n, 2) array
+        of rows per series; raises SourceUnavailable when the record cannot be read. `reactive`
+        reads the reactive replica-hours counter (what a share budget is a share of) instead."""
         ...
 
     def spent_samples_of(
@@ -73,7 +73,7 @@ class SpendRecord(Protocol):
         end: float,
         step: float,
         reactive: bool = False,
-    ) -> dict[str, list[list[tuple[float, float]]]]:
+    ) -> dict[str, list[FloatArray]]:
         """`spent_samples` of every one of `specs` in one read, keyed by spec.key; a target
         left out is for its own `spent_samples` to read (and say why it cannot)."""
         ...

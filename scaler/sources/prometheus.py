@@ -6,9 +6,10 @@ peak of a history at a finer `resolution` (the `peak_query` subquery, Prometheus
 peaks; `peaks_raw` reads the samples raw and takes them here, the same numbers), instant
 queries for the latest value (asked uncompressed, on the client's own session: `_Client`),
 the samples of the scaler's own spend counter (the prewarm ledger's shared record, see
-budget.spent_per_step), one client per Prometheus URL, and the translation of every HTTP,
-transport, PromQL and answer-shape failure into `SourceUnavailable`, `MalformedAnswer`,
-`BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
+budget.spent_per_step; one float array per series, sources/matrix.py decoding the answer on the
+client's own session, uncompressed: `_Client.matrix`), one client per Prometheus URL, and the
+translation of every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
+`MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
 fix, and carry no timestamps, so that the engine can log a problem once per change.
 It is the only module that imports prometheus_api_client (and its transport, requests).
 
@@ -40,6 +41,7 @@ from typing import Any, TypeVar
 import numpy as np
 import requests
 import requests.auth
+from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
@@ -48,6 +50,7 @@ from models.base import FloatArray, Series
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, ConfigError, MalformedAnswer, NoData, SourceUnavailable
 from scaler.settings import PrometheusAuth
+from scaler.sources import matrix
 from scaler.sources.base import Sample
 from scaler.sources.credentials import Connection, Credentials
 
@@ -214,10 +217,10 @@ class PrometheusSource:
 
     def spent_samples(
         self, spec: TargetSpec, *, start: float, end: float, step: float, reactive: bool = False
-    ) -> list[list[tuple[float, float]]]:
+    ) -> list[FloatArray]:
         """(time, value) samples of SPENT_COUNTER (REACTIVE_COUNTER if `reactive`) for spec's
-        ScaledObject at start, start + step, ... <= end: one list per series (per scaler pod and
-        trigger key), none when nothing was ever recorded.
+        ScaledObject at start, start + step, ... <= end: one (n, 2) array of rows per series
+        (per scaler pod and trigger key), none when nothing was ever recorded.
 
         Asks `default_url`, never spec.server_address: the ledger lives in the Prometheus that
         scrapes the scaler, not in the one holding the target's load.
@@ -233,7 +236,7 @@ class PrometheusSource:
         end: float,
         step: float,
         reactive: bool = False,
-    ) -> dict[str, list[list[tuple[float, float]]]]:
+    ) -> dict[str, list[FloatArray]]:
         """`spent_samples` of each of `specs`, keyed by spec.key, in one range query (chunked
         under MAX_POINTS) per connection (credentials, headers, tenant) whose selector matches
         all their ScaledObjects: what a warm-up asks once for many targets instead of once for
@@ -249,7 +252,7 @@ class PrometheusSource:
                     raise
                 continue
             groups.setdefault(connection, []).append(spec)
-        found: dict[str, list[list[tuple[float, float]]]] = {}
+        found: dict[str, list[FloatArray]] = {}
         for members in groups.values():
             found.update(
                 self._spent_of(members, start=start, end=end, step=step, reactive=reactive)
@@ -258,7 +261,7 @@ class PrometheusSource:
 
     def _spent_of(
         self, specs: list[TargetSpec], *, start: float, end: float, step: float, reactive: bool
-    ) -> dict[str, list[list[tuple[float, float]]]]:
+    ) -> dict[str, list[FloatArray]]:
         # Every trigger key of these ScaledObjects (`namespace/name#<metadata hash>`): editing
         # a trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
         # the ScaledObject's other triggers counts too (per time, the max across series), which
@@ -269,11 +272,11 @@ class PrometheusSource:
         pattern = group + re.escape("#") + "[0-9a-f]+"
         target = pattern.replace("\\", "\\\\").replace('"', '\\"')
         query = f'{REACTIVE_COUNTER if reactive else SPENT_COUNTER}{{target=~"{target}"}}'
-        series: dict[str, dict[str, list[tuple[float, float]]]] = {key: {} for key in objects}
+        series: dict[str, dict[str, list[FloatArray]]] = {key: {} for key in objects}
         began = time.monotonic()
         first = specs[0]
         for chunk in _Grid(start, step, _grid_size(start, end, step)).chunks(MAX_POINTS):
-            call = partial(_query_range, query=query, chunk=chunk)
+            call = partial(_query_matrix, query=query, chunk=chunk)
             result = self._ask(
                 first, call, url=self.default_url, query=query, kind="ledger", began=began
             )
@@ -283,10 +286,10 @@ class PrometheusSource:
                     if owner not in series:  # not one of ours: another object's prefix
                         continue
                     name = repr(sorted(found["metric"].items()))
-                    samples = series[owner].setdefault(name, [])
-                    samples += [(float(at), _to_float(text)) for at, text in found["values"]]
+                    chunks = series[owner].setdefault(name, [])
+                    chunks.append(_counter_samples(found["values"]))
         return {
-            spec.key: [list(samples) for samples in series[spend_key(spec)].values()]
+            spec.key: [np.concatenate(chunks) for chunks in series[spend_key(spec)].values()]
             for spec in specs
         }
 
@@ -577,6 +580,17 @@ def _query_range(
     return result
 
 
+def _query_matrix(
+    client: PrometheusConnect, extra: dict[str, str], query: str, chunk: _Grid
+) -> list[Any]:
+    """`_query_range`'s request and answer, each series' samples decoded as an array where
+    sources/matrix.py can (`_Client.matrix`)."""
+    assert isinstance(client, _Client)  # every client is made by PrometheusSource._connect
+    last = chunk.time(chunk.size - 1)
+    params = {"start": _ts(chunk.start), "end": _ts(last), "step": _ts(chunk.step), **extra}
+    return client.matrix(query, params)
+
+
 def _query_instant(
     client: PrometheusConnect, extra: dict[str, str], query: str, at: float
 ) -> list[Any]:
@@ -589,7 +603,10 @@ class _Client(PrometheusConnect):
     step, asked uncompressed: an answer of one sample is a few hundred bytes, and gzip cost
     both ends more CPU than the bytes it saved (bench/replicas.py --profile-steady). The same
     session (pooled keep-alive connections, credentials, TLS, the status hook) and the same
-    `data.result` as `custom_query`; range queries stay the library's, compressed."""
+    `data.result` as `custom_query`; the history's range queries stay the library's,
+    compressed. The ledger's range queries (`matrix`) are asked uncompressed too: a day of 50
+    targets' counter is 4.7 MB of JSON, and gzip cost Prometheus 220 ms of CPU a query to save
+    3.9 MB (bench/ledger_window.py; docs/benchmark.md)."""
 
     def instant(self, query: str, params: dict[str, str]) -> list[Any]:
         response = self._session.get(
@@ -601,6 +618,30 @@ class _Client(PrometheusConnect):
         if response.status_code != 200:  # 2xx but not 200 (the hook raised for the rest)
             raise requests.HTTPError(f"HTTP {response.status_code}", response=response)
         result: list[Any] = response.json()["data"]["result"]
+        return result
+
+    def matrix(self, query: str, params: dict[str, str]) -> list[Any]:
+        """The library's `custom_query_range` (the same request, uncompressed; the same status
+        handling and `data.result`), with each series' "values" an (n, 2) float array where
+        sources/matrix.py decodes the body exactly, else the JSON lists as before."""
+        response = self._session.request(
+            method=self._method,
+            url=f"{self.url}/api/v1/query_range",
+            params={"query": query, **params},
+            verify=self._session.verify,
+            headers={**(self.headers or {}), "Accept-Encoding": "identity"},
+            auth=self.auth,
+            cert=self._session.cert,
+            timeout=self._timeout,
+        )
+        if response.status_code != 200:
+            raise PrometheusApiClientException(
+                f"HTTP Status Code {response.status_code} ({response.content!r})"
+            )
+        document = matrix.decode(response.content, response.encoding)
+        if document is None:
+            document = response.json()
+        result: list[Any] = document["data"]["result"]
         return result
 
 
@@ -624,6 +665,15 @@ def _place(values: FloatArray, chunk: _Grid, points: list[Any]) -> None:
     index = np.rint((stamps - chunk.start) / chunk.step)
     inside = (index >= 0) & (index < chunk.size)
     values[chunk.first + index[inside].astype(np.int64)] = found[inside]
+
+
+def _counter_samples(values: Any) -> FloatArray:
+    """A series' samples as (time, value) rows, a value NaN where not finite (as `_to_float`):
+    decoded already (`_Client.matrix`), or converted here from `[[time, "value"], ...]`."""
+    if isinstance(values, np.ndarray):
+        return values
+    rows = [(float(at), _to_float(text)) for at, text in values]
+    return np.array(rows, dtype=np.float64).reshape(-1, 2)
 
 
 def _instant_value(spec: TargetSpec, url: str, result: list[Any]) -> float | None:

@@ -19,6 +19,7 @@ from scaler.serving import ledgerreads
 from scaler.serving.engine import Engine
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
+from scaler.sources import matrix
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration import spend_history
 from tests.integration.prometheus_server import PrometheusServer
@@ -80,11 +81,42 @@ def test_a_batch_reads_what_each_targets_own_query_reads(
         for reactive in (False, True):
             batch = source.spent_samples_of(specs, **window, reactive=reactive)
             alone = {s: source.spent_samples(s, **window, reactive=reactive) for s in specs}
-            for s in specs:
-                assert sorted(batch[s.key]) == sorted(alone[s])
+            for s in specs:  # the same series (in any order), sample for sample, bit for bit
+                assert sorted(x.tobytes() for x in batch[s.key]) == sorted(
+                    x.tobytes() for x in alone[s]
+                )
             assert sum(1 for s in specs if alone[s]) == len(spend_history.NAMES)
     finally:
         source.close()
+
+
+def test_the_samples_decoded_as_arrays_are_the_standard_parses_bit_for_bit(
+    prometheus_server: PrometheusServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = PrometheusSource(prometheus_server.url, timeout=5.0)
+    specs = targets()
+    end = prometheus_server.end
+    window = {"start": end - DAY, "end": end, "step": 60.0}
+    decoded = []
+
+    def counted(body: bytes, encoding: str | None) -> Any:
+        document = decode(body, encoding)
+        decoded.append(document is not None)
+        return document
+
+    decode = matrix.decode
+    try:
+        for reactive in (False, True):
+            monkeypatch.setattr(matrix, "decode", counted)
+            fast = source.spent_samples_of(specs, **window, reactive=reactive)
+            monkeypatch.setattr(matrix, "decode", lambda _body, _encoding: None)  # ablation
+            standard = source.spent_samples_of(specs, **window, reactive=reactive)
+            for s in specs:
+                assert [x.tobytes() for x in fast[s.key]] == [x.tobytes() for x in standard[s.key]]
+            assert any(fast.values())
+    finally:
+        source.close()
+    assert decoded == [True, True]  # Prometheus' answers were decoded, not left to json
 
 
 def test_targets_first_refreshed_in_one_step_share_one_ledger_query_and_get_the_same_ledgers(

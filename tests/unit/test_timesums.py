@@ -69,3 +69,66 @@ def test_a_long_run_of_drops_compacts_and_keeps_the_totals() -> None:
 def test_a_time_or_amount_that_is_not_finite_is_refused(record: tuple[float, float]) -> None:
     with pytest.raises(ValueError, match="finite"):
         TimeSums().add(*record)
+
+
+def added(records: list[tuple[float, float]]) -> TimeSums:
+    """TimeSums(records) as it was built before the bulk fill: one `add` each, in time order."""
+    sums = TimeSums()
+    for at, amount in sorted(records, key=lambda record: record[0]):
+        sums.add(at, amount)
+    return sums
+
+
+def state(sums: TimeSums) -> tuple[list[str], list[str], list[str], int]:
+    """A TimeSums' lists as exact bits."""
+    return (
+        [x.hex() for x in sums._times],
+        [x.hex() for x in sums._amounts],
+        [x.hex() for x in sums._totals],
+        sums._head,
+    )
+
+
+any_amounts = st.one_of(amounts, st.floats(-1e6, 1e6), st.sampled_from([0.0, -0.0, 0.1, 0.2]))
+records = st.lists(st.tuples(st.one_of(times, st.just(-0.0)), any_amounts), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(records, st.lists(st.tuples(times, any_amounts), max_size=20), st.lists(times, max_size=5))
+def test_the_bulk_fill_is_one_add_per_record_bit_for_bit(
+    initial: list[tuple[float, float]],
+    more: list[tuple[float, float]],
+    drops: list[float],
+) -> None:
+    bulk, one_by_one = TimeSums(initial), added(initial)
+    assert state(bulk) == state(one_by_one)
+    for (at, amount), horizon in zip(more, [*drops, *[None] * len(more)], strict=False):
+        for sums in (bulk, one_by_one):
+            sums.add(at, amount)
+            if horizon is not None:
+                sums.drop_through(horizon)
+        assert state(bulk) == state(one_by_one)
+        assert bulk.total_between(50.0, 150.0) == one_by_one.total_between(50.0, 150.0)
+
+
+def test_a_compaction_refills_the_same_records_and_totals() -> None:
+    amounts_ = [0.1 * (i % 7) for i in range(3 * timesums.COMPACT_AFTER)]
+    sums = TimeSums()
+    for i, amount in enumerate(amounts_):
+        sums.add(float(i), amount)
+    horizon = 2 * timesums.COMPACT_AFTER
+    sums.drop_through(float(horizon))  # compacts: the records kept are filled again at once
+    kept = [(float(i), amount) for i, amount in enumerate(amounts_)][horizon + 1 :]
+    assert sums._head == 0
+    assert state(sums) == state(added(kept))
+
+
+@pytest.mark.parametrize(
+    "bad", [[(1.0, 1.0), (math.nan, 1.0)], [(2.0, math.inf), (1.0, 1.0)], [(-math.inf, 0.0)]]
+)
+def test_a_record_that_is_not_finite_is_refused_in_bulk_too(bad: list[tuple[float, float]]) -> None:
+    with pytest.raises(ValueError, match="finite") as bulk:
+        TimeSums(bad)
+    with pytest.raises(ValueError, match="finite") as one_by_one:
+        added(bad)
+    assert str(bulk.value) == str(one_by_one.value)
