@@ -5,7 +5,10 @@ its WAPE (bench/forecast_bound.py's grading: sum |actual - P50| / sum actual ove
 every variant forecasts), with the short-term level read over other windows:
 - seasonal: the ratio of sums over a flat window of 15m, 30m, 1h (today's), 2h; or weighted
   exponentially with a half-life of 15m, 30m, 1h, 2h; or the one of those a leave-one-cycle-out
-  backtest of the fit's own cycles picks at the lead time (`models.seasonal.level_window`);
+  backtest of the fit's own cycles picks over the look-ahead (`models.seasonal.choose_window`),
+  by the P50's absolute error ("mae") or by its in-sample conformal band's pinball ("band");
+  and, as a bound, the profile times the level of the hour centred on the target itself, read
+  from the future (what no window of the past can know);
 - Prophet: the residual level's weight chosen by the in-sample one-step error (today's), by the
   in-sample error at the lead time (`models.prophet._residual_weight(..., ahead=)`), and each
   weight of the grid fixed (the best of which no per-fit rule can beat).
@@ -31,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from models.base import HOUR, WEEK, FloatArray, Series
 from models.prophet import RESIDUAL_WEIGHTS, ProphetModel, _residual_weight
+from models import seasonal
 from models.seasonal import LEVEL_CLIP, SeasonalBaseline, level_weights
 from scaler.decision.spec import duration_arg
 from scaler.offline import backtest, replay
@@ -124,12 +128,21 @@ def seasonal_variants(
         found[f"seasonal ewm {half / 60:g}m"] = profile * windowed_level(
             model, series, ends, weights
         )
-    for label, grade_at in (("lead", (ahead,)), ("look-ahead", None)):
+    target = ends + ahead
+    for label, weights in (("centred 1h", np.ones(max(1, round(HOUR / step)))),):
+        # a bound, not a forecast: the level of the hour centred on the target, read from the
+        # future (what no level window can know)
+        late = (weights.size - 1) // 2
+        found[f"seasonal, future level ({label})"] = profile * windowed_level(
+            model, series, np.minimum(target + late, len(series) - 1), weights
+        )
+    for criterion in ("mae", "band"):
+        seasonal.LEVEL_CRITERION = criterion
         chosen = Chosen()
-        chosen.grade_at = grade_at
         chosen.fit(history)
-        picks[f"seasonal {label} {chosen.window[0]} {chosen.window[1] / 60:g}m"] += 1
-        found[f"seasonal chosen ({label})"] = chosen.predict_at(series, ends, ahead)[:, -1]
+        picks[f"seasonal {criterion} {chosen.window[0]} {chosen.window[1] / 60:g}m"] += 1
+        found[f"seasonal chosen ({criterion})"] = chosen.predict_at(series, ends, ahead)[:, -1]
+    seasonal.LEVEL_CRITERION = "band"
     return found
 
 

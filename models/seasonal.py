@@ -54,6 +54,13 @@ LEVEL_WINDOWS: tuple[LevelWindow, ...] = (
 LEVEL_LOOKAHEAD = 1500.0
 """How far past the last sample the level window is graded when chosen (the decision's default
 look-ahead: a 10-minute lead time plus a 15-minute horizon): each point 1..this ahead, equally."""
+LEVEL_CRITERION = "band"
+"""How `choose_window` grades a window: "band" (the in-sample conformal band's pinball loss) or
+"mae" (the P50's absolute error)."""
+BAND_QUANTILE = 0.95
+"""The quantile the "band" criterion grades (the decision's default)."""
+BAND_FLOOR = 0.1
+"""The residual scale's floor as a fraction of the mean load (models.calibrate.FLOOR_FRACTION)."""
 EWM_TAIL = 0.01
 """An exponential window keeps the points whose weight is above this share of the newest one's."""
 
@@ -306,13 +313,18 @@ def level_weights(window: LevelWindow, step: float) -> FloatArray:
     raise ValueError(f"unknown level window {kind!r}; use flat or ewm")
 
 
-def choose_window(tail: FloatArray, step: float, *, aheads: tuple[int, ...]) -> LevelWindow:
+def choose_window(
+    tail: FloatArray, step: float, *, aheads: tuple[int, ...], criterion: str | None = None
+) -> LevelWindow:
     """The level window (of LEVEL_WINDOWS) whose level, read as `predict` reads it, best
     forecasts each held-out cycle `aheads` steps past the window's newest point with the
-    profile of the other cycles (sum of absolute errors over the cycles laid end to end, on
-    the points every candidate can forecast with a full window; ties to today's flat hour):
-    on load whose level moves within the hour a short window follows it, on noisy load a long
-    one averages the noise, and the fit's own cycles say which. One cycle: today's."""
+    profile of the other cycles (the cycles laid end to end, on the points every candidate can
+    forecast with a full window; ties to today's flat hour): on load whose level moves within
+    the hour a short window follows it, on noisy load a long one averages the noise, and the
+    fit's own cycles say which. Graded by `criterion` (default LEVEL_CRITERION): "mae", the
+    P50's absolute error; "band", the pinball loss at BAND_QUANTILE of the P50 plus its relative
+    residuals' quantile per step ahead (the conformal band models.calibrate makes, measured in
+    sample), which is what `auto` and the decision read. One cycle: today's."""
     cycles, n = tail.shape
     if cycles < 2 or not aheads:
         return TODAY
@@ -320,7 +332,8 @@ def choose_window(tail: FloatArray, step: float, *, aheads: tuple[int, ...]) -> 
     longest = max(w.size for w in weights.values())
     x = tail.ravel()
     ok = np.isfinite(x)
-    errors = dict.fromkeys(LEVEL_WINDOWS, 0.0)
+    scale = BAND_FLOOR * float(np.nanmean(x)) if ok.any() else 0.0
+    pairs: dict[tuple[LevelWindow, int], list[tuple[FloatArray, FloatArray]]] = {}
     for c in range(cycles):
         rest = pooled_median(np.delete(tail, c, axis=0), 0)
         if np.isnan(rest).all():
@@ -336,11 +349,32 @@ def choose_window(tail: FloatArray, step: float, *, aheads: tuple[int, ...]) -> 
             level = np.where(den > 0, np.clip(num / np.maximum(den, 1e-300), *LEVEL_CLIP), 1.0)
             for a in aheads:
                 target = c * n + np.arange(n)
-                target = target[target - a >= longest - 1]
-                miss = np.abs(x[target] - expected[target] * level[target - a])
-                errors[window] += float(miss[np.isfinite(miss)].sum())
+                target = target[(target - a >= longest - 1) & ok[target]]
+                forecast = expected[target] * level[target - a]
+                pairs.setdefault((window, a), []).append((x[target], forecast))
+    if not pairs:
+        return TODAY
+    errors = dict.fromkeys(LEVEL_WINDOWS, 0.0)
+    for (window, _), found in pairs.items():
+        actual = np.concatenate([y for y, _ in found])
+        forecast = np.concatenate([f for _, f in found])
+        errors[window] += _loss(actual, forecast, criterion or LEVEL_CRITERION, scale)
     best = min(LEVEL_WINDOWS, key=lambda window: errors[window])
     return TODAY if errors[best] >= errors[TODAY] else best
+
+
+def _loss(actual: FloatArray, forecast: FloatArray, criterion: str, floor: float) -> float:
+    """The sum of a window's losses at one step ahead (`choose_window`)."""
+    if actual.size == 0:
+        return 0.0
+    if criterion == "mae":
+        return float(np.abs(actual - forecast).sum())
+    if criterion == "band":
+        scale = np.maximum(forecast, floor)
+        offset = float(np.quantile((actual - forecast) / scale, BAND_QUANTILE))
+        diff = actual - (forecast + offset * scale)
+        return float(np.maximum(BAND_QUANTILE * diff, (BAND_QUANTILE - 1) * diff).sum())
+    raise ValueError(f"unknown level criterion {criterion!r}; use mae or band")
 
 
 def _level_points(step: float) -> int:
