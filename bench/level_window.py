@@ -32,9 +32,9 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from models import seasonal
 from models.base import HOUR, WEEK, FloatArray, Series
 from models.prophet import RESIDUAL_WEIGHTS, ProphetModel, _residual_weight
-from models import seasonal
 from models.seasonal import LEVEL_CLIP, SeasonalBaseline, level_weights
 from scaler.decision.spec import duration_arg
 from scaler.offline import backtest, replay

@@ -127,3 +127,39 @@ def test_the_window_survives_the_artefact_and_old_artefacts_read_as_today() -> N
     data["window"] = ["median", 3600.0]
     with pytest.raises(ArtefactError, match="level window"):
         SeasonalBaseline.from_dict(data)
+
+
+def test_the_band_criterion_grades_the_in_sample_conformal_band() -> None:
+    actual = np.array([10.0, 12.0, 8.0, 30.0])
+    forecast = np.full(4, 10.0)
+    scale = np.maximum(forecast, 1.0)
+    offset = np.quantile((actual - forecast) / scale, seasonal.BAND_QUANTILE)
+    diff = actual - (forecast + offset * scale)
+    q = seasonal.BAND_QUANTILE
+    expected = np.maximum(q * diff, (q - 1) * diff).sum()
+    assert seasonal._loss(actual, forecast, "band", 1.0) == pytest.approx(expected)
+    assert seasonal._loss(actual, forecast, "mae", 1.0) == pytest.approx(24.0)
+    with pytest.raises(ValueError, match="unknown level criterion"):
+        seasonal._loss(actual, forecast, "rmse", 1.0)
+
+
+def test_prophets_weight_at_one_step_is_todays_rule_and_further_ahead_brute_forced() -> None:
+    from models import prophet
+
+    rng = np.random.default_rng(7)
+    e = np.cumsum(rng.normal(0, 0.1, 300)) * 0.3 + rng.normal(0, 0.2, 300)
+    assert prophet._residual_weight(e) == prophet._residual_weight(e, ahead=1)
+
+    def brute(alpha: float, ahead: int) -> float:
+        levels, level = [], 0.0
+        for value in e:
+            level += alpha * (value - level)
+            levels.append(level)
+        forecasts = [0.0] * ahead + levels[: e.size - ahead]
+        return float(np.mean((e - np.array(forecasts)) ** 2))
+
+    for ahead in (2, 3):
+        errors = {a: brute(a, ahead) for a in prophet.RESIDUAL_WEIGHTS}
+        best = min(errors, key=lambda a: errors[a])
+        chosen = prophet._residual_weight(e, ahead=ahead)
+        assert chosen == (best if errors[best] < float(np.mean(e * e)) else 0.0)
