@@ -205,15 +205,17 @@ class SeasonalBaseline:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "period": self.period,
             "step": self.step,
             "anchor": self.anchor,
             "profile": [float(v) for v in self.profile],
             "offset": self.offset,
             "sigma": self.sigma,
-            "window": [self.window[0], self.window[1]],
         }
+        if self.window != TODAY:  # today's artefacts stay as they were
+            out["window"] = [self.window[0], self.window[1]]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
@@ -225,7 +227,7 @@ class SeasonalBaseline:
             model.profile = np.asarray(data["profile"], dtype=np.float64)
             model.offset = float(data["offset"])
             model.sigma = float(data["sigma"])
-            kind, seconds = data.get("window", TODAY)  # artefacts before the window: today's
+            kind, seconds = data.get("window", TODAY)  # no window: the last hour
             model.window = (str(kind), float(seconds))
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtefactError(f"seasonal artefact is malformed: {exc!r}") from exc
