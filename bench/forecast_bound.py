@@ -4,6 +4,7 @@ future, beside the model's own, on the very same walk.
     .venv/bin/python bench/forecast_bound.py TRACE.csv [TRACE.csv ...] [--model auto]
         [--bounds model,future,smooth,hourly,smooth@1h] [--budgets 30%] [--smooth 15m]
         [--residual-window 7d] [--horizon 15m] [--limit 56d] [--drift] [--json PATH]
+        [--level-window]
 
 Each trace is replayed as `scaler backtest TRACE --threshold p99/20 --lead-time 10m --horizon
 15m --no-drift` replays it (the same ReplayConfig; threshold and warm-up of the whole trace, as
@@ -51,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bound_bands
 from policy_ablation import recorded_forecasts
 
-from models import fitcache
+from models import fitcache, seasonal
 from models.base import DAY, WEEK, Forecast, Series
 from models.calibrate import FLOOR_FRACTION, Calibration
 from models.walkforward import Origin
@@ -284,7 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=duration_arg, default=None, help="e.g. 56d after the warm-up")
     p.add_argument("--drift", action="store_true", help="replay with drift on (default: off)")
     p.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    p.add_argument(
+        "--level-window",
+        action="store_true",
+        help="each seasonal fit chooses its level window (models/seasonal.py choose_window)",
+    )
     args = p.parse_args(argv)
+    seasonal.SeasonalBaseline.choose_level = args.level_window
     unknown = [b for b in args.bounds.split(",") if b.partition("@")[0] not in BOUNDS]
     if unknown:
         p.error(f"--bounds {','.join(unknown)}: use {','.join(BOUNDS)}")

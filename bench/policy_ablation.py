@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
-        [--drift] [--limit 56d] [--pool-phases]
+        [--drift] [--limit 56d] [--pool-phases] [--level-window]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
 `prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows
@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import synthetic
 
-from models import fitcache, select, walkforward
+from models import fitcache, seasonal, select, walkforward
 from models.base import DAY, Series
 from scaler.decision import budget
 from scaler.decision.spec import duration_arg
@@ -188,8 +188,15 @@ def main(argv: list[str] | None = None) -> int:
         help="model auto also grades the seasonal profile that pools neighbouring phases "
         "(models/select.py POOLED_CANDIDATE; a forecast change: two runs, with and without)",
     )
+    p.add_argument(
+        "--level-window",
+        action="store_true",
+        help="each seasonal fit chooses its level window (models/seasonal.py choose_window; a "
+        "forecast change: two runs, with and without)",
+    )
     args = p.parse_args(argv)
     select.POOLED_CANDIDATE = args.pool_phases
+    seasonal.SeasonalBaseline.choose_level = args.level_window
     amount, share = budget.parse_budget(args.budget)
     names = args.variants.split(",")
     print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")

@@ -382,19 +382,33 @@ def _ds(times: FloatArray) -> pd.Series:
     return pd.Series(pd.to_datetime(nanoseconds, unit="ns"))
 
 
-def _residual_weight(residuals: FloatArray) -> float:
-    """The smoothing weight with the least in-sample one-step squared error (missing skipped)."""
+def _residual_weight(residuals: FloatArray, *, ahead: int = 1) -> float:
+    """The smoothing weight with the least in-sample squared error `ahead` steps past the level
+    (1: one step, today's rule; missing skipped)."""
     e = residuals[np.isfinite(residuals)]
     if e.size < 3 or np.ptp(e) < 1e-12:
         return 0.0
-    best, best_error = 0.0, float((e * e).mean())  # 0: no correction
+    if ahead <= 1:
+        best, best_error = 0.0, float((e * e).mean())  # 0: no correction
+        for alpha in RESIDUAL_WEIGHTS:
+            level, total = 0.0, 0.0
+            for value in e:
+                total += (value - level) ** 2
+                level += alpha * (value - level)
+            if total / e.size < best_error:
+                best, best_error = alpha, total / e.size
+        return best
+    best, best_error = 0.0, float((e * e).mean())
     for alpha in RESIDUAL_WEIGHTS:
-        level, total = 0.0, 0.0
-        for value in e:
-            total += (value - level) ** 2
+        levels = np.zeros(e.size)  # levels[t]: the level after e[t], the forecast of e[t + ahead]
+        level = 0.0
+        for t, value in enumerate(e.tolist()):
             level += alpha * (value - level)
-        if total / e.size < best_error:
-            best, best_error = alpha, total / e.size
+            levels[t] = level
+        miss = e[ahead:] - levels[: e.size - ahead]
+        error = float((miss * miss).sum() + (e[:ahead] * e[:ahead]).sum()) / e.size
+        if error < best_error:
+            best, best_error = alpha, error
     return best
 
 

@@ -7,6 +7,7 @@ strongly periodic load; every other model must earn its keep against it.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, ClassVar, Self
 
@@ -35,6 +36,33 @@ OFFSET_FRACTION = 0.05
 """log(load + offset) for the model's own interval; offset = this fraction of the mean load."""
 POOL_WIDTHS = (0, 1, 2)
 """Neighbours on each side the median may pool: 0 is the per-phase median."""
+LevelWindow = tuple[str, float]
+"""How the level reads the recent load: ("flat", seconds), a ratio of sums over the window, or
+("ewm", half-life in seconds), a ratio of exponentially weighted sums."""
+TODAY: LevelWindow = ("flat", LEVEL_WINDOW)
+LEVEL_WINDOWS: tuple[LevelWindow, ...] = (
+    ("flat", 900.0),
+    ("flat", 1800.0),
+    ("flat", HOUR),
+    ("flat", 2 * HOUR),
+    ("ewm", 900.0),
+    ("ewm", 1800.0),
+    ("ewm", HOUR),
+    ("ewm", 2 * HOUR),
+)
+"""The level windows a fit may choose from (`SeasonalBaseline.choose_level`), today's among them."""
+LEVEL_LOOKAHEAD = 1500.0
+"""How far past the last sample the level window is graded when chosen (the decision's default
+look-ahead: a 10-minute lead time plus a 15-minute horizon): each point 1..this ahead, equally."""
+LEVEL_CRITERION = "band"
+"""How `choose_window` grades a window: "band" (the in-sample conformal band's pinball loss) or
+"mae" (the P50's absolute error)."""
+BAND_QUANTILE = 0.95
+"""The quantile the "band" criterion grades (the decision's default)."""
+BAND_FLOOR = 0.1
+"""The residual scale's floor as a fraction of the mean load (models.calibrate.FLOOR_FRACTION)."""
+EWM_TAIL = 0.01
+"""An exponential window keeps the points whose weight is above this share of the newest one's."""
 
 __all__ = ["SeasonalBaseline", "season_for"]
 
@@ -46,6 +74,9 @@ class SeasonalBaseline:
     cost: ClassVar[int] = 1
     pool: ClassVar[bool] = False
     """Whether the profile's median may pool neighbouring phases (`PooledSeasonal`)."""
+    choose_level: ClassVar[bool] = False
+    """Whether each fit chooses its level window from LEVEL_WINDOWS (`choose_window`; the
+    experiment `scaler backtest --level-window` switches it on), else today's flat hour."""
 
     def __init__(self) -> None:
         self.period = 0.0
@@ -54,6 +85,9 @@ class SeasonalBaseline:
         self.profile: FloatArray = np.zeros(0)
         self.offset = 1.0
         self.sigma = 0.0
+        self.window: LevelWindow = TODAY
+        self.grade_at: tuple[int, ...] | None = None
+        """Steps past the last sample `choose_window` grades (None: 1 .. LEVEL_LOOKAHEAD)."""
 
     def fit(self, history: Series) -> None:
         history = prepared(history)
@@ -75,6 +109,12 @@ class SeasonalBaseline:
         self.step = history.step
         self.anchor = history.end - (n - 1) * history.step  # time of profile[0]
         self.profile = _fill_gaps(profile)
+        self.window = TODAY
+        if self.choose_level:
+            aheads = self.grade_at or tuple(
+                range(1, max(1, math.ceil(LEVEL_LOOKAHEAD / history.step - 1e-9)) + 1)
+            )
+            self.window = choose_window(tail, history.step, aheads=aheads)
         observed = tail[~np.isnan(tail)]
         self.offset = max(float(observed.mean()) * OFFSET_FRACTION, 1e-6)
         spread = np.log(tail + self.offset) - np.log(self.profile + self.offset)
@@ -104,6 +144,8 @@ class SeasonalBaseline:
         end_times = start + ends * step
         ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
         out = self.expected(end_times[:, None] + ahead[None, :])
+        if self.window != TODAY:
+            return np.maximum(out * self._weighted_levels(history, ends)[:, None], 0.0)
         # The level hour of each origin, as Series.since finds it on the prefix.
         begin = np.ceil((end_times - LEVEL_WINDOW + step / 2 - start) / step - 1e-9)
         begin = np.clip(begin, 0, ends + 1).astype(np.int64)
@@ -130,7 +172,10 @@ class SeasonalBaseline:
         )
 
     def level(self, recent: Series) -> float:
-        """Ratio of the last hour's observed load to what the profile expected for it."""
+        """Ratio of the last hour's observed load to what the profile expected for it (or over
+        the fit's chosen `window`)."""
+        if self.window != TODAY:
+            return float(self._weighted_levels(recent, np.array([len(recent) - 1]))[0])
         window = recent.since(recent.end - LEVEL_WINDOW + recent.step / 2)
         mask = ~np.isnan(window.values)
         if not mask.any():
@@ -140,8 +185,27 @@ class SeasonalBaseline:
         floor = max(float(np.abs(self.profile).mean()) * 0.05, 1e-9) * int(mask.sum())
         return float(np.clip((seen + floor) / (expected + floor), *LEVEL_CLIP))
 
+    def _weighted_levels(self, history: Series, ends: npt.NDArray[np.int64]) -> FloatArray:
+        """The level of each origin `history.values[: i + 1]`, i in `ends`, over `self.window`:
+        a ratio of weighted sums, missing points skipped (one code path for `level` and
+        `predict_at`, so they agree bit for bit)."""
+        weights = level_weights(self.window, history.step)
+        index = ends[:, None] - np.arange(weights.size - 1, -1, -1)[None, :]
+        inside = index >= 0
+        index = np.maximum(index, 0)
+        seen = history.values[index]
+        held = inside & np.isfinite(seen)
+        w = np.where(held, weights[None, :], 0.0)
+        expected = self.expected(history.start + index * history.step)
+        floor = max(float(np.abs(self.profile).mean()) * 0.05, 1e-9)
+        num = ((np.where(held, seen, 0.0) + floor) * w).sum(axis=1)
+        den = ((expected + floor) * w).sum(axis=1)
+        ratio = num / np.maximum(den, 1e-300)
+        out: FloatArray = np.where(held.any(axis=1), np.clip(ratio, *LEVEL_CLIP), 1.0)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "period": self.period,
             "step": self.step,
             "anchor": self.anchor,
@@ -149,6 +213,9 @@ class SeasonalBaseline:
             "offset": self.offset,
             "sigma": self.sigma,
         }
+        if self.window != TODAY:  # today's artefacts stay as they were
+            out["window"] = [self.window[0], self.window[1]]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
@@ -160,12 +227,16 @@ class SeasonalBaseline:
             model.profile = np.asarray(data["profile"], dtype=np.float64)
             model.offset = float(data["offset"])
             model.sigma = float(data["sigma"])
+            kind, seconds = data.get("window", TODAY)  # no window: the last hour
+            model.window = (str(kind), float(seconds))
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtefactError(f"seasonal artefact is malformed: {exc!r}") from exc
         if model.step <= 0 or model.profile.size != round(model.period / model.step):
             raise ArtefactError("seasonal artefact: profile length does not match period/step")
         if not np.isfinite(model.profile).all():
             raise ArtefactError("seasonal artefact: profile holds NaN or inf")
+        if model.window[0] not in ("flat", "ewm") or not model.window[1] > 0:
+            raise ArtefactError(f"seasonal artefact: level window {model.window!r} is unknown")
         return model
 
 
@@ -227,6 +298,85 @@ def _held_out_error(tail: FloatArray, c: int, width: int, *, window: int) -> flo
     )
     miss = np.abs(seen[i] - profile[i] * level)
     return float(miss[np.isfinite(miss)].sum())
+
+
+def level_weights(window: LevelWindow, step: float) -> FloatArray:
+    """The weights of a level window's points at `step`, oldest first, the newest 1: a flat
+    window's points all 1 (at least one point); an exponential window's halving every
+    half-life, kept while above EWM_TAIL of the newest."""
+    kind, seconds = window
+    if kind == "flat":
+        return np.ones(max(1, round(seconds / step)))
+    if kind == "ewm":
+        half = max(seconds / step, 1e-9)
+        points = max(1, math.floor(half * math.log2(1 / EWM_TAIL)) + 1)
+        out: FloatArray = 0.5 ** (np.arange(points - 1, -1, -1, dtype=np.float64) / half)
+        return out
+    raise ValueError(f"unknown level window {kind!r}; use flat or ewm")
+
+
+def choose_window(
+    tail: FloatArray, step: float, *, aheads: tuple[int, ...], criterion: str | None = None
+) -> LevelWindow:
+    """The level window (of LEVEL_WINDOWS) whose level, read as `predict` reads it, best
+    forecasts each held-out cycle `aheads` steps past the window's newest point with the
+    profile of the other cycles (the cycles laid end to end, on the points every candidate can
+    forecast with a full window; ties to today's flat hour): on load whose level moves within
+    the hour a short window follows it, on noisy load a long one averages the noise, and the
+    fit's own cycles say which. Graded by `criterion` (default LEVEL_CRITERION): "mae", the
+    P50's absolute error; "band", the pinball loss at BAND_QUANTILE of the P50 plus its relative
+    residuals' quantile per step ahead (the conformal band models.calibrate makes, measured in
+    sample), which is what `auto` and the decision read. One cycle: today's."""
+    cycles, n = tail.shape
+    if cycles < 2 or not aheads:
+        return TODAY
+    weights = {window: level_weights(window, step) for window in LEVEL_WINDOWS}
+    longest = max(w.size for w in weights.values())
+    x = tail.ravel()
+    ok = np.isfinite(x)
+    scale = BAND_FLOOR * float(np.nanmean(x)) if ok.any() else 0.0
+    pairs: dict[tuple[LevelWindow, int], list[tuple[FloatArray, FloatArray]]] = {}
+    for c in range(cycles):
+        rest = pooled_median(np.delete(tail, c, axis=0), 0)
+        if np.isnan(rest).all():
+            continue
+        profile = _fill_gaps(rest)
+        expected = np.tile(profile, cycles)
+        floor = max(float(np.abs(profile).mean()) * 0.05, 1e-9)
+        num_x = np.where(ok, x + floor, 0.0)
+        den_x = np.where(ok, expected + floor, 0.0)
+        for window, w in weights.items():
+            num = np.convolve(num_x, w[::-1])[: x.size]
+            den = np.convolve(den_x, w[::-1])[: x.size]
+            level = np.where(den > 0, np.clip(num / np.maximum(den, 1e-300), *LEVEL_CLIP), 1.0)
+            for a in aheads:
+                target = c * n + np.arange(n)
+                target = target[(target - a >= longest - 1) & ok[target]]
+                forecast = expected[target] * level[target - a]
+                pairs.setdefault((window, a), []).append((x[target], forecast))
+    if not pairs:
+        return TODAY
+    errors = dict.fromkeys(LEVEL_WINDOWS, 0.0)
+    for (window, _), found in pairs.items():
+        actual = np.concatenate([y for y, _ in found])
+        forecast = np.concatenate([f for _, f in found])
+        errors[window] += _loss(actual, forecast, criterion or LEVEL_CRITERION, scale)
+    best = min(LEVEL_WINDOWS, key=lambda window: errors[window])
+    return TODAY if errors[best] >= errors[TODAY] else best
+
+
+def _loss(actual: FloatArray, forecast: FloatArray, criterion: str, floor: float) -> float:
+    """The sum of a window's losses at one step ahead (`choose_window`)."""
+    if actual.size == 0:
+        return 0.0
+    if criterion == "mae":
+        return float(np.abs(actual - forecast).sum())
+    if criterion == "band":
+        scale = np.maximum(forecast, floor)
+        offset = float(np.quantile((actual - forecast) / scale, BAND_QUANTILE))
+        diff = actual - (forecast + offset * scale)
+        return float(np.maximum(BAND_QUANTILE * diff, (BAND_QUANTILE - 1) * diff).sum())
+    raise ValueError(f"unknown level criterion {criterion!r}; use mae or band")
 
 
 def _level_points(step: float) -> int:

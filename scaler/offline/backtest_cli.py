@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from models import calibrate, catalog, fitcache, prophet, select
+from models import calibrate, catalog, fitcache, prophet, seasonal, select
 from models.base import DAY, HOUR, Series, observed_span
 from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution, spec
@@ -284,6 +284,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "phases, kept only where it wins (models/select.py POOLED_CANDIDATE)",
     )
     p.add_argument(
+        "--level-window",
+        action="store_true",
+        help="experiment: each seasonal fit chooses its level window (15m-2h, flat or "
+        "exponential) by a leave-one-cycle-out backtest of its cycles, instead of the last hour "
+        "(models/seasonal.py choose_window)",
+    )
+    p.add_argument(
         "--no-peak-guard",
         action="store_true",
         help="ablation: model auto picks by the forecast path's pinball loss alone, even a "
@@ -325,6 +332,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         prophet.exact()
     select.PEAK_GUARD = not args.no_peak_guard
     select.POOLED_CANDIDATE = args.pool_phases
+    seasonal.SeasonalBaseline.choose_level = args.level_window
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 
