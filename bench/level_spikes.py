@@ -20,9 +20,11 @@ import argparse
 import math
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -73,8 +75,16 @@ def spikes(hour: FloatArray) -> FloatArray:
     return out
 
 
-def walk(series: Series, *, first: int, ahead: int) -> dict[str, FloatArray]:
-    """The P50 `ahead` steps past each origin, per variant, indexed by the target step."""
+Variants = Callable[[Series, Series, npt.NDArray[np.int64], int], dict[str, FloatArray]]
+"""(series, history, ends, ahead) -> the P50 `ahead` steps past each origin in `ends`, per name."""
+
+
+def walk(
+    series: Series, *, first: int, ahead: int, each: Variants | None = None
+) -> dict[str, FloatArray]:
+    """The P50 `ahead` steps past each origin, per variant (`each`, default `variants`),
+    indexed by the target step; refit weekly on the last four weeks, as the backtest walks."""
+    each = each or variants
     v, step, n = series.values, series.step, len(series)
     refit, keep = round(WEEK / step), 4 * round(WEEK / step)
     out: dict[str, FloatArray] = {}
@@ -82,7 +92,7 @@ def walk(series: Series, *, first: int, ahead: int) -> dict[str, FloatArray]:
         known = Series(series.start, step, v[: i0 + 1])
         history = known.since(known.end - (keep - 1) * step)
         ends = np.arange(i0, min(n - ahead, i0 + refit))
-        for name, p50 in variants(series, history, ends, ahead).items():
+        for name, p50 in each(series, history, ends, ahead).items():
             out.setdefault(name, np.full(n, np.nan))[ends + ahead] = p50
     return out
 

@@ -32,8 +32,10 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import level_spikes
+
 from models import seasonal
-from models.base import HOUR, WEEK, FloatArray, Series
+from models.base import HOUR, FloatArray, Series
 from models.prophet import RESIDUAL_WEIGHTS, ProphetModel, _residual_weight
 from models.seasonal import LEVEL_CLIP, SeasonalBaseline, level_weights
 from scaler.decision.spec import duration_arg
@@ -70,20 +72,18 @@ def main() -> None:
 def walk(
     series: Series, *, first: int, ahead: int, prophet: bool, picks: Counter[str]
 ) -> dict[str, FloatArray]:
-    """The P50 `ahead` steps past each origin, per variant, indexed by the target step."""
-    v, step, n = series.values, series.step, len(series)
-    refit, keep = round(WEEK / step), 4 * round(WEEK / step)
-    out: dict[str, FloatArray] = {}
-    for i0 in range(first - ahead, n - ahead, refit):
-        known = Series(series.start, step, v[: i0 + 1])
-        history = known.since(known.end - (keep - 1) * step)
-        ends = np.arange(i0, min(n - ahead, i0 + refit))
+    """The P50 `ahead` steps past each origin, per variant, indexed by the target step (walked
+    as level_spikes.walk walks)."""
+
+    def each(
+        series: Series, history: Series, ends: npt.NDArray[np.int64], ahead: int
+    ) -> dict[str, FloatArray]:
         found = seasonal_variants(series, history, ends, ahead, picks)
         if prophet:
             found |= prophet_variants(series, history, ends, ahead, picks)
-        for name, p50 in found.items():
-            out.setdefault(name, np.full(n, np.nan))[ends + ahead] = p50
-    return out
+        return found
+
+    return level_spikes.walk(series, first=first, ahead=ahead, each=each)
 
 
 def windowed_level(
