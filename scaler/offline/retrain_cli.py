@@ -47,8 +47,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
-        "scalerAddress == --scaler-address. Every flag but --keep, --history, --model-step and "
-        "--json can also be set as SCALER_<FLAG>.",
+        "scalerAddress == --scaler-address. Every flag can also be set as SCALER_<FLAG> "
+        "(SCALER_MODEL_STEP for --model-step), which the flag overrides.",
         epilog="examples:\n"
         "  scaler retrain --targets so.yaml --store /models --prometheus-url http://prom:9090\n"
         "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"
@@ -103,7 +103,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "--keep",
         type=int,
         metavar="N",
-        default=store_base.DEFAULT_KEEP,
+        default=env("KEEP", None) or store_base.DEFAULT_KEEP,
         help="versions kept per target, the champion always (5)",
     )
     g.add_argument(
@@ -122,14 +122,14 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "--history",
         type=duration_arg,
         metavar="DURATION",
-        default=defaults.history,
+        default=env("HISTORY", None) or defaults.history,
         help="history per fit (28d; two weeks is the floor for weekly seasonality)",
     )
     g.add_argument(
         "--model-step",
         type=duration_arg,
         metavar="DURATION",
-        default=defaults.model_step,
+        default=env("MODEL_STEP", None) or defaults.model_step,
         help="resolution models fit at (5m): `scaler serve` fits and forecasts at 5m, with "
         "no flag to change it, so keep the default for models it serves",
     )
@@ -145,11 +145,15 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "--fit-timeout",
         type=duration_arg,
         metavar="DURATION",
-        default=defaults.fit_timeout,
+        default=env("FIT_TIMEOUT", None) or defaults.fit_timeout,
         help="per target, fit and backtest (15m); past it the worker is killed",
     )
     g.add_argument(
-        "--json", type=Path, metavar="FILE", help="also write the summary as JSON here (- = stdout)"
+        "--json",
+        type=Path,
+        metavar="FILE",
+        default=env("JSON", None),
+        help="also write the summary as JSON here (- = stdout)",
     )
     p.set_defaults(func=cmd_retrain)
 

@@ -73,3 +73,26 @@ def test_the_top_level_help_shows_an_example_of_each_everyday_command() -> None:
     epilog = cli.build_parser().epilog or ""
     for command in ("demo", "backtest", "serve", "explain"):
         assert f"scaler {command}" in epilog
+
+
+def test_every_retrain_flag_can_be_set_as_its_scaler_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {
+        "KEEP": "7",
+        "HISTORY": "14d",
+        "MODEL_STEP": "10m",
+        "FIT_TIMEOUT": "5m",
+        "JSON": "/tmp/summary.json",
+    }.items():
+        monkeypatch.setenv(f"SCALER_{name}", value)
+    args = cli.build_parser().parse_args(["retrain", "--store", "/models"])
+    assert (args.keep, args.history, args.model_step, args.fit_timeout) == (
+        7,
+        14 * 86400.0,
+        600.0,
+        300.0,
+    )
+    assert str(args.json) == "/tmp/summary.json"
+    flagged = cli.build_parser().parse_args(["retrain", "--store", "/m", "--keep", "3"])
+    assert flagged.keep == 3  # the flag wins over the variable
