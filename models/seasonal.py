@@ -158,7 +158,7 @@ class SeasonalBaseline:
             whole = ~np.isnan(seen).any(axis=1)
             full, gappy = rows[whole], rows[~whole]
             times = (start + begin[full] * step)[:, None] + step * np.arange(w)[None, :]
-            floor = max(float(np.abs(self.profile).mean()) * 0.05, 1e-9) * w
+            floor = _level_floor(self.profile) * w
             ratio = (seen[whole].sum(axis=1) + floor) / (self.expected(times).sum(axis=1) + floor)
             level[full] = np.clip(ratio, *LEVEL_CLIP)
             for k in gappy.tolist():
@@ -182,7 +182,7 @@ class SeasonalBaseline:
             return 1.0
         seen = float(window.values[mask].sum())
         expected = float(self.expected(window.times()[mask]).sum())
-        floor = max(float(np.abs(self.profile).mean()) * 0.05, 1e-9) * int(mask.sum())
+        floor = _level_floor(self.profile) * int(mask.sum())
         return float(np.clip((seen + floor) / (expected + floor), *LEVEL_CLIP))
 
     def _weighted_levels(self, history: Series, ends: npt.NDArray[np.int64]) -> FloatArray:
@@ -197,7 +197,7 @@ class SeasonalBaseline:
         held = inside & np.isfinite(seen)
         w = np.where(held, weights[None, :], 0.0)
         expected = self.expected(history.start + index * history.step)
-        floor = max(float(np.abs(self.profile).mean()) * 0.05, 1e-9)
+        floor = _level_floor(self.profile)
         num = ((np.where(held, seen, 0.0) + floor) * w).sum(axis=1)
         den = ((expected + floor) * w).sum(axis=1)
         ratio = num / np.maximum(den, 1e-300)
@@ -289,7 +289,7 @@ def _held_out_error(tail: FloatArray, c: int, width: int, *, window: int) -> flo
     profile = _fill_gaps(rest)
     seen = tail[c]
     ok = np.isfinite(seen)
-    floor = max(float(np.abs(profile).mean()) * 0.05, 1e-9)
+    floor = _level_floor(profile)
     sums = np.concatenate([[0.0], np.cumsum(np.where(ok, seen + floor, 0.0))])
     expected = np.concatenate([[0.0], np.cumsum(np.where(ok, profile + floor, 0.0))])
     i = np.arange(window, seen.size)  # forecast for point i from points i - window .. i - 1
@@ -342,7 +342,7 @@ def choose_window(
             continue
         profile = _fill_gaps(rest)
         expected = np.tile(profile, cycles)
-        floor = max(float(np.abs(profile).mean()) * 0.05, 1e-9)
+        floor = _level_floor(profile)
         num_x = np.where(ok, x + floor, 0.0)
         den_x = np.where(ok, expected + floor, 0.0)
         for window, w in weights.items():
@@ -377,6 +377,12 @@ def _loss(actual: FloatArray, forecast: FloatArray, criterion: str, floor: float
         diff = actual - (forecast + offset * scale)
         return float(np.maximum(BAND_QUANTILE * diff, (BAND_QUANTILE - 1) * diff).sum())
     raise ValueError(f"unknown level criterion {criterion!r}; use mae or band")
+
+
+def _level_floor(profile: FloatArray) -> float:
+    """What the level adds to each point's load and to what the profile expected for it, so an
+    idle hour (load and profile near 0) reads a level near 1, not 0/0: 5 % of the profile's mean."""
+    return max(float(np.abs(profile).mean()) * 0.05, 1e-9)
 
 
 def _level_points(step: float) -> int:
