@@ -572,10 +572,9 @@ def _query_range(
 ) -> list[Any]:
     # The library rounds start/end to whole seconds; our own params (which take precedence)
     # keep millisecond precision, so the returned points land exactly on our grid.
-    last = chunk.time(chunk.size - 1)
-    params = {"start": _ts(chunk.start), "end": _ts(last), "step": _ts(chunk.step), **extra}
+    params = _range_params(chunk, extra)
     result: list[Any] = client.custom_query_range(
-        query, _dt(chunk.start), _dt(last), step=params["step"], params=params
+        query, _dt(chunk.start), _dt(chunk.time(chunk.size - 1)), step=params["step"], params=params
     )
     return result
 
@@ -586,9 +585,13 @@ def _query_matrix(
     """`_query_range`'s request and answer, each series' samples decoded as an array where
     sources/matrix.py can (`_Client.matrix`)."""
     assert isinstance(client, _Client)  # every client is made by PrometheusSource._connect
+    return client.matrix(query, _range_params(chunk, extra))
+
+
+def _range_params(chunk: _Grid, extra: dict[str, str]) -> dict[str, str]:
+    """A range query's start, end and step for `chunk`, to the millisecond, and `extra`."""
     last = chunk.time(chunk.size - 1)
-    params = {"start": _ts(chunk.start), "end": _ts(last), "step": _ts(chunk.step), **extra}
-    return client.matrix(query, params)
+    return {"start": _ts(chunk.start), "end": _ts(last), "step": _ts(chunk.step), **extra}
 
 
 def _query_instant(
