@@ -56,13 +56,20 @@ FIT_BEFORE = 6 * HOUR
 """The first champion was fitted this long before the module started, before the jump."""
 
 
+PHASE_END = 1_796_218_200.0
+"""2026-12-02 13:30 UTC: where the synthetic load's cycle and noise stand at the trace's end,
+whatever the wall clock says (a load drawn for the real hour made the tests' drift verdict depend
+on the time of day they ran)."""
+
+
 def jump_trace(now: float) -> BackfilledTrace:
-    """30 days of synthetic load that triples 4 hours before `now`."""
+    """30 days of synthetic load that triples 4 hours before `now`: the same values at every
+    run (drawn as if the trace ended at PHASE_END), stamped to end AHEAD past `now`."""
     end = math.floor(now / STEP) * STEP + AHEAD
-    base = synthetic.load(DAYS, seed=7, start=end - DAYS * DAY + STEP)
+    base = synthetic.load(DAYS, seed=7, start=PHASE_END - DAYS * DAY + STEP)
+    times = base.times().astype(np.float64) - PHASE_END + end
     values = base.values.copy()
-    values[base.times() >= end - AHEAD - 4 * HOUR] *= 3
-    times = base.times().astype(np.float64)
+    values[times >= end - AHEAD - 4 * HOUR] *= 3
     return BackfilledTrace("cluster", "trace_cluster", STEP, 0.0, times, values)
 
 
