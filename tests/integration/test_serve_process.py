@@ -110,10 +110,10 @@ def test_a_sigkill_of_serve_leaves_no_fit_worker_or_resource_tracker_behind(
 def test_sigterm_with_a_full_fit_queue_exits_within_the_grace_period_plus_a_second(
     tmp_path: Path,
 ) -> None:
-    names = [f"team-{i}" for i in range(8)]
+    names = [f"team-{i}" for i in range(16)]
     with serve(tmp_path) as server:
         server.register(names)
-        # every quick fit done: the eight `auto` selections (seconds each) fill the queue
+        # every quick fit done: the sixteen `auto` selections (seconds each) fill the queue
         server.wait_for("the quick fits", lambda: server.fits("seasonal") >= len(names))
         assert server.fits("auto") < len(names) - 1, "the queue had drained already"
         stream = server.stub.StreamIsActive(ref(name=names[0]))
