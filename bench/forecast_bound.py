@@ -4,7 +4,7 @@ future, beside the model's own, on the very same walk.
     .venv/bin/python bench/forecast_bound.py TRACE.csv [TRACE.csv ...] [--model auto]
         [--bounds model,future,smooth,hourly,smooth@1h] [--budgets 30%] [--smooth 15m]
         [--residual-window 7d] [--horizon 15m] [--limit 56d] [--drift] [--json PATH]
-        [--level-window]
+        [--level-window] [--level-regression]
 
 Each trace is replayed as `scaler backtest TRACE --threshold p99/20 --lead-time 10m --horizon
 15m --no-drift` replays it (the same ReplayConfig; threshold and warm-up of the whole trace, as
@@ -290,8 +290,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="each seasonal fit chooses its level window (models/seasonal.py choose_window)",
     )
+    p.add_argument(
+        "--level-regression",
+        action="store_true",
+        help="each seasonal fit learns how its deviation from the profile carries ahead "
+        "(models/deviation.py)",
+    )
     args = p.parse_args(argv)
     seasonal.SeasonalBaseline.choose_level = args.level_window
+    seasonal.SeasonalBaseline.regress_level = args.level_regression
     unknown = [b for b in args.bounds.split(",") if b.partition("@")[0] not in BOUNDS]
     if unknown:
         p.error(f"--bounds {','.join(unknown)}: use {','.join(BOUNDS)}")

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
-        [--drift] [--limit 56d] [--pool-phases] [--level-window]
+        [--drift] [--limit 56d] [--pool-phases] [--level-window] [--level-regression]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
 `prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows
@@ -194,9 +194,16 @@ def main(argv: list[str] | None = None) -> int:
         help="each seasonal fit chooses its level window (models/seasonal.py choose_window; a "
         "forecast change: two runs, with and without)",
     )
+    p.add_argument(
+        "--level-regression",
+        action="store_true",
+        help="each seasonal fit learns how its deviation from the profile carries ahead "
+        "(models/deviation.py; a forecast change: two runs, with and without)",
+    )
     args = p.parse_args(argv)
     select.POOLED_CANDIDATE = args.pool_phases
     seasonal.SeasonalBaseline.choose_level = args.level_window
+    seasonal.SeasonalBaseline.regress_level = args.level_regression
     amount, share = budget.parse_budget(args.budget)
     names = args.variants.split(",")
     print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")

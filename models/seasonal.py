@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
+from models import deviation
 from models.base import (
     HOUR,
     ArtefactError,
@@ -77,6 +78,10 @@ class SeasonalBaseline:
     choose_level: ClassVar[bool] = False
     """Whether each fit chooses its level window from LEVEL_WINDOWS (`choose_window`; the
     experiment `scaler backtest --level-window` switches it on), else today's flat hour."""
+    regress_level: ClassVar[bool] = False
+    """Whether each fit learns how the deviation from the profile carries ahead, per step
+    (`models.deviation`; the experiment `scaler backtest --level-regression`), instead of the
+    level window's one ratio for every step ahead."""
 
     def __init__(self) -> None:
         self.period = 0.0
@@ -88,6 +93,8 @@ class SeasonalBaseline:
         self.window: LevelWindow = TODAY
         self.grade_at: tuple[int, ...] | None = None
         """Steps past the last sample `choose_window` grades (None: 1 .. LEVEL_LOOKAHEAD)."""
+        self.regression: FloatArray | None = None
+        """models.deviation's coefficients, one row per step ahead (None: the level window)."""
 
     def fit(self, history: Series) -> None:
         history = prepared(history)
@@ -115,6 +122,9 @@ class SeasonalBaseline:
                 range(1, max(1, math.ceil(LEVEL_LOOKAHEAD / history.step - 1e-9)) + 1)
             )
             self.window = choose_window(tail, history.step, aheads=aheads)
+        self.regression = None
+        if self.regress_level and cycles > 1:  # one cycle has no deviation out of sample
+            self.regression = deviation.fit(*held_out_expected(tail), history.step)
         observed = tail[~np.isnan(tail)]
         self.offset = max(float(observed.mean()) * OFFSET_FRACTION, 1e-6)
         spread = np.log(tail + self.offset) - np.log(self.profile + self.offset)
@@ -131,7 +141,10 @@ class SeasonalBaseline:
 
     def predict(self, recent: Series, steps: int) -> FloatArray:
         times = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
-        return np.maximum(self.expected(times) * self.level(recent), 0.0)
+        out = np.maximum(self.expected(times) * self.level(recent), 0.0)
+        if self.regression is not None:
+            out = np.maximum(out, self._regressed(recent, np.array([len(recent) - 1]), steps)[0])
+        return out
 
     def predict_at(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
         """`predict` from every origin `history.values[: i + 1]`, i in `ends`, in one numpy
@@ -140,6 +153,13 @@ class SeasonalBaseline:
         if self.profile.size == 0:
             raise FitError("seasonal baseline used before fit")
         ends = np.asarray(ends, dtype=np.int64)
+        out = self._levelled(history, ends, steps)
+        if self.regression is not None:
+            out = np.maximum(out, self._regressed(history, ends, steps))
+        return out
+
+    def _levelled(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
+        """`predict_at` by the level window alone."""
         step, start, values = history.step, history.start, history.values
         end_times = start + ends * step
         ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
@@ -185,6 +205,26 @@ class SeasonalBaseline:
         floor = _level_floor(self.profile) * int(mask.sum())
         return float(np.clip((seen + floor) / (expected + floor), *LEVEL_CLIP))
 
+    def _regressed(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
+        """The forecast 1..`steps` ahead of each origin `history.values[: i + 1]`, i in `ends`:
+        the profile times the deviation `self.regression` carries ahead from the trailing ones
+        (one code path for `predict` and `predict_at`, so they agree bit for bit). The forecast
+        takes it only where it is above the level's: a burst may raise the coming steps sooner
+        than the hour's level does, but one low sample (a lost scrape read as 0, a dip) does
+        not bring them down faster, since the replicas bought from it take a lead time to
+        come back."""
+        assert self.regression is not None
+        floor = _level_floor(self.profile)
+        load = history.values + floor
+        x = deviation.features(load, self.expected(history.times()) + floor, ends, history.step)
+        times = history.start + ends[:, None] * history.step
+        ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
+        profile = self.expected(times + ahead[None, :])
+        out: FloatArray = np.maximum(
+            (profile + floor) * np.exp(deviation.predict(self.regression, x, steps)) - floor, 0.0
+        )
+        return out
+
     def _weighted_levels(self, history: Series, ends: npt.NDArray[np.int64]) -> FloatArray:
         """The level of each origin `history.values[: i + 1]`, i in `ends`, over `self.window`:
         a ratio of weighted sums, missing points skipped (one code path for `level` and
@@ -215,6 +255,8 @@ class SeasonalBaseline:
         }
         if self.window != TODAY:  # today's artefacts stay as they were
             out["window"] = [self.window[0], self.window[1]]
+        if self.regression is not None:
+            out["regression"] = [[float(c) for c in row] for row in self.regression]
         return out
 
     @classmethod
@@ -229,6 +271,8 @@ class SeasonalBaseline:
             model.sigma = float(data["sigma"])
             kind, seconds = data.get("window", TODAY)  # no window: the last hour
             model.window = (str(kind), float(seconds))
+            if "regression" in data:
+                model.regression = np.asarray(data["regression"], dtype=np.float64)
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtefactError(f"seasonal artefact is malformed: {exc!r}") from exc
         if model.step <= 0 or model.profile.size != round(model.period / model.step):
@@ -237,6 +281,18 @@ class SeasonalBaseline:
             raise ArtefactError("seasonal artefact: profile holds NaN or inf")
         if model.window[0] not in ("flat", "ewm") or not model.window[1] > 0:
             raise ArtefactError(f"seasonal artefact: level window {model.window!r} is unknown")
+        coef = model.regression
+        wanted = len(deviation.widths(model.step)) + 1
+        if coef is not None and (
+            coef.ndim != 2
+            or coef.shape[1] != wanted
+            or not coef.size
+            or not np.isfinite(coef).all()
+        ):
+            raise ArtefactError(
+                f"seasonal artefact: level regression of shape {coef.shape} is not "
+                f"(steps, {wanted}) of finite numbers; refit the model"
+            )
         return model
 
 
@@ -377,6 +433,25 @@ def _loss(actual: FloatArray, forecast: FloatArray, criterion: str, floor: float
         diff = actual - (forecast + offset * scale)
         return float(np.maximum(BAND_QUANTILE * diff, (BAND_QUANTILE - 1) * diff).sum())
     raise ValueError(f"unknown level criterion {criterion!r}; use mae or band")
+
+
+def held_out_expected(tail: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each cycle's load (rows of `tail`) and what the profile of the other cycles expected of
+    it, each plus that profile's level floor, laid end to end (load NaN where missing, or where
+    the other cycles saw nothing): a live forecast's deviation, out of sample. One cycle:
+    against itself."""
+    cycles = tail.shape[0]
+    load = np.full(tail.shape, np.nan)
+    expected = np.ones(tail.shape)
+    for c in range(cycles):
+        rest = pooled_median(np.delete(tail, c, axis=0) if cycles > 1 else tail, 0)
+        if np.isnan(rest).all():
+            continue
+        profile = _fill_gaps(rest)
+        floor = _level_floor(profile)
+        load[c] = tail[c] + floor
+        expected[c] = profile + floor
+    return load.ravel(), expected.ravel()
 
 
 def _level_floor(profile: FloatArray) -> float:

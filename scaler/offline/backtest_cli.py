@@ -291,6 +291,14 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "(models/seasonal.py choose_window)",
     )
     p.add_argument(
+        "--level-regression",
+        action="store_true",
+        help="experiment: each seasonal fit learns, per step ahead, how much of the load's "
+        "deviation from the profile over the last 5 minutes to 4 hours is still there, by a "
+        "median regression on its cycles out of sample (models/deviation.py), instead of "
+        "carrying the last hour's level to every step alike",
+    )
+    p.add_argument(
         "--no-peak-guard",
         action="store_true",
         help="ablation: model auto picks by the forecast path's pinball loss alone, even a "
@@ -333,6 +341,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     select.PEAK_GUARD = not args.no_peak_guard
     select.POOLED_CANDIDATE = args.pool_phases
     seasonal.SeasonalBaseline.choose_level = args.level_window
+    seasonal.SeasonalBaseline.regress_level = args.level_regression
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 
