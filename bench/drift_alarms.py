@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models import seasonal
 from models.base import DAY, HOUR
 from scaler.decision import drift
 from scaler.offline import replay
@@ -87,7 +88,13 @@ def main() -> None:
     parser.add_argument("trace", type=Path)
     parser.add_argument("--threshold", default="p99/20")
     parser.add_argument("--model", default="auto")
+    parser.add_argument(
+        "--level-regression",
+        action="store_true",
+        help="the seasonal baseline's experimental level regression (models/deviation.py)",
+    )
     args = parser.parse_args()
+    seasonal.SeasonalBaseline.regress_level = args.level_regression
     series = read_trace(args.trace)
     config = replay.ReplayConfig(threshold=replay.threshold_from(args.threshold, series))
     log: list[Seen] = []

@@ -7,6 +7,8 @@ every variant forecasts), with the short-term level read over other windows:
   exponentially with a half-life of 15m, 30m, 1h, 2h; or the one of those a leave-one-cycle-out
   backtest of the fit's own cycles picks over the look-ahead (`models.seasonal.choose_window`),
   by the P50's absolute error ("mae") or by its in-sample conformal band's pinball ("band");
+  or the median regression of the deviation per step ahead (`--level-regression`,
+  models/deviation.py);
   and, as a bound, the profile times the level of the hour centred on the target itself, read
   from the future (what no window of the past can know);
 - Prophet: the residual level's weight chosen by the in-sample one-step error (today's), by the
@@ -143,6 +145,10 @@ def seasonal_variants(
         picks[f"seasonal {criterion} {chosen.window[0]} {chosen.window[1] / 60:g}m"] += 1
         found[f"seasonal chosen ({criterion})"] = chosen.predict_at(series, ends, ahead)[:, -1]
     seasonal.LEVEL_CRITERION = "band"
+    regressed = Regressed()
+    regressed.fit(history)
+    picks[f"seasonal regression {'fitted' if regressed.regression is not None else 'none'}"] += 1
+    found["seasonal level regression"] = regressed.predict_at(series, ends, ahead)[:, -1]
     return found
 
 
@@ -150,6 +156,13 @@ class Chosen(SeasonalBaseline):
     """The seasonal baseline whose fit chooses its level window."""
 
     choose_level = True
+
+
+class Regressed(SeasonalBaseline):
+    """The seasonal baseline whose fit learns how its deviation carries ahead
+    (models/deviation.py)."""
+
+    regress_level = True
 
 
 def prophet_variants(

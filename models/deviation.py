@@ -9,8 +9,10 @@ log of the ratio of sums the baseline's level reads, so one sample of 0 is a six
 hour's level, not a log of 0. One median (least absolute deviation) regression per step ahead:
 the data say how much of a 5-minute burst, of the last hour's level and of the afternoon's is
 still there 10-25 minutes later. The deviations it learns from are out of sample (each cycle
-against the profile of the other cycles), as a live forecast's are. The seasonal baseline
-takes the result only where it is above its own level's (models.seasonal `_regressed`).
+against the profile of the other cycles), as a live forecast's are. The forecast is a median,
+as the calibration and the drift monitor assume (docs/forecasting.md "A model of the
+within-hour dynamics" measures a version that only ever raised the level's forecast, and why
+it was dropped).
 
 Pure: numpy, and statsmodels' QuantReg (imported when a fit asks for it).
 """

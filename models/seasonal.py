@@ -140,11 +140,11 @@ class SeasonalBaseline:
         return self.profile[phase]
 
     def predict(self, recent: Series, steps: int) -> FloatArray:
-        times = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
-        out = np.maximum(self.expected(times) * self.level(recent), 0.0)
         if self.regression is not None:
-            out = np.maximum(out, self._regressed(recent, np.array([len(recent) - 1]), steps)[0])
-        return out
+            row: FloatArray = self._regressed(recent, np.array([len(recent) - 1]), steps)[0]
+            return row
+        times = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
+        return np.maximum(self.expected(times) * self.level(recent), 0.0)
 
     def predict_at(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
         """`predict` from every origin `history.values[: i + 1]`, i in `ends`, in one numpy
@@ -153,10 +153,9 @@ class SeasonalBaseline:
         if self.profile.size == 0:
             raise FitError("seasonal baseline used before fit")
         ends = np.asarray(ends, dtype=np.int64)
-        out = self._levelled(history, ends, steps)
         if self.regression is not None:
-            out = np.maximum(out, self._regressed(history, ends, steps))
-        return out
+            return self._regressed(history, ends, steps)
+        return self._levelled(history, ends, steps)
 
     def _levelled(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
         """`predict_at` by the level window alone."""
@@ -208,11 +207,7 @@ class SeasonalBaseline:
     def _regressed(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
         """The forecast 1..`steps` ahead of each origin `history.values[: i + 1]`, i in `ends`:
         the profile times the deviation `self.regression` carries ahead from the trailing ones
-        (one code path for `predict` and `predict_at`, so they agree bit for bit). The forecast
-        takes it only where it is above the level's: a burst may raise the coming steps sooner
-        than the hour's level does, but one low sample (a lost scrape read as 0, a dip) does
-        not bring them down faster, since the replicas bought from it take a lead time to
-        come back."""
+        (one code path for `predict` and `predict_at`, so they agree bit for bit)."""
         assert self.regression is not None
         floor = _level_floor(self.profile)
         load = history.values + floor

@@ -175,21 +175,3 @@ def test_held_out_expected_is_the_profile_of_the_other_cycles() -> None:
     missing = tail.copy()
     missing[2, :10] = np.nan
     assert np.isnan(seasonal.held_out_expected(missing)[0].reshape(3, N)[2, :10]).all()
-
-
-def test_the_regression_only_ever_raises_the_levels_forecast() -> None:
-    values = np.tile(shape(), 4) * np.exp(ar1(0.9, 4 * N, 0.05, seed=6))
-    model = Regressed()
-    model.fit(Series(0.0, STEP, values))
-    plain = SeasonalBaseline.from_dict(
-        {k: v for k, v in model.to_dict().items() if k != "regression"}
-    )
-    history = Series(0.0, STEP, values)
-    ends = np.arange(N, 4 * N - 1, 5, dtype=np.int64)
-    raised = model.predict_at(history, ends, 6)
-    levelled = plain.predict_at(history, ends, 6)
-    assert (raised >= levelled).all() and (raised > levelled).any()
-    dip = values.copy()
-    dip[-1] = 0.0  # one lost scrape read as 0
-    recent = Series(0.0, STEP, dip)
-    assert np.array_equal(model.predict(recent, 6), plain.predict(recent, 6))
