@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
-        [--drift] [--limit 56d] [--pool-phases] [--level-window] [--level-regression]
+        [--drift] [--limit 56d] [--pool-phases] [--regressed-candidate] [--level-window]
+        [--level-regression]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
 `prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows
@@ -189,6 +190,13 @@ def main(argv: list[str] | None = None) -> int:
         "(models/select.py POOLED_CANDIDATE; a forecast change: two runs, with and without)",
     )
     p.add_argument(
+        "--regressed-candidate",
+        action="store_true",
+        help="model auto also grades the seasonal baseline whose level is the deviation "
+        "regression (models/deviation.py), kept only where it wins "
+        "(models/select.py REGRESSED_CANDIDATE)",
+    )
+    p.add_argument(
         "--level-window",
         action="store_true",
         help="each seasonal fit chooses its level window (models/seasonal.py choose_window; a "
@@ -202,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     select.POOLED_CANDIDATE = args.pool_phases
+    select.REGRESSED_CANDIDATE = args.regressed_candidate
     seasonal.SeasonalBaseline.choose_level = args.level_window
     seasonal.SeasonalBaseline.regress_level = args.level_regression
     amount, share = budget.parse_budget(args.budget)

@@ -10,6 +10,7 @@ from models.base import Forecaster, UnknownModelError
 _ADAPTERS: dict[str, tuple[str, str]] = {
     "seasonal": ("models.seasonal", "SeasonalBaseline"),
     "pooled": ("models.seasonal", "PooledSeasonal"),
+    "regressed": ("models.seasonal", "RegressedSeasonal"),
     "ets": ("models.ets", "ETSModel"),
     "prophet": ("models.prophet", "ProphetModel"),
     "naive": ("models.reference", "SeasonalNaive"),
@@ -18,9 +19,9 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
 CANDIDATES: tuple[str, ...] = ("seasonal", "ets", "prophet")
 """What `model: auto` chooses from, with their median (`ensemble`, built from them by
 models.select). `naive` is the backtest's reference, not a candidate."""
-CHALLENGERS: tuple[str, ...] = ("pooled",)
-"""Experimental candidates `auto` may also grade (models/select.py POOLED_CANDIDATE), never
-members of the median."""
+CHALLENGERS: tuple[str, ...] = ("pooled", "regressed")
+"""Experimental candidates `auto` may also grade (models/select.py POOLED_CANDIDATE,
+REGRESSED_CANDIDATE), never members of the median."""
 
 
 def names() -> tuple[str, ...]:

@@ -304,6 +304,19 @@ class PooledSeasonal(SeasonalBaseline):
     pool: ClassVar[bool] = True
 
 
+class RegressedSeasonal(SeasonalBaseline):
+    """The seasonal baseline whose fit learns how its deviation from the profile carries ahead
+    (`regress_level`, models/deviation.py): one more candidate of `model: auto`
+    (models/select.py REGRESSED_CANDIDATE, off by default), kept only where the selection rule
+    picks it over the per-phase baseline, never a member of the median. As a replacement of the
+    baseline (`scaler backtest --level-regression`) it improved most loads but broke llm's band
+    (docs/forecasting.md "A model of the within-hour dynamics"); as a candidate, each load's
+    own backtest says whether it helps there."""
+
+    kind: ClassVar[str] = "regressed"
+    regress_level: ClassVar[bool] = True
+
+
 def pooled_median(tail: FloatArray, width: int) -> FloatArray:
     """Median of each phase over the cycles (rows of `tail`) and `width` neighbouring phases on
     each side, circularly (the cycle wraps); width 0 is the per-phase median, bit for bit."""

@@ -77,11 +77,11 @@ def fit_best(
     quantile: float = 0.95,
     candidates: tuple[str, ...] | None = None,
 ) -> CalibratedModel:
-    """Fit each candidate (default: catalog.CANDIDATES, and the pooled seasonal profile with
-    POOLED_CANDIDATE) and keep the best (see the module docstring). Its `scores` also hold
+    """Fit each candidate (default: catalog.CANDIDATES, and the experimental ones switched on,
+    `challengers`) and keep the best (see the module docstring). Its `scores` also hold
     every candidate's pinball loss as `pinball.<kind>`. FitError only when none fits."""
     if candidates is None:
-        candidates = catalog.CANDIDATES + (catalog.CHALLENGERS if POOLED_CANDIDATE else ())
+        candidates = catalog.CANDIDATES + challengers()
     fitted: list[CalibratedModel] = []
     failures: list[str] = []
     for kind in sorted(candidates, key=lambda k: catalog.adapter(k).cost):
@@ -114,6 +114,19 @@ PooledSeasonal) as one more candidate under the same rule (2 % margin, sign test
 as cheap as the per-phase one, so it wins ties against costlier models), never a member of the
 median. Off by default: an experiment (`scaler backtest --pool-phases`; docs/forecasting.md
 "Does the level chase spikes?": nasa 0.52 -> 0.47, synthetic holidays 0.226 -> 0.245)."""
+
+REGRESSED_CANDIDATE = False
+"""Also grade the seasonal baseline whose level is the deviation regression (models.seasonal
+RegressedSeasonal, models/deviation.py) as one more candidate under the same rule, never a
+member of the median. Off by default: an experiment (`scaler backtest --regressed-candidate`;
+docs/forecasting.md "A model of the within-hour dynamics")."""
+
+
+def challengers() -> tuple[str, ...]:
+    """The experimental candidates switched on (catalog.CHALLENGERS)."""
+    on = {"pooled": POOLED_CANDIDATE, "regressed": REGRESSED_CANDIDATE}
+    return tuple(kind for kind in catalog.CHALLENGERS if on[kind])
+
 
 PEAK_GUARD = True
 """A costlier model must also not lose on the peak the decision buys (origin_peak_losses, by

@@ -284,6 +284,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "phases, kept only where it wins (models/select.py POOLED_CANDIDATE)",
     )
     p.add_argument(
+        "--regressed-candidate",
+        action="store_true",
+        help="experiment: model auto also grades the seasonal baseline whose level is the "
+        "deviation regression (models/deviation.py), kept only where it wins "
+        "(models/select.py REGRESSED_CANDIDATE)",
+    )
+    p.add_argument(
         "--level-window",
         action="store_true",
         help="experiment: each seasonal fit chooses its level window (15m-2h, flat or "
@@ -340,6 +347,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         prophet.exact()
     select.PEAK_GUARD = not args.no_peak_guard
     select.POOLED_CANDIDATE = args.pool_phases
+    select.REGRESSED_CANDIDATE = args.regressed_candidate
     seasonal.SeasonalBaseline.choose_level = args.level_window
     seasonal.SeasonalBaseline.regress_level = args.level_regression
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto

@@ -11,9 +11,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from models import deviation, seasonal
+from models import catalog, deviation, seasonal, select
 from models.base import DAY, ArtefactError, Series
-from models.seasonal import SeasonalBaseline
+from models.seasonal import RegressedSeasonal, SeasonalBaseline
+from tests.unit.challengers import select_with
 
 STEP = 300.0
 N = round(DAY / STEP)
@@ -175,3 +176,31 @@ def test_held_out_expected_is_the_profile_of_the_other_cycles() -> None:
     missing = tail.copy()
     missing[2, :10] = np.nan
     assert np.isnan(seasonal.held_out_expected(missing)[0].reshape(3, N)[2, :10]).all()
+
+
+def test_auto_grades_the_regressed_baseline_only_when_asked_and_never_as_a_median_member(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert select.REGRESSED_CANDIDATE is False
+    assert "regressed" not in catalog.CANDIDATES
+    assert select.challengers() == ()
+    values = np.tile(shape(), 16) * np.exp(ar1(0.95, 16 * N, 0.05, seed=8))
+    history = Series(0.0, STEP, np.random.default_rng(8).poisson(values).astype(np.float64))
+    best, seen = select_with(monkeypatch, history, "REGRESSED_CANDIDATE")
+    assert "regressed" in seen and "pooled" not in seen
+    assert "pinball.regressed" in best.scores
+    if best.kind == "ensemble":
+        assert all(m.kind != "regressed" for m in best.model.members)
+    if best.kind == "regressed":
+        assert isinstance(best.model, RegressedSeasonal) and best.model.regression is not None
+
+
+def test_the_regressed_candidate_is_a_model_kind_of_its_own() -> None:
+    model = catalog.adapter("regressed")()
+    values = np.tile(shape(), 4) * np.exp(ar1(0.95, 4 * N, 0.03, seed=2))
+    model.fit(Series(0.0, STEP, values))
+    assert isinstance(model, RegressedSeasonal) and model.regression is not None
+    back = RegressedSeasonal.from_dict(model.to_dict())
+    recent = Series(0.0, STEP, values)
+    assert np.array_equal(back.predict(recent, 6), model.predict(recent, 6))
+    assert not SeasonalBaseline.regress_level  # the candidate does not switch the baseline

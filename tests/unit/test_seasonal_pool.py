@@ -5,14 +5,13 @@ cycles are pooled and a spike that recurs at a fixed phase is not blurred."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
 from models import catalog, seasonal, select
 from models.base import DAY, FitError, Series
 from models.seasonal import SeasonalBaseline
+from tests.unit.challengers import select_with
 
 STEP = 300.0
 N = round(DAY / STEP)
@@ -84,17 +83,7 @@ def test_auto_grades_the_pooled_profile_only_when_asked_and_never_as_a_median_me
     assert select.POOLED_CANDIDATE is False
     assert "pooled" not in catalog.CANDIDATES
     history = Series(0.0, STEP, cycles(np.random.default_rng(7), count=16).ravel())
-    seen: list[str] = []
-    original = select.fit_calibrated
-
-    def spy(make: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(make.kind)
-        return original(make, *args, **kwargs)
-
-    monkeypatch.setattr(select, "fit_calibrated", spy)
-    monkeypatch.setattr(catalog, "CANDIDATES", ("seasonal", "ets"))  # Prophet is slow to fit
-    monkeypatch.setattr(select, "POOLED_CANDIDATE", True)
-    best = select.fit_best(history, steps=4, candidates=None)
+    best, seen = select_with(monkeypatch, history, "POOLED_CANDIDATE")
     assert "pooled" in seen
     assert "pinball.pooled" in best.scores
     if best.kind == "ensemble":
