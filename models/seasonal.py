@@ -250,8 +250,12 @@ class SeasonalBaseline:
         }
         if self.window != TODAY:  # today's artefacts stay as they were
             out["window"] = [self.window[0], self.window[1]]
-        if self.regression is not None:
-            out["regression"] = [[float(c) for c in row] for row in self.regression]
+        if self.regress_level or self.regression is not None:  # None: one cycle, the hour's level
+            out["regression"] = (
+                None
+                if self.regression is None
+                else [[float(c) for c in r] for r in self.regression]
+            )
         return out
 
     @classmethod
@@ -266,7 +270,9 @@ class SeasonalBaseline:
             model.sigma = float(data["sigma"])
             kind, seconds = data.get("window", TODAY)  # no window: the last hour
             model.window = (str(kind), float(seconds))
-            if "regression" in data:
+            if cls.regress_level and "regression" not in data:
+                raise KeyError("regression")
+            if data.get("regression") is not None:
                 model.regression = np.asarray(data["regression"], dtype=np.float64)
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtefactError(f"seasonal artefact is malformed: {exc!r}") from exc

@@ -109,6 +109,12 @@ def test_off_by_default_and_one_cycle_keeps_the_hours_level() -> None:
     one = Regressed()
     one.fit(Series(0.0, STEP, values[:N]))
     assert one.regression is None
+    data = one.to_dict()
+    assert data["regression"] is None  # written, so a regressed artefact without it is refused
+    assert Regressed.from_dict(data).regression is None
+    del data["regression"]
+    with pytest.raises(ArtefactError, match="malformed"):
+        Regressed.from_dict(data)
 
 
 def test_the_switch_reaches_every_seasonal_fit(regressing: None) -> None:
