@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models import seasonal
+from models import seasonal, select
 from models.base import DAY, HOUR
 from scaler.decision import drift
 from scaler.offline import replay
@@ -93,8 +93,14 @@ def main() -> None:
         action="store_true",
         help="the seasonal baseline's experimental level regression (models/deviation.py)",
     )
+    parser.add_argument(
+        "--regressed-candidate",
+        action="store_true",
+        help="model auto also grades the regressed seasonal baseline (select.REGRESSED_CANDIDATE)",
+    )
     args = parser.parse_args()
     seasonal.SeasonalBaseline.regress_level = args.level_regression
+    select.REGRESSED_CANDIDATE = args.regressed_candidate
     series = read_trace(args.trace)
     config = replay.ReplayConfig(threshold=replay.threshold_from(args.threshold, series))
     log: list[Seen] = []
