@@ -8,7 +8,7 @@ every variant forecasts), with the short-term level read over other windows:
   backtest of the fit's own cycles picks over the look-ahead (`models.seasonal.choose_window`),
   by the P50's absolute error ("mae") or by its in-sample conformal band's pinball ("band");
   or the median regression of the deviation per step ahead (`--level-regression`,
-  models/deviation.py);
+  models/deviation.py), combined with the hour's level (today's `--level-regression`) or alone;
   and, as a bound, the profile times the level of the hour centred on the target itself, read
   from the future (what no window of the past can know);
 - Prophet: the residual level's weight chosen by the in-sample one-step error (today's), by the
@@ -149,6 +149,9 @@ def seasonal_variants(
     regressed.fit(history)
     picks[f"seasonal regression {'fitted' if regressed.regression is not None else 'none'}"] += 1
     found["seasonal level regression"] = regressed.predict_at(series, ends, ahead)[:, -1]
+    seasonal.COMBINE = False
+    found["seasonal level regression alone"] = regressed.predict_at(series, ends, ahead)[:, -1]
+    seasonal.COMBINE = True
     return found
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
         [--drift] [--limit 56d] [--pool-phases] [--regressed-candidate] [--level-window]
-        [--level-regression]
+        [--level-regression] [--level-regression-alone]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
 `prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows
@@ -208,11 +208,17 @@ def main(argv: list[str] | None = None) -> int:
         help="each seasonal fit learns how its deviation from the profile carries ahead "
         "(models/deviation.py; a forecast change: two runs, with and without)",
     )
+    p.add_argument(
+        "--level-regression-alone",
+        action="store_true",
+        help="with --level-regression: the regression's forecast alone (seasonal.COMBINE off)",
+    )
     args = p.parse_args(argv)
     select.POOLED_CANDIDATE = args.pool_phases
     select.REGRESSED_CANDIDATE = args.regressed_candidate
     seasonal.SeasonalBaseline.choose_level = args.level_window
     seasonal.SeasonalBaseline.regress_level = args.level_regression
+    seasonal.COMBINE = not args.level_regression_alone
     amount, share = budget.parse_budget(args.budget)
     names = args.variants.split(",")
     print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")

@@ -37,6 +37,10 @@ OFFSET_FRACTION = 0.05
 """log(load + offset) for the model's own interval; offset = this fraction of the mean load."""
 POOL_WIDTHS = (0, 1, 2)
 """Neighbours on each side the median may pool: 0 is the per-phase median."""
+COMBINE = True
+"""Whether the level regression's forecast is combined with the level window's (their geometric
+mean, `_regressed`) rather than taken alone: alone it follows a sample of 0 down and the
+relative band with it (docs/forecasting.md "A model of the within-hour dynamics")."""
 LevelWindow = tuple[str, float]
 """How the level reads the recent load: ("flat", seconds), a ratio of sums over the window, or
 ("ewm", half-life in seconds), a ratio of exponentially weighted sums."""
@@ -141,7 +145,7 @@ class SeasonalBaseline:
 
     def predict(self, recent: Series, steps: int) -> FloatArray:
         if self.regression is not None:
-            row: FloatArray = self._regressed(recent, np.array([len(recent) - 1]), steps)[0]
+            row: FloatArray = self.predict_at(recent, np.array([len(recent) - 1]), steps)[0]
             return row
         times = recent.end + self.step * np.arange(1, steps + 1, dtype=np.float64)
         return np.maximum(self.expected(times) * self.level(recent), 0.0)
@@ -207,7 +211,9 @@ class SeasonalBaseline:
     def _regressed(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
         """The forecast 1..`steps` ahead of each origin `history.values[: i + 1]`, i in `ends`:
         the profile times the deviation `self.regression` carries ahead from the trailing ones
-        (one code path for `predict` and `predict_at`, so they agree bit for bit)."""
+        (one code path for `predict` and `predict_at`, so they agree bit for bit). With
+        COMBINE, the geometric mean of that and the level window's forecast (each with the
+        level's floor added): an equal-weight combination of two medians on the log scale."""
         assert self.regression is not None
         floor = _level_floor(self.profile)
         load = history.values + floor
@@ -215,9 +221,11 @@ class SeasonalBaseline:
         times = history.start + ends[:, None] * history.step
         ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
         profile = self.expected(times + ahead[None, :])
-        out: FloatArray = np.maximum(
-            (profile + floor) * np.exp(deviation.predict(self.regression, x, steps)) - floor, 0.0
-        )
+        path = (profile + floor) * np.exp(deviation.predict(self.regression, x, steps))
+        path = np.maximum(path, floor)  # a load of at least 0
+        if COMBINE:
+            path = np.sqrt(path * (self._levelled(history, ends, steps) + floor))
+        out: FloatArray = path - floor
         return out
 
     def _weighted_levels(self, history: Series, ends: npt.NDArray[np.int64]) -> FloatArray:

@@ -303,7 +303,14 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="experiment: each seasonal fit learns, per step ahead, how much of the load's "
         "deviation from the profile over the last 5 minutes to 4 hours is still there, by a "
         "median regression on its cycles out of sample (models/deviation.py), instead of "
-        "carrying the last hour's level to every step alike",
+        "carrying the last hour's level to every step alike; its forecast is combined with the "
+        "level's (their geometric mean)",
+    )
+    p.add_argument(
+        "--level-regression-alone",
+        action="store_true",
+        help="with --level-regression: the regression's forecast alone, not combined with the "
+        "level's (models/seasonal.py COMBINE; the first version measured)",
     )
     p.add_argument(
         "--no-peak-guard",
@@ -350,6 +357,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     select.REGRESSED_CANDIDATE = args.regressed_candidate
     seasonal.SeasonalBaseline.choose_level = args.level_window
     seasonal.SeasonalBaseline.regress_level = args.level_regression
+    seasonal.COMBINE = not args.level_regression_alone
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 

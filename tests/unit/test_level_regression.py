@@ -210,3 +210,25 @@ def test_the_regressed_candidate_is_a_model_kind_of_its_own() -> None:
     recent = Series(0.0, STEP, values)
     assert np.array_equal(back.predict(recent, 6), model.predict(recent, 6))
     assert not SeasonalBaseline.regress_level  # the candidate does not switch the baseline
+
+
+def test_the_forecast_combines_the_regression_with_the_levels_on_the_log_scale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    values = np.tile(shape(), 4) * np.exp(ar1(0.9, 4 * N, 0.05, seed=6))
+    model = Regressed()
+    model.fit(Series(0.0, STEP, values))
+    plain = SeasonalBaseline.from_dict(
+        {k: v for k, v in model.to_dict().items() if k != "regression"}
+    )
+    dip = values.copy()
+    dip[-1] = 0.0  # one lost scrape read as 0
+    recent = Series(0.0, STEP, dip)
+    assert seasonal.COMBINE
+    combined = model.predict(recent, 6)
+    monkeypatch.setattr(seasonal, "COMBINE", False)
+    alone = model.predict(recent, 6)
+    levelled = plain.predict(recent, 6)
+    floor = seasonal._level_floor(model.profile)
+    assert np.allclose(combined + floor, np.sqrt((alone + floor) * (levelled + floor)))
+    assert (alone < combined).all() and (combined < levelled).all()  # the fall is halved
