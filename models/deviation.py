@@ -10,9 +10,10 @@ hour's level, not a log of 0. One median (least absolute deviation) regression p
 the data say how much of a 5-minute burst, of the last hour's level and of the afternoon's is
 still there 10-25 minutes later. The deviations it learns from are out of sample (each cycle
 against the profile of the other cycles), as a live forecast's are. The forecast is a median,
-as the calibration and the drift monitor assume (docs/forecasting.md "A model of the
-within-hour dynamics" measures a version that only ever raised the level's forecast, and why
-it was dropped).
+as the calibration and the drift monitor assume; models.seasonal combines it with the hour's
+level (`COMBINE`: their geometric mean). docs/forecasting.md "A model of the within-hour
+dynamics" measures it alone, combined, and a version that only ever raised the level's forecast
+(dropped: not a median).
 
 Pure: numpy, and statsmodels' QuantReg (imported when a fit asks for it).
 """
@@ -28,7 +29,8 @@ import numpy.typing as npt
 from models.base import HOUR, FloatArray
 
 WINDOWS = (300.0, 900.0, 1800.0, HOUR, 2 * HOUR, 4 * HOUR)
-"""The trailing windows whose mean deviation the regression reads (at least one point each)."""
+"""The trailing windows whose log level (a ratio of sums) the regression reads (at least one
+point each)."""
 AHEAD = HOUR
 """How far ahead a coefficient row is fitted per step; further steps reuse the last row."""
 MAX_ROWS = 60

@@ -322,10 +322,9 @@ class RegressedSeasonal(SeasonalBaseline):
     """The seasonal baseline whose fit learns how its deviation from the profile carries ahead
     (`regress_level`, models/deviation.py): one more candidate of `model: auto`
     (models/select.py REGRESSED_CANDIDATE, off by default), kept only where the selection rule
-    picks it over the per-phase baseline, never a member of the median. As a replacement of the
-    baseline (`scaler backtest --level-regression`) it improved most loads but broke llm's band
-    (docs/forecasting.md "A model of the within-hour dynamics"); as a candidate, each load's
-    own backtest says whether it helps there."""
+    picks it over the per-phase baseline, never a member of the median: each load's own backtest
+    says whether it helps there. The replacement of the baseline is `scaler backtest
+    --level-regression` (docs/forecasting.md "A model of the within-hour dynamics")."""
 
     kind: ClassVar[str] = "regressed"
     regress_level: ClassVar[bool] = True
