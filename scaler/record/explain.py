@@ -217,6 +217,10 @@ def why(r: Record) -> str:
         if float(r.get("prewarm") or 0) > 0
         else f"reactive only, {floor}"
     )
+    coverage = f"{float(r['coverage']):.0%}" if r.get("coverage") is not None else "?"
+    drifted = (
+        f"forecasts drifted (coverage {coverage} against {_quantile(r.get('nominal_quantile'))})"
+    )
     words = {
         "forecast": need,
         "reactive": f"{need}, no more than {floor}",
@@ -230,14 +234,9 @@ def why(r: Record) -> str:
         f"{num(r.get('max_prewarm_replicas'))} above reactive",
         "max_replicas": f"{need}; maxReplicas {num(r.get('max_replicas'))} cut the request",
         "min_replicas": f"{floor}; minReplicas {num(r.get('min_replicas'))} raised the request",
-        "drift_fallback": "forecasts drifted (coverage "
-        + (f"{float(r['coverage']):.0%}" if r.get("coverage") is not None else "?")
-        + f" against {_quantile(r.get('nominal_quantile'))}): {no_forecast}",
-        "drift_margin": "forecasts drifted (coverage "
-        + (f"{float(r['coverage']):.0%}" if r.get("coverage") is not None else "?")
-        + f" against {_quantile(r.get('nominal_quantile'))}): reactive plus a margin from the "
-        f"load's recent growth, {num(r.get('prewarm'))} replicas above reactive paid from the "
-        f"budget; {floor}",
+        "drift_fallback": f"{drifted}: {no_forecast}",
+        "drift_margin": f"{drifted}: reactive plus a margin from the load's recent growth, "
+        f"{held} replicas above reactive paid from the budget; {floor}",
         "no_model": f"no usable model ({r.get('model_note') or 'not fitted'}): {no_forecast}",
         "budget_unknown": "the window's prewarm spend could not be read back yet: reactive only, "
         f"{floor}",
