@@ -111,15 +111,15 @@ class SeasonalBaseline:
             )
         cycles = max(1, min(MAX_CYCLES, len(history) // n))
         tail = history.values[-cycles * n :].reshape(cycles, n)
-        profile = pooled_median(
+        profile = median_profile(
             tail, pool_width(tail, window=_level_points(history.step)) if self.pool else 0
         )
-        if np.isnan(profile).all():
+        if profile is None:
             raise FitError("history has no observed values in its last cycles")
         self.period = period
         self.step = history.step
         self.anchor = history.end - (n - 1) * history.step  # time of profile[0]
-        self.profile = _fill_gaps(profile)
+        self.profile = profile
         self.window = TODAY
         if self.choose_level:
             aheads = self.grade_at or tuple(
@@ -341,6 +341,14 @@ def pooled_median(tail: FloatArray, width: int) -> FloatArray:
     return out
 
 
+def median_profile(cycles: FloatArray, width: int) -> FloatArray | None:
+    """The median profile of `cycles` (rows) pooling `width` neighbouring phases
+    (`pooled_median`), its never-observed phases filled (`_fill_gaps`); None when no cycle
+    observed anything: the fit's profile, and the held-out one of the other cycles."""
+    profile = pooled_median(cycles, width)
+    return None if np.isnan(profile).all() else _fill_gaps(profile)
+
+
 def pool_width(tail: FloatArray, *, window: int) -> int:
     """The width (of POOL_WIDTHS) whose profile, made from the other cycles, best forecasts
     each held-out cycle one step ahead as `predict` does (times the level of the `window`
@@ -360,10 +368,9 @@ def pool_width(tail: FloatArray, *, window: int) -> int:
 def _held_out_error(tail: FloatArray, c: int, width: int, *, window: int) -> float:
     """Sum of |actual - forecast| over cycle `c`, forecast one step ahead by the profile of the
     other cycles times the level of the `window` points before (missing ones skipped)."""
-    rest = pooled_median(np.delete(tail, c, axis=0), width)
-    if np.isnan(rest).all():  # the other cycles are all missing: nothing to learn from
+    profile = median_profile(np.delete(tail, c, axis=0), width)
+    if profile is None:  # the other cycles are all missing: nothing to learn from
         return 0.0
-    profile = _fill_gaps(rest)
     seen = tail[c]
     ok = np.isfinite(seen)
     floor = _level_floor(profile)
@@ -414,10 +421,9 @@ def choose_window(
     scale = BAND_FLOOR * float(np.nanmean(x)) if ok.any() else 0.0
     pairs: dict[tuple[LevelWindow, int], list[tuple[FloatArray, FloatArray]]] = {}
     for c in range(cycles):
-        rest = pooled_median(np.delete(tail, c, axis=0), 0)
-        if np.isnan(rest).all():
+        profile = median_profile(np.delete(tail, c, axis=0), 0)
+        if profile is None:
             continue
-        profile = _fill_gaps(rest)
         expected = np.tile(profile, cycles)
         floor = _level_floor(profile)
         num_x = np.where(ok, x + floor, 0.0)
@@ -465,10 +471,9 @@ def held_out_expected(tail: FloatArray) -> tuple[FloatArray, FloatArray]:
     load = np.full(tail.shape, np.nan)
     expected = np.ones(tail.shape)
     for c in range(cycles):
-        rest = pooled_median(np.delete(tail, c, axis=0) if cycles > 1 else tail, 0)
-        if np.isnan(rest).all():
+        profile = median_profile(np.delete(tail, c, axis=0) if cycles > 1 else tail, 0)
+        if profile is None:
             continue
-        profile = _fill_gaps(rest)
         floor = _level_floor(profile)
         load[c] = tail[c] + floor
         expected[c] = profile + floor
