@@ -26,11 +26,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from models.calibrate import LEVELS, Calibration
-
-FloatArray = npt.NDArray[np.float64]
-HOUR = 3600.0
-DAY = 86400.0
+from models.base import DAY, HOUR, FloatArray
+from models.calibrate import LEVELS, Calibration, scale_of
 
 
 def future_path(values: FloatArray, index: int, points: int) -> FloatArray:
@@ -102,7 +99,7 @@ def classical(values: FloatArray, period: int) -> FloatArray:
 
 def relative_residuals(actual: FloatArray, p50: FloatArray, *, floor: float) -> FloatArray:
     """(actual - p50) / max(p50, floor): the unit of a calibration table (power 1)."""
-    out: FloatArray = (actual - p50) / np.maximum(p50, floor)
+    out: FloatArray = (actual - p50) / scale_of(p50, floor=floor, power=1.0)
     return out
 
 

@@ -40,7 +40,7 @@ import math
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 from unittest import mock
@@ -50,7 +50,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bound_bands
-from policy_ablation import recorded_forecasts
+from policy_ablation import config_for as ablation_config
+from policy_ablation import limited, recorded_forecasts
 
 from models import fitcache, seasonal
 from models.base import DAY, WEEK, Forecast, Series
@@ -156,29 +157,15 @@ def bounded(kind: str, bands: Bands, *, quantile: float, k: int, record: Any) ->
 
 
 def config_for(trace: Series, text: str, *, drift: bool, horizon: float) -> replay.ReplayConfig:
-    """`scaler backtest`'s replay defaults with budget `text`: threshold p99/20 of the trace."""
-    amount, share = budget.parse_budget(text)
-    return replay.ReplayConfig(
-        threshold=replay.threshold_from("p99/20", trace),
-        budget=amount,
-        budget_share=share,
-        drift=drift,
-        horizon=horizon,
-    )
-
-
-def limited(trace: Series, warmup: int, limit: float | None) -> Series:
-    """The warm-up and `limit` after it, as `scaler backtest --limit` replays."""
-    if limit is None:
-        return trace
-    steps = warmup + math.ceil(limit / trace.step - 1e-9)
-    return Series(trace.start, trace.step, trace.values[:steps])
+    """`scaler backtest`'s replay defaults with budget `text` (policy_ablation.config_for: the
+    threshold p99/20 of the trace) and the look-ahead `horizon`."""
+    return replace(ablation_config(trace, *budget.parse_budget(text), drift), horizon=horizon)
 
 
 def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     trace = traces.read_trace(path)
     warmup = replay.warmup_steps(trace)
-    series = limited(trace, warmup, args.limit)
+    series = limited(trace, args.limit)
     base = config_for(trace, budget.DEFAULT_BUDGET, drift=args.drift, horizon=args.horizon)
     coarse = resolution.model_series(series, base.model_step)
     bands: dict[tuple[bool, float], Bands] = {}
