@@ -39,7 +39,7 @@ import level_spikes
 from models import seasonal
 from models.base import HOUR, FloatArray, Series
 from models.prophet import RESIDUAL_WEIGHTS, ProphetModel, _residual_weight
-from models.seasonal import LEVEL_CLIP, SeasonalBaseline, level_weights
+from models.seasonal import TODAY, LevelWindow, SeasonalBaseline, level_weights
 from scaler.decision.spec import duration_arg
 from scaler.offline import backtest, replay
 
@@ -89,23 +89,15 @@ def walk(
 
 
 def windowed_level(
-    model: SeasonalBaseline, series: Series, ends: npt.NDArray[np.int64], weights: FloatArray
+    model: SeasonalBaseline, series: Series, ends: npt.NDArray[np.int64], window: LevelWindow
 ) -> FloatArray:
-    """The level of each origin as a weighted ratio of sums over the points up to it (`weights`
-    oldest first; missing points skipped), as SeasonalBaseline.level reads a flat window."""
-    v, step = series.values, series.step
-    width = weights.size
-    index = ends[:, None] - np.arange(width - 1, -1, -1)[None, :]
-    valid = index >= 0
-    index = np.maximum(index, 0)
-    seen = v[index]
-    held = valid & np.isfinite(seen)
-    expected = model.expected(series.start + index * step)
-    w = np.where(held, weights[None, :], 0.0)
-    floor = max(float(np.abs(model.profile).mean()) * 0.05, 1e-9)
-    ratio = ((np.nan_to_num(seen) + floor) * w).sum(1) / ((expected + floor) * w).sum(1).clip(1e-12)
-    out: FloatArray = np.where(held.any(1), np.clip(ratio, *LEVEL_CLIP), 1.0)
-    return out
+    """The level of each origin over `window` (a ratio of weighted sums, missing points
+    skipped), as the model reads it when its fit chose that window (`_weighted_levels`)."""
+    saved, model.window = model.window, window
+    try:
+        return model._weighted_levels(series, ends)
+    finally:
+        model.window = saved
 
 
 def seasonal_variants(
@@ -121,23 +113,19 @@ def seasonal_variants(
     profile = model.expected(np.asarray(series.start + (ends + ahead) * step, dtype=np.float64))
     found = {"seasonal (1h, today)": model.predict_at(series, ends, ahead)[:, -1]}
     for window in FLAT:
-        weights = level_weights(("flat", window), step)
         found[f"seasonal flat {window / 60:g}m"] = profile * windowed_level(
-            model, series, ends, weights
+            model, series, ends, ("flat", window)
         )
     for half in HALF_LIVES:
-        weights = level_weights(("ewm", half), step)
         found[f"seasonal ewm {half / 60:g}m"] = profile * windowed_level(
-            model, series, ends, weights
+            model, series, ends, ("ewm", half)
         )
-    target = ends + ahead
-    for label, weights in (("centred 1h", np.ones(max(1, round(HOUR / step)))),):
-        # a bound, not a forecast: the level of the hour centred on the target, read from the
-        # future (what no level window can know)
-        late = (weights.size - 1) // 2
-        found[f"seasonal, future level ({label})"] = profile * windowed_level(
-            model, series, np.minimum(target + late, len(series) - 1), weights
-        )
+    # a bound, not a forecast: the level of the hour centred on the target, read from the
+    # future (what no level window can know)
+    late = (level_weights(TODAY, step).size - 1) // 2
+    found["seasonal, future level (centred 1h)"] = profile * windowed_level(
+        model, series, np.minimum(ends + ahead + late, len(series) - 1), TODAY
+    )
     for criterion in ("mae", "band"):
         seasonal.LEVEL_CRITERION = criterion
         chosen = Chosen()
