@@ -216,8 +216,12 @@ class SeasonalBaseline:
         level's floor added): an equal-weight combination of two medians on the log scale."""
         assert self.regression is not None
         floor = _level_floor(self.profile)
-        load = history.values + floor
-        x = deviation.features(load, self.expected(history.times()) + floor, ends, history.step)
+        # only the points the origins' windows read, not the whole history on every forecast
+        lo = max(0, int(ends.min()) - deviation.widths(history.step)[-1] + 1)
+        index = np.arange(lo, int(ends.max()) + 1, dtype=np.float64)  # as Series.times()
+        load = history.values[lo : int(ends.max()) + 1] + floor
+        expected = self.expected(history.start + history.step * index) + floor
+        x = deviation.features(load, expected, ends - lo, history.step)
         times = history.start + ends[:, None] * history.step
         ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
         profile = self.expected(times + ahead[None, :])
