@@ -117,7 +117,12 @@ def recorded_forecasts() -> Iterator[None]:
 
 
 def loads(args: argparse.Namespace) -> list[tuple[str, Series]]:
-    found = [(k, synthetic.load(k, days=args.days)) for k in args.kinds.split(",") if k]
+    found = [
+        (k if seed == 0 else f"{k}#{seed}", synthetic.load(k, days=args.days, seed=seed))
+        for k in args.kinds.split(",")
+        if k
+        for seed in range(args.seeds)
+    ]
     for name in (n for n in args.traces.split(",") if n):
         found.append((Path(name).stem, limited(traces.read_trace(Path(name)), args.limit)))
     return found
@@ -168,6 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--days", type=int, default=28)
     p.add_argument("--budget", default=budget.DEFAULT_BUDGET)
     p.add_argument("--kinds", default=",".join(synthetic.KINDS))
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="realisations of each synthetic kind, seeds 0..N-1 (one seed is one draw of the "
+        "spikes' times, the holidays' days and the noise; a row per seed, named kind#seed)",
+    )
     p.add_argument("--traces", default="", help="comma-separated trace CSV files")
     p.add_argument("--variants", default="quantile,marginal")
     p.add_argument("--drift", action="store_true", help="replay with drift detection on")
@@ -228,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         + " |"
     )
     print("|---|" + "---|" * len(names))
+    ratios: dict[str, list[list[float]]] = {}
     for name, series in loads(args):
         config = replace(
             config_for(series, amount, share, args.drift), budget_window=args.budget_window
@@ -239,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
                 run = variant(name_of, config)
                 result = replay.replay(series, run, make=args.model)
                 m = result.summary["policy"]
+                ratios.setdefault(name.partition("#")[0], [[] for _ in names])[
+                    names.index(name_of)
+                ].append(m["frontier_ratio"])
                 cells.append(
                     f"{m['frontier_ratio']:.3f} / {m['under_provisioned_pct']:.1f}% / "
                     f"{m['gpu_hours_x_reactive']:.2f}x / {m['prewarm']['replica_hours']:.0f} / "
@@ -249,6 +265,15 @@ def main(argv: list[str] | None = None) -> int:
                     f"  {name} {name_of}: {time.process_time() - began:.0f} s CPU", file=sys.stderr
                 )
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    if args.seeds > 1:
+        print(f"\nmean frontier ratio over seeds 0..{args.seeds - 1} (min-max)")
+        for kind, per in ratios.items():
+            if len(per[0]) > 1:
+                print(
+                    f"| {kind} | "
+                    + " | ".join(f"{np.mean(r):.3f} ({min(r):.3f}-{max(r):.3f})" for r in per)
+                    + " |"
+                )
     return 0
 
 
