@@ -90,8 +90,9 @@ def main() -> None:
     parser.add_argument("--model", default="auto")
     parser.add_argument(
         "--level-regression",
-        action="store_true",
-        help="the seasonal baseline's experimental level regression (models/deviation.py)",
+        action=argparse.BooleanOptionalAction,
+        default=seasonal.SeasonalBaseline.regress_level,
+        help="the seasonal baseline's level regression (models/deviation.py; on by default)",
     )
     parser.add_argument(
         "--regressed-candidate",

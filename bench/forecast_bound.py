@@ -279,9 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--level-regression",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=seasonal.SeasonalBaseline.regress_level,
         help="each seasonal fit learns how its deviation from the profile carries ahead "
-        "(models/deviation.py)",
+        "(models/deviation.py; on by default)",
     )
     args = p.parse_args(argv)
     seasonal.SeasonalBaseline.choose_level = args.level_window

@@ -3,12 +3,12 @@ the seasonal baseline and Prophet walked forward as the backtest walks (weekly r
 last 4 weeks, as bench/level_spikes.py does), the P50 `ahead` steps past each origin graded by
 its WAPE (bench/forecast_bound.py's grading: sum |actual - P50| / sum actual over the points
 every variant forecasts), with the short-term level read over other windows:
-- seasonal: the ratio of sums over a flat window of 15m, 30m, 1h (today's), 2h; or weighted
-  exponentially with a half-life of 15m, 30m, 1h, 2h; or the one of those a leave-one-cycle-out
-  backtest of the fit's own cycles picks over the look-ahead (`models.seasonal.choose_window`),
-  by the P50's absolute error ("mae") or by its in-sample conformal band's pinball ("band");
-  or the median regression of the deviation per step ahead (`--level-regression`,
-  models/deviation.py), combined with the hour's level (today's `--level-regression`) or alone;
+- seasonal: the ratio of sums over a flat window of 15m, 30m, 1h (the hour level, the default
+  before the regression below), 2h; or weighted exponentially with a half-life of 15m, 30m, 1h,
+  2h; or the one of those a leave-one-cycle-out backtest of the fit's own cycles picks over the
+  look-ahead (`models.seasonal.choose_window`), by the P50's absolute error ("mae") or by its
+  in-sample conformal band's pinball ("band"); or the median regression of the deviation per
+  step ahead (models/deviation.py), combined with the hour's level (today's default) or alone;
   and, as a bound, the profile times the level of the hour centred on the target itself, read
   from the future (what no window of the past can know);
 - Prophet: the residual level's weight chosen by the in-sample one-step error (today's), by the
@@ -108,10 +108,10 @@ def seasonal_variants(
     picks: Counter[str],
 ) -> dict[str, FloatArray]:
     step = series.step
-    model = SeasonalBaseline()
+    model = HourLevel()
     model.fit(history)
     profile = model.expected(np.asarray(series.start + (ends + ahead) * step, dtype=np.float64))
-    found = {"seasonal (1h, today)": model.predict_at(series, ends, ahead)[:, -1]}
+    found = {"seasonal (1h level)": model.predict_at(series, ends, ahead)[:, -1]}
     for window in FLAT:
         found[f"seasonal flat {window / 60:g}m"] = profile * windowed_level(
             model, series, ends, ("flat", window)
@@ -143,7 +143,14 @@ def seasonal_variants(
     return found
 
 
-class Chosen(SeasonalBaseline):
+class HourLevel(SeasonalBaseline):
+    """The seasonal baseline as it was before the level regression became the default: the
+    last hour's level carried to every step ahead."""
+
+    regress_level = False
+
+
+class Chosen(HourLevel):
     """The seasonal baseline whose fit chooses its level window."""
 
     choose_level = True

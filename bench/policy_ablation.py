@@ -3,7 +3,7 @@
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
         [--drift] [--limit 56d] [--pool-phases] [--regressed-candidate] [--level-window]
-        [--level-regression] [--level-regression-alone]
+        [--no-level-regression] [--level-regression-alone]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
 `prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows
@@ -216,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--level-regression",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=seasonal.SeasonalBaseline.regress_level,
         help="each seasonal fit learns how its deviation from the profile carries ahead "
-        "(models/deviation.py; a forecast change: two runs, with and without)",
+        "(models/deviation.py; on by default: --no-level-regression is the ablation)",
     )
     p.add_argument(
         "--level-regression-alone",

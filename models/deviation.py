@@ -32,9 +32,23 @@ WINDOWS = (300.0, 900.0, 1800.0, HOUR, 2 * HOUR, 4 * HOUR)
 """The trailing windows whose log level (a ratio of sums) the regression reads (at least one
 point each)."""
 AHEAD = HOUR
-"""How far ahead a coefficient row is fitted per step; further steps reuse the last row."""
+"""How far ahead a coefficient row is fitted per step; further steps reuse the last row. The
+decision reads lead time + horizon rounded up to the step, plus one step
+(scaler.decision.policy.forecast_points): 30 minutes at a 5-minute step with the defaults, 40
+at 10 minutes, an hour at 30 minutes."""
 MAX_ROWS = 60
 """At most this many steps ahead get their own row (a 1-minute model step: the first hour)."""
+P_TOL = 1e-4
+"""QuantReg's convergence tolerance on the coefficients' change between iterations. statsmodels'
+default, 1e-6, takes about 3x the iterations for changes in the third decimal of a coefficient
+(nasa's log forecast moves by at most 0.005)."""
+UNIT_SUM = True
+"""Whether the levels' weights sum to 1, so a deviation every window shares (a level that has
+held for the last 4 hours) is carried ahead in full, as the hour's level carries it. Free
+weights learn the fit's cycles, where deviations mostly revert, and then carry a step change
+(a launch, a lost region's traffic moving here: x3 from one step on) at a fraction of its size
+until the next refit; the weights still choose how much of a 5-minute burst and of the
+afternoon's level is still there (docs/forecasting.md "A model of the within-hour dynamics")."""
 MIN_SAMPLES_PER_COEF = 20
 """Fewer training rows than this per coefficient: no regression (the level stays the hour's)."""
 CLIP = (math.log(0.25), math.log(4.0))
@@ -87,20 +101,29 @@ def fit(load: FloatArray, expected: FloatArray, step: float) -> FloatArray | Non
     x = features(load, expected, origins, step)
     with np.errstate(invalid="ignore", divide="ignore"):
         d = np.log(load / expected)
+    # With UNIT_SUM, the levels' weights w sum to 1: regressed as target - x_longest on
+    # (1, x_j - x_longest) for the shorter windows j, the longest's weight is 1 - their sum.
+    design = np.column_stack([x[:, :1], x[:, 1:-1] - x[:, -1:]]) if UNIT_SUM else x
+    base = x[:, -1] if UNIT_SUM else np.zeros(origins.size)
     coef = np.zeros((count, x.shape[1]))
     for k in range(1, count + 1):
         usable = origins + k < d.size
         target = np.full(origins.size, np.nan)
-        target[usable] = d[origins[usable] + k]
+        target[usable] = d[origins[usable] + k] - base[usable]
         ok = np.isfinite(target)
         if ok.sum() < MIN_SAMPLES_PER_COEF * x.shape[1]:
             return None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # IterationLimitWarning: the last iterate is kept
             try:
-                coef[k - 1] = QuantReg(target[ok], x[ok]).fit(q=0.5, max_iter=1000).params
+                found = (
+                    QuantReg(target[ok], design[ok]).fit(q=0.5, max_iter=1000, p_tol=P_TOL).params
+                )
             except (ValueError, np.linalg.LinAlgError):
-                coef[k - 1] = np.linalg.lstsq(x[ok], target[ok], rcond=None)[0]
+                found = np.linalg.lstsq(design[ok], target[ok], rcond=None)[0]
+        if UNIT_SUM:
+            found = np.append(found, 1.0 - found[1:].sum())
+        coef[k - 1] = found
     if not np.isfinite(coef).all():
         return None
     return coef

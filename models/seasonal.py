@@ -82,10 +82,13 @@ class SeasonalBaseline:
     choose_level: ClassVar[bool] = False
     """Whether each fit chooses its level window from LEVEL_WINDOWS (`choose_window`; the
     experiment `scaler backtest --level-window` switches it on), else today's flat hour."""
-    regress_level: ClassVar[bool] = False
+    regress_level: ClassVar[bool] = True
     """Whether each fit learns how the deviation from the profile carries ahead, per step
-    (`models.deviation`; the experiment `scaler backtest --level-regression`), instead of the
-    level window's one ratio for every step ahead."""
+    (`models.deviation`), its forecast combined with the level window's (COMBINE), instead of
+    the level window's one ratio for every step ahead alone. On by default since issue 7's
+    measurement (docs/forecasting.md "A model of the within-hour dynamics"); `scaler backtest
+    --no-level-regression` is the ablation. An artefact fitted without it (none written, as
+    before) keeps the hour's level."""
 
     def __init__(self) -> None:
         self.period = 0.0
@@ -219,7 +222,7 @@ class SeasonalBaseline:
         # only the points the origins' windows read, not the whole history on every forecast
         lo = max(0, int(ends.min()) - deviation.widths(history.step)[-1] + 1)
         index = np.arange(lo, int(ends.max()) + 1, dtype=np.float64)  # as Series.times()
-        load = history.values[lo : int(ends.max()) + 1] + floor
+        load = np.maximum(history.values[lo : int(ends.max()) + 1], 0.0) + floor  # as prepared
         expected = self.expected(history.start + history.step * index) + floor
         x = deviation.features(load, expected, ends - lo, history.step)
         times = history.start + ends[:, None] * history.step
@@ -282,8 +285,6 @@ class SeasonalBaseline:
             model.sigma = float(data["sigma"])
             kind, seconds = data.get("window", TODAY)  # no window: the last hour
             model.window = (str(kind), float(seconds))
-            if cls.regress_level and "regression" not in data:
-                raise KeyError("regression")
             if data.get("regression") is not None:
                 model.regression = np.asarray(data["regression"], dtype=np.float64)
         except (KeyError, TypeError, ValueError) as exc:
@@ -327,11 +328,20 @@ class RegressedSeasonal(SeasonalBaseline):
     (`regress_level`, models/deviation.py): one more candidate of `model: auto`
     (models/select.py REGRESSED_CANDIDATE, off by default), kept only where the selection rule
     picks it over the per-phase baseline, never a member of the median: each load's own backtest
-    says whether it helps there. The replacement of the baseline is `scaler backtest
-    --level-regression` (docs/forecasting.md "A model of the within-hour dynamics")."""
+    says whether it helps there. The baseline itself regresses by default now, so the
+    candidate differs from it only beside `scaler backtest --no-level-regression` (docs/
+    forecasting.md "A model of the within-hour dynamics")."""
 
     kind: ClassVar[str] = "regressed"
     regress_level: ClassVar[bool] = True
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """As the baseline's, but the regression must be written (null after a one-cycle fit):
+        this kind always fits one."""
+        if "regression" not in data:
+            raise ArtefactError("regressed seasonal artefact is malformed: no 'regression'")
+        return super().from_dict(data)
 
 
 def pooled_median(tail: FloatArray, width: int) -> FloatArray:

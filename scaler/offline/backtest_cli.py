@@ -299,12 +299,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--level-regression",
-        action="store_true",
-        help="experiment: each seasonal fit learns, per step ahead, how much of the load's "
-        "deviation from the profile over the last 5 minutes to 4 hours is still there, by a "
-        "median regression on its cycles out of sample (models/deviation.py), instead of "
-        "carrying the last hour's level to every step alike; its forecast is combined with the "
-        "level's (their geometric mean)",
+        action=argparse.BooleanOptionalAction,
+        default=seasonal.SeasonalBaseline.regress_level,
+        help="each seasonal fit learns, per step ahead, how much of the load's deviation from "
+        "the profile over the last 5 minutes to 4 hours is still there, by a median regression "
+        "on its cycles out of sample (models/deviation.py), and combines its forecast with the "
+        "last hour's level (their geometric mean); on by default, --no-level-regression is the "
+        "ablation: the last hour's level carried to every step alike",
     )
     p.add_argument(
         "--level-regression-alone",

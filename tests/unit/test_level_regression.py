@@ -1,11 +1,12 @@
 """How the deviation from the seasonal profile carries ahead (models/deviation.py, behind
-SeasonalBaseline.regress_level, off by default): the trailing features read a prefix alike, the
+SeasonalBaseline.regress_level, on by default): the trailing features read a prefix alike, the
 regression recovers a known persistence, predict_at equals predict, one cycle keeps the hour's
 level, and artefacts keep the coefficients (old ones load unchanged, malformed ones are
 refused)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,6 +16,7 @@ from models import catalog, deviation, seasonal, select
 from models.base import DAY, ArtefactError, Series
 from models.seasonal import RegressedSeasonal, SeasonalBaseline
 from tests.unit.challengers import select_with
+from tests.unit.switches import hour_level
 
 STEP = 300.0
 N = round(DAY / STEP)
@@ -25,12 +27,10 @@ class Regressed(SeasonalBaseline):
 
 
 @pytest.fixture
-def regressing() -> Iterator[None]:
-    SeasonalBaseline.regress_level = True
-    try:
+def hour_levelled() -> Iterator[None]:
+    """The ablation, `scaler backtest --no-level-regression`."""
+    with hour_level():
         yield
-    finally:
-        SeasonalBaseline.regress_level = False
 
 
 def shape() -> np.ndarray:
@@ -74,19 +74,37 @@ def test_features_are_the_log_level_of_each_window_missing_points_skipped() -> N
     assert idle[0, 1:].tolist() == [deviation.CLIP[0]] * 6  # a window's level is clipped
 
 
-def test_the_regression_recovers_a_known_persistence() -> None:
+def test_the_regression_recovers_a_known_persistence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deviation, "UNIT_SUM", False)  # free weights: the decay to 0 is learnt
     d = ar1(0.9, 8 * N, 0.05, seed=1)  # 8 days of a deviation that decays 10 % per step
     expected = np.full(d.size, 10.0)
     coef = deviation.fit(expected * np.exp(d), expected, STEP)
-    assert coef is not None and coef.shape == (12, 7)
+    rows = deviation.rows(STEP)
+    assert coef is not None and coef.shape == (rows, 7)
     fresh = ar1(0.9, 2 * N, 0.05, seed=2)  # the same process, not fitted on
     origins = np.arange(60, fresh.size, dtype=np.int64)
     x = deviation.features(10.0 * np.exp(fresh), expected[: fresh.size], origins, STEP)
-    got = deviation.predict(coef, x, 12)
-    best = fresh[origins, None] * 0.9 ** np.arange(1, 13)[None, :]  # the true expectation
+    got = deviation.predict(coef, x, rows)
+    best = fresh[origins, None] * 0.9 ** np.arange(1, rows + 1)[None, :]  # the true expectation
     spread = float(fresh.std())
     assert np.abs(got - best).mean(axis=0).max() < 0.15 * spread
     assert np.abs(got[:, 0] - best[:, 0]).mean() < 0.05 * spread
+
+
+def test_a_level_every_window_shares_is_carried_in_full_and_a_burst_is_not() -> None:
+    d = ar1(0.9, 8 * N, 0.05, seed=1)  # deviations that revert: free weights would shrink
+    expected = np.full(d.size, 10.0)
+    coef = deviation.fit(expected * np.exp(d), expected, STEP)
+    assert coef is not None
+    assert np.allclose(coef[:, 1:].sum(axis=1), 1.0)
+    held = np.full(60, 3.0)  # x3 for the last 5 hours: a step change, not noise
+    x = deviation.features(held, np.ones(60), np.array([59]), STEP)
+    assert np.allclose(deviation.predict(coef, x, 12), math.log(3.0), atol=0.01)  # intercept
+    burst = np.ones(60)
+    burst[-1] = 3.0  # one 5-minute burst
+    x = deviation.features(burst, np.ones(60), np.array([59]), STEP)
+    assert (deviation.predict(coef, x, 12)[0] < 0.95 * math.log(3.0)).all()
+    assert deviation.predict(coef, x, 12)[0, -1] < 0.5 * math.log(3.0)  # an hour on: mostly gone
 
 
 def test_too_few_points_fit_nothing() -> None:
@@ -101,27 +119,36 @@ def test_the_prediction_is_clipped_to_the_levels_bounds() -> None:
     assert deviation.predict(coef, x, 3)[0].tolist() == [deviation.CLIP[1]] * 3
 
 
-def test_off_by_default_and_one_cycle_keeps_the_hours_level() -> None:
+def test_switched_off_or_one_cycle_keeps_the_hours_level(hour_levelled: None) -> None:
     values = np.tile(shape(), 4) * np.exp(ar1(0.95, 4 * N, 0.03, seed=2))
     model = SeasonalBaseline()
     model.fit(Series(0.0, STEP, values))
-    assert model.regression is None and "regression" not in model.to_dict()
+    assert model.regression is None and "regression" not in model.to_dict()  # as before
     one = Regressed()
     one.fit(Series(0.0, STEP, values[:N]))
     assert one.regression is None
     data = one.to_dict()
     assert data["regression"] is None  # written, so a regressed artefact without it is refused
-    assert Regressed.from_dict(data).regression is None
-    del data["regression"]
-    with pytest.raises(ArtefactError, match="malformed"):
-        Regressed.from_dict(data)
+    assert RegressedSeasonal.from_dict(data).regression is None
+    del data["regression"]  # a seasonal artefact from before the regression: the hour's level
+    assert SeasonalBaseline.from_dict(data).regression is None
+    with pytest.raises(ArtefactError, match="malformed"):  # the regressed kind always writes it
+        RegressedSeasonal.from_dict(data)
 
 
-def test_the_switch_reaches_every_seasonal_fit(regressing: None) -> None:
+def test_every_seasonal_fit_regresses_by_default_and_old_artefacts_keep_the_hours_level() -> None:
+    assert SeasonalBaseline.regress_level
     values = np.tile(shape(), 4) * np.exp(ar1(0.95, 4 * N, 0.03, seed=2))
     model = SeasonalBaseline()
     model.fit(Series(0.0, STEP, values))
     assert model.regression is not None
+    old = {k: v for k, v in model.to_dict().items() if k != "regression"}  # written before it
+    back = SeasonalBaseline.from_dict(old)
+    assert back.regression is None
+    recent = Series(0.0, STEP, values)
+    assert np.array_equal(
+        back.predict(recent, 3), back._levelled(recent, np.array([-1]) + len(recent), 3)[0]
+    )
 
 
 def test_predict_at_equals_predict() -> None:
@@ -209,7 +236,6 @@ def test_the_regressed_candidate_is_a_model_kind_of_its_own() -> None:
     back = RegressedSeasonal.from_dict(model.to_dict())
     recent = Series(0.0, STEP, values)
     assert np.array_equal(back.predict(recent, 6), model.predict(recent, 6))
-    assert not SeasonalBaseline.regress_level  # the candidate does not switch the baseline
 
 
 def test_the_forecast_combines_the_regression_with_the_levels_on_the_log_scale(
