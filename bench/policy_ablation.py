@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
-        [--drift] [--limit 56d] [--pool-phases] [--regressed-candidate] [--level-window]
+        [--drift] [--limit 56d] [--no-pool-phases] [--regressed-candidate] [--level-window]
         [--no-level-regression] [--level-regression-alone]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--pool-phases",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=select.POOLED_CANDIDATE,
         help="model auto also grades the seasonal profile that pools neighbouring phases "
         "(models/select.py POOLED_CANDIDATE; a forecast change: two runs, with and without)",
     )

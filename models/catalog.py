@@ -20,8 +20,8 @@ CANDIDATES: tuple[str, ...] = ("seasonal", "ets", "prophet")
 """What `model: auto` chooses from, with their median (`ensemble`, built from them by
 models.select). `naive` is the backtest's reference, not a candidate."""
 CHALLENGERS: tuple[str, ...] = ("pooled", "regressed")
-"""Experimental candidates `auto` may also grade (models/select.py POOLED_CANDIDATE,
-REGRESSED_CANDIDATE), never members of the median."""
+"""Candidates `auto` may also grade, each behind a switch (models/select.py POOLED_CANDIDATE,
+on by default; REGRESSED_CANDIDATE, an experiment), never members of the median."""
 
 
 def names() -> tuple[str, ...]:

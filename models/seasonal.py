@@ -1,5 +1,6 @@
 """The seasonal baseline: the median of the same time of week (or day) over the last cycles,
-scaled to the level of the last hour.
+scaled to a level: the geometric mean of the last hour's level and of what the deviation
+regression (models.deviation) carries ahead from the last 5 minutes to 4 hours.
 
 Cheap to fit (a reshape and a median), compact (one profile of one cycle), and hard to beat on
 strongly periodic load; every other model must earn its keep against it.
@@ -313,7 +314,7 @@ class SeasonalBaseline:
 class PooledSeasonal(SeasonalBaseline):
     """The seasonal baseline whose profile's median pools neighbouring phases, as many as a
     leave-one-cycle-out backtest of its cycles picks (`pool_width`): one more candidate of
-    `model: auto` (models/select.py POOLED_CANDIDATE, off by default), kept only where the
+    `model: auto` (models/select.py POOLED_CANDIDATE, on by default), kept only where the
     selection rule picks it. On nasa's 5-minute peaks the median of 2-4 cycles per phase is
     mostly noise (the P50's log changes 0.16 from one step to the next, its level's 0.03),
     which the calibrated band then inflates (docs/forecasting.md "Does the level chase

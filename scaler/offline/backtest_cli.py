@@ -279,9 +279,11 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--pool-phases",
-        action="store_true",
-        help="experiment: model auto also grades the seasonal profile that pools neighbouring "
-        "phases, kept only where it wins (models/select.py POOLED_CANDIDATE)",
+        action=argparse.BooleanOptionalAction,
+        default=select.POOLED_CANDIDATE,
+        help="model auto also grades the seasonal profile that pools neighbouring phases, kept "
+        "only where it wins (models/select.py POOLED_CANDIDATE); on by default, "
+        "--no-pool-phases is the ablation",
     )
     p.add_argument(
         "--regressed-candidate",

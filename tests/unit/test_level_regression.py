@@ -216,11 +216,11 @@ def test_auto_grades_the_regressed_baseline_only_when_asked_and_never_as_a_media
 ) -> None:
     assert select.REGRESSED_CANDIDATE is False
     assert "regressed" not in catalog.CANDIDATES
-    assert select.challengers() == ()
+    assert "regressed" not in select.challengers()
     values = np.tile(shape(), 16) * np.exp(ar1(0.95, 16 * N, 0.05, seed=8))
     history = Series(0.0, STEP, np.random.default_rng(8).poisson(values).astype(np.float64))
     best, seen = select_with(monkeypatch, history, "REGRESSED_CANDIDATE")
-    assert "regressed" in seen and "pooled" not in seen
+    assert "regressed" in seen
     assert "pinball.regressed" in best.scores
     if best.kind == "ensemble":
         assert all(m.kind != "regressed" for m in best.model.members)

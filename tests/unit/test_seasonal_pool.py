@@ -1,5 +1,5 @@
 """The seasonal profile that may pool neighbouring phases (models/seasonal.py PooledSeasonal, a
-challenger in `auto` behind select.POOLED_CANDIDATE, off by default): width 0 is the per-phase
+challenger in `auto` behind select.POOLED_CANDIDATE, on by default): width 0 is the per-phase
 median bit for bit; the width is what a leave-one-cycle-out backtest of the cycles picks, so noisy
 cycles are pooled and a spike that recurs at a fixed phase is not blurred."""
 
@@ -77,10 +77,11 @@ def test_the_pooled_profile_is_smoother_than_the_per_phase_one_on_noisy_cycles()
     assert np.abs(np.diff(pooled.profile)).mean() < 0.6 * np.abs(np.diff(plain.profile)).mean()
 
 
-def test_auto_grades_the_pooled_profile_only_when_asked_and_never_as_a_median_member(
+def test_auto_grades_the_pooled_profile_by_default_and_never_as_a_median_member(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert select.POOLED_CANDIDATE is False
+    assert select.POOLED_CANDIDATE is True
+    assert select.challengers() == ("pooled",)
     assert "pooled" not in catalog.CANDIDATES
     history = Series(0.0, STEP, cycles(np.random.default_rng(7), count=16).ravel())
     best, seen = select_with(monkeypatch, history, "POOLED_CANDIDATE")
