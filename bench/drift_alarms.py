@@ -23,10 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from models import seasonal, select
 from models.base import DAY, HOUR
 from scaler.decision import drift
-from scaler.offline import replay
+from scaler.offline import model_switches, replay
 from scaler.offline.traces import read_trace
 
 
@@ -88,20 +87,9 @@ def main() -> None:
     parser.add_argument("trace", type=Path)
     parser.add_argument("--threshold", default="p99/20")
     parser.add_argument("--model", default="auto")
-    parser.add_argument(
-        "--level-regression",
-        action=argparse.BooleanOptionalAction,
-        default=seasonal.SeasonalBaseline.regress_level,
-        help="the seasonal baseline's level regression (models/deviation.py; on by default)",
-    )
-    parser.add_argument(
-        "--regressed-candidate",
-        action="store_true",
-        help="model auto also grades the regressed seasonal baseline (select.REGRESSED_CANDIDATE)",
-    )
+    model_switches.add_arguments(parser)
     args = parser.parse_args()
-    seasonal.SeasonalBaseline.regress_level = args.level_regression
-    select.REGRESSED_CANDIDATE = args.regressed_candidate
+    model_switches.apply(args)
     series = read_trace(args.trace)
     config = replay.ReplayConfig(threshold=replay.threshold_from(args.threshold, series))
     log: list[Seen] = []

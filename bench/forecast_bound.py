@@ -4,7 +4,7 @@ future, beside the model's own, on the very same walk.
     .venv/bin/python bench/forecast_bound.py TRACE.csv [TRACE.csv ...] [--model auto]
         [--bounds model,future,smooth,hourly,smooth@1h] [--budgets 30%] [--smooth 15m]
         [--residual-window 7d] [--horizon 15m] [--limit 56d] [--drift] [--json PATH]
-        [--level-window] [--level-regression]
+        [--level-window] [--no-level-regression] [... the model switches of scaler backtest]
 
 Each trace is replayed as `scaler backtest TRACE --threshold p99/20 --lead-time 10m --horizon
 15m --no-drift` replays it (the same ReplayConfig; threshold and warm-up of the whole trace, as
@@ -53,13 +53,13 @@ import bound_bands
 from policy_ablation import config_for as ablation_config
 from policy_ablation import limited, recorded_forecasts
 
-from models import fitcache, seasonal
+from models import fitcache
 from models.base import DAY, WEEK, Forecast, Series
 from models.calibrate import FLOOR_FRACTION, Calibration
 from models.walkforward import Origin
 from scaler.decision import budget, resolution
 from scaler.decision.spec import duration_arg
-from scaler.offline import replay, traces, yardstick
+from scaler.offline import model_switches, replay, traces, yardstick
 
 BOUNDS = ("model", "future", "smooth", "hourly", "classical")
 RESIDUAL_WINDOW = WEEK
@@ -272,21 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=duration_arg, default=None, help="e.g. 56d after the warm-up")
     p.add_argument("--drift", action="store_true", help="replay with drift on (default: off)")
     p.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
-    p.add_argument(
-        "--level-window",
-        action="store_true",
-        help="each seasonal fit chooses its level window (models/seasonal.py choose_window)",
-    )
-    p.add_argument(
-        "--level-regression",
-        action=argparse.BooleanOptionalAction,
-        default=seasonal.SeasonalBaseline.regress_level,
-        help="each seasonal fit learns how its deviation from the profile carries ahead "
-        "(models/deviation.py; on by default)",
-    )
+    model_switches.add_arguments(p)
     args = p.parse_args(argv)
-    seasonal.SeasonalBaseline.choose_level = args.level_window
-    seasonal.SeasonalBaseline.regress_level = args.level_regression
+    model_switches.apply(args)
     unknown = [b for b in args.bounds.split(",") if b.partition("@")[0] not in BOUNDS]
     if unknown:
         p.error(f"--bounds {','.join(unknown)}: use {','.join(BOUNDS)}")

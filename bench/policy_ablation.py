@@ -57,11 +57,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import synthetic
 
-from models import fitcache, seasonal, select, walkforward
+from models import fitcache, walkforward
 from models.base import DAY, Series
 from scaler.decision import budget
 from scaler.decision.spec import duration_arg
-from scaler.offline import replay, traces
+from scaler.offline import model_switches, replay, traces
 
 VARIANTS = {
     "quantile": {"allocation": "quantile"},
@@ -195,44 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="replay each trace's warm-up and this span after it (e.g. 56d)",
     )
-    p.add_argument(
-        "--pool-phases",
-        action=argparse.BooleanOptionalAction,
-        default=select.POOLED_CANDIDATE,
-        help="model auto also grades the seasonal profile that pools neighbouring phases "
-        "(models/select.py POOLED_CANDIDATE; a forecast change: two runs, with and without)",
-    )
-    p.add_argument(
-        "--regressed-candidate",
-        action="store_true",
-        help="model auto also grades the seasonal baseline whose level is the deviation "
-        "regression (models/deviation.py), kept only where it wins "
-        "(models/select.py REGRESSED_CANDIDATE)",
-    )
-    p.add_argument(
-        "--level-window",
-        action="store_true",
-        help="each seasonal fit chooses its level window (models/seasonal.py choose_window; a "
-        "forecast change: two runs, with and without)",
-    )
-    p.add_argument(
-        "--level-regression",
-        action=argparse.BooleanOptionalAction,
-        default=seasonal.SeasonalBaseline.regress_level,
-        help="each seasonal fit learns how its deviation from the profile carries ahead "
-        "(models/deviation.py; on by default: --no-level-regression is the ablation)",
-    )
-    p.add_argument(
-        "--level-regression-alone",
-        action="store_true",
-        help="with --level-regression: the regression's forecast alone (seasonal.COMBINE off)",
-    )
+    model_switches.add_arguments(p)
     args = p.parse_args(argv)
-    select.POOLED_CANDIDATE = args.pool_phases
-    select.REGRESSED_CANDIDATE = args.regressed_candidate
-    seasonal.SeasonalBaseline.choose_level = args.level_window
-    seasonal.SeasonalBaseline.regress_level = args.level_regression
-    seasonal.COMBINE = not args.level_regression_alone
+    model_switches.apply(args)
     amount, share = budget.parse_budget(args.budget)
     names = args.variants.split(",")
     print(f"budget {args.budget}, model {args.model}, drift {'on' if args.drift else 'off'}")

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from models import calibrate, catalog, fitcache, prophet, seasonal, select
+from models import calibrate, catalog, fitcache, prophet, select
 from models.base import DAY, HOUR, Series, observed_span
 from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution, spec
 from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
-from scaler.offline import prometheus_history, replay
+from scaler.offline import model_switches, prometheus_history, replay
 from scaler.offline.backtest import (
     BacktestConfig,
     factory,
@@ -277,44 +277,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         help="ablation: fit Prophet from its default start to CmdStan's default tolerance, as "
         "before the quick fit (models/prophet.py TOL_REL_GRAD; docs/benchmark.md Retrain)",
     )
-    p.add_argument(
-        "--pool-phases",
-        action=argparse.BooleanOptionalAction,
-        default=select.POOLED_CANDIDATE,
-        help="model auto also grades the seasonal profile that pools neighbouring phases, kept "
-        "only where it wins (models/select.py POOLED_CANDIDATE); on by default, "
-        "--no-pool-phases is the ablation",
-    )
-    p.add_argument(
-        "--regressed-candidate",
-        action="store_true",
-        help="experiment: model auto also grades the seasonal baseline whose level is the "
-        "deviation regression (models/deviation.py), kept only where it wins "
-        "(models/select.py REGRESSED_CANDIDATE)",
-    )
-    p.add_argument(
-        "--level-window",
-        action="store_true",
-        help="experiment: each seasonal fit chooses its level window (15m-2h, flat or "
-        "exponential) by a leave-one-cycle-out backtest of its cycles, instead of the last hour "
-        "(models/seasonal.py choose_window)",
-    )
-    p.add_argument(
-        "--level-regression",
-        action=argparse.BooleanOptionalAction,
-        default=seasonal.SeasonalBaseline.regress_level,
-        help="each seasonal fit learns, per step ahead, how much of the load's deviation from "
-        "the profile over the last 5 minutes to 4 hours is still there, by a median regression "
-        "on its cycles out of sample (models/deviation.py), and combines its forecast with the "
-        "last hour's level (their geometric mean); on by default, --no-level-regression is the "
-        "ablation: the last hour's level carried to every step alike",
-    )
-    p.add_argument(
-        "--level-regression-alone",
-        action="store_true",
-        help="with --level-regression: the regression's forecast alone, not combined with the "
-        "level's (models/seasonal.py COMBINE; the first version measured)",
-    )
+    model_switches.add_arguments(p)
     p.add_argument(
         "--no-peak-guard",
         action="store_true",
@@ -356,11 +319,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     if args.exact_prophet:
         prophet.exact()
     select.PEAK_GUARD = not args.no_peak_guard
-    select.POOLED_CANDIDATE = args.pool_phases
-    select.REGRESSED_CANDIDATE = args.regressed_candidate
-    seasonal.SeasonalBaseline.choose_level = args.level_window
-    seasonal.SeasonalBaseline.regress_level = args.level_regression
-    seasonal.COMBINE = not args.level_regression_alone
+    model_switches.apply(args)
     with fitcache.sharing():  # each compared model is fitted once, not again beside auto
         return _backtest(args)
 
