@@ -39,7 +39,7 @@ import level_spikes
 from models import seasonal
 from models.base import HOUR, FloatArray, Series
 from models.prophet import RESIDUAL_WEIGHTS, ProphetModel, _residual_weight
-from models.seasonal import TODAY, LevelWindow, SeasonalBaseline, level_weights
+from models.seasonal import TODAY, LevelWindow, RegressedSeasonal, SeasonalBaseline, level_weights
 from scaler.decision.spec import duration_arg
 from scaler.offline import backtest, replay
 
@@ -133,7 +133,7 @@ def seasonal_variants(
         picks[f"seasonal {criterion} {chosen.window[0]} {chosen.window[1] / 60:g}m"] += 1
         found[f"seasonal chosen ({criterion})"] = chosen.predict_at(series, ends, ahead)[:, -1]
     seasonal.LEVEL_CRITERION = "band"
-    regressed = Regressed()
+    regressed = RegressedSeasonal()
     regressed.fit(history)
     picks[f"seasonal regression {'fitted' if regressed.regression is not None else 'none'}"] += 1
     found["seasonal level regression"] = regressed.predict_at(series, ends, ahead)[:, -1]
@@ -154,13 +154,6 @@ class Chosen(HourLevel):
     """The seasonal baseline whose fit chooses its level window."""
 
     choose_level = True
-
-
-class Regressed(SeasonalBaseline):
-    """The seasonal baseline whose fit learns how its deviation carries ahead
-    (models/deviation.py)."""
-
-    regress_level = True
 
 
 def prophet_variants(

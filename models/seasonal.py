@@ -161,18 +161,20 @@ class SeasonalBaseline:
         if self.profile.size == 0:
             raise FitError("seasonal baseline used before fit")
         ends = np.asarray(ends, dtype=np.int64)
+        end_times = history.start + ends * history.step
+        ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
+        profile = self.expected(end_times[:, None] + ahead[None, :])
         if self.regression is not None:
-            return self._regressed(history, ends, steps)
-        return self._levelled(history, ends, steps)
+            return self._regressed(history, ends, profile)
+        return np.maximum(profile * self._levels(history, ends)[:, None], 0.0)
 
-    def _levelled(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
-        """`predict_at` by the level window alone."""
+    def _levels(self, history: Series, ends: npt.NDArray[np.int64]) -> FloatArray:
+        """The level window's level of each origin `history.values[: i + 1]`, i in `ends`, as
+        `level` reads it on that prefix."""
+        if self.window != TODAY:
+            return self._weighted_levels(history, ends)
         step, start, values = history.step, history.start, history.values
         end_times = start + ends * step
-        ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
-        out = self.expected(end_times[:, None] + ahead[None, :])
-        if self.window != TODAY:
-            return np.maximum(out * self._weighted_levels(history, ends)[:, None], 0.0)
         # The level hour of each origin, as Series.since finds it on the prefix.
         begin = np.ceil((end_times - LEVEL_WINDOW + step / 2 - start) / step - 1e-9)
         begin = np.clip(begin, 0, ends + 1).astype(np.int64)
@@ -190,7 +192,7 @@ class SeasonalBaseline:
             level[full] = np.clip(ratio, *LEVEL_CLIP)
             for k in gappy.tolist():
                 level[k] = self.level(Series(start, step, values[: ends[k] + 1]))
-        return np.maximum(out * level[:, None], 0.0)
+        return level
 
     def interval(self, p50: FloatArray, quantile: float) -> FloatArray:
         """Spread of the cycles around their median profile, read as log-normal (flat in h)."""
@@ -212,10 +214,13 @@ class SeasonalBaseline:
         floor = _level_floor(self.profile) * int(mask.sum())
         return float(np.clip((seen + floor) / (expected + floor), *LEVEL_CLIP))
 
-    def _regressed(self, history: Series, ends: npt.NDArray[np.int64], steps: int) -> FloatArray:
-        """The forecast 1..`steps` ahead of each origin `history.values[: i + 1]`, i in `ends`:
-        the profile times the deviation `self.regression` carries ahead from the trailing ones
-        (one code path for `predict` and `predict_at`, so they agree bit for bit). With
+    def _regressed(
+        self, history: Series, ends: npt.NDArray[np.int64], profile: FloatArray
+    ) -> FloatArray:
+        """The forecast 1..`steps` ahead of each origin `history.values[: i + 1]`, i in `ends`
+        (`profile`: the profile at those steps, a row per origin): the profile times the
+        deviation `self.regression` carries ahead from the trailing ones (one code path for
+        `predict` and `predict_at`, so they agree bit for bit). With
         COMBINE, the geometric mean of that and the level window's forecast (each with the
         level's floor added): an equal-weight combination of two medians on the log scale."""
         assert self.regression is not None
@@ -226,13 +231,11 @@ class SeasonalBaseline:
         load = np.maximum(history.values[lo : int(ends.max()) + 1], 0.0) + floor  # as prepared
         expected = self.expected(history.start + history.step * index) + floor
         x = deviation.features(load, expected, ends - lo, history.step)
-        times = history.start + ends[:, None] * history.step
-        ahead = self.step * np.arange(1, steps + 1, dtype=np.float64)
-        profile = self.expected(times + ahead[None, :])
-        path = (profile + floor) * np.exp(deviation.predict(self.regression, x, steps))
+        path = (profile + floor) * np.exp(deviation.predict(self.regression, x, profile.shape[1]))
         path = np.maximum(path, floor)  # a load of at least 0
         if COMBINE:
-            path = np.sqrt(path * (self._levelled(history, ends, steps) + floor))
+            levelled = np.maximum(profile * self._levels(history, ends)[:, None], 0.0)
+            path = np.sqrt(path * (levelled + floor))
         out: FloatArray = path - floor
         return out
 

@@ -7,7 +7,6 @@ refused)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -16,21 +15,9 @@ from models import catalog, deviation, seasonal, select
 from models.base import DAY, ArtefactError, Series
 from models.seasonal import RegressedSeasonal, SeasonalBaseline
 from tests.unit.challengers import select_with
-from tests.unit.switches import hour_level
 
 STEP = 300.0
 N = round(DAY / STEP)
-
-
-class Regressed(SeasonalBaseline):
-    regress_level = True
-
-
-@pytest.fixture
-def hour_levelled() -> Iterator[None]:
-    """The ablation, `scaler backtest --no-level-regression`."""
-    with hour_level():
-        yield
 
 
 def shape() -> np.ndarray:
@@ -119,12 +106,13 @@ def test_the_prediction_is_clipped_to_the_levels_bounds() -> None:
     assert deviation.predict(coef, x, 3)[0].tolist() == [deviation.CLIP[1]] * 3
 
 
-def test_switched_off_or_one_cycle_keeps_the_hours_level(hour_levelled: None) -> None:
+def test_switched_off_or_one_cycle_keeps_the_hours_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SeasonalBaseline, "regress_level", False)  # --no-level-regression
     values = np.tile(shape(), 4) * np.exp(ar1(0.95, 4 * N, 0.03, seed=2))
     model = SeasonalBaseline()
     model.fit(Series(0.0, STEP, values))
     assert model.regression is None and "regression" not in model.to_dict()  # as before
-    one = Regressed()
+    one = RegressedSeasonal()
     one.fit(Series(0.0, STEP, values[:N]))
     assert one.regression is None
     data = one.to_dict()
@@ -146,9 +134,8 @@ def test_every_seasonal_fit_regresses_by_default_and_old_artefacts_keep_the_hour
     back = SeasonalBaseline.from_dict(old)
     assert back.regression is None
     recent = Series(0.0, STEP, values)
-    assert np.array_equal(
-        back.predict(recent, 3), back._levelled(recent, np.array([-1]) + len(recent), 3)[0]
-    )
+    times = recent.end + STEP * np.arange(1, 4, dtype=np.float64)
+    assert np.array_equal(back.predict(recent, 3), back.expected(times) * back.level(recent))
 
 
 def test_predict_at_equals_predict() -> None:
@@ -157,7 +144,7 @@ def test_predict_at_equals_predict() -> None:
     values = values.astype(np.float64)
     values[4 * N + 50 : 4 * N + 55] = np.nan  # a gap inside some origins' windows
     history = Series(0.0, STEP, values)
-    model = Regressed()
+    model = RegressedSeasonal()
     model.fit(Series(0.0, STEP, values[: 4 * N]))
     assert model.regression is not None
     ends = np.concatenate([np.arange(3, 40, 7), np.arange(4 * N, 6 * N - 1, 37)])
@@ -169,7 +156,7 @@ def test_predict_at_equals_predict() -> None:
 
 def test_a_lasting_rise_is_carried_ahead() -> None:
     values = np.tile(shape(), 4) * np.exp(ar1(0.98, 4 * N, 0.02, seed=5))
-    model = Regressed()
+    model = RegressedSeasonal()
     model.fit(Series(0.0, STEP, values))
     after = np.tile(shape(), 5)
     after[-48:] *= 1.5  # four hours 50 % above the profile
@@ -180,7 +167,7 @@ def test_a_lasting_rise_is_carried_ahead() -> None:
 
 def test_the_coefficients_survive_the_artefact_and_malformed_ones_are_refused() -> None:
     values = np.tile(shape(), 4) * np.exp(ar1(0.95, 4 * N, 0.03, seed=2))
-    model = Regressed()
+    model = RegressedSeasonal()
     model.fit(Series(0.0, STEP, values))
     data = model.to_dict()
     back = SeasonalBaseline.from_dict(data)
@@ -242,7 +229,7 @@ def test_the_forecast_combines_the_regression_with_the_levels_on_the_log_scale(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     values = np.tile(shape(), 4) * np.exp(ar1(0.9, 4 * N, 0.05, seed=6))
-    model = Regressed()
+    model = RegressedSeasonal()
     model.fit(Series(0.0, STEP, values))
     plain = SeasonalBaseline.from_dict(
         {k: v for k, v in model.to_dict().items() if k != "regression"}
