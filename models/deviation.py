@@ -1,6 +1,6 @@
 """How the load's deviation from its seasonal profile carries over the next hour, learned per
-step ahead from the fit's own cycles (an experiment, off by default: `scaler backtest
---level-regression`).
+step ahead from the fit's own cycles (on by default; `scaler backtest --no-level-regression`
+is the ablation).
 
 The seasonal baseline's level is one ratio over the last hour, applied to every step ahead
 alike. Here the log deviation `log((load + f) / (profile + f))` a given number of steps ahead
@@ -93,7 +93,7 @@ def fit(load: FloatArray, expected: FloatArray, step: float) -> FloatArray | Non
     the log deviation `log(load / expected)` (both with the floor added) that many steps ahead
     on `features`, over every origin with a full longest window and an observed target; None
     when there are too few of them."""
-    from statsmodels.regression.quantile_regression import QuantReg  # only this experiment
+    from statsmodels.regression.quantile_regression import QuantReg  # imported on first fit
 
     longest = widths(step)[-1]
     count = rows(step)

@@ -77,7 +77,7 @@ def fit_best(
     quantile: float = 0.95,
     candidates: tuple[str, ...] | None = None,
 ) -> CalibratedModel:
-    """Fit each candidate (default: catalog.CANDIDATES, and the experimental ones switched on,
+    """Fit each candidate (default: catalog.CANDIDATES, and the challengers switched on,
     `challengers`) and keep the best (see the module docstring). Its `scores` also hold
     every candidate's pinball loss as `pinball.<kind>`. FitError only when none fits."""
     if candidates is None:
