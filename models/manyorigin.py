@@ -1,5 +1,6 @@
 """Calibrated forecasts at many consecutive origins in one pass: what a drift-state replay
-since a model's fit asks for (scaler/serving/driftstate.py), 2,016 origins for a week-old model.
+since a model's fit asks for (scaler/serving/driftstate.py), 2,016 origins for a week-old model,
+and what a walk forward makes between two refits (models/walkforward.py, `walked`).
 
 `forecasts` returns, origin by origin, exactly the Forecast `CalibratedModel.forecast` makes
 from the newest `keep` points known at that origin, and leaves the model's adaptive tracker
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,6 +32,15 @@ from models.base import FloatArray, Forecast, Series
 from models.calibrate import CONTEXT, LEVELS, RECALIBRATE_EVERY, CalibratedModel, Calibration
 
 IntArray = origins.IntArray
+
+
+@dataclass(frozen=True)
+class Made:
+    """One origin's forecast and the calibrated table in force for it: what
+    `model.forecast(recent, ...)` and `model.calibration_for(recent, steps)` return there."""
+
+    forecast: Forecast
+    band: Calibration
 
 
 def forecasts(
@@ -44,7 +54,42 @@ def forecasts(
 ) -> list[Forecast] | None:
     """`model.forecast(recent_i, steps=steps, quantile=quantile)` for every origin index i from
     `first` to the end of `history`, recent_i its newest `keep` points up to i; None when the
-    shortcut does not apply (see the module docstring)."""
+    shortcut does not apply (see the module docstring). The raw (uncalibrated) bound is drawn
+    only for the forecasts a tracker may still hold at the end, as the live engine reads it."""
+    made = _made(
+        model, history, first=first, steps=steps, quantile=quantile, keep=keep, every_raw=False
+    )
+    return None if made is None else [m.forecast for m in made]
+
+
+def walked(
+    model: CalibratedModel, history: Series, *, first: int, steps: int, quantile: float
+) -> list[Made] | None:
+    """What a walk forward (models.walkforward) makes at every origin index from `first` (the
+    model's fit) to the end of `history`, each forecast from the whole prefix up to it: the
+    forecast with its raw bound, and `model.calibration_for` there (the band the replay reads
+    at other quantiles); None when the shortcut does not apply."""
+    return _made(
+        model,
+        history,
+        first=first,
+        steps=steps,
+        quantile=quantile,
+        keep=len(history),
+        every_raw=True,
+    )
+
+
+def _made(
+    model: CalibratedModel,
+    history: Series,
+    *,
+    first: int,
+    steps: int,
+    quantile: float,
+    keep: int,
+    every_raw: bool,
+) -> list[Made] | None:
     step = history.step
     last = len(history) - 1
     if (
@@ -56,8 +101,10 @@ def forecasts(
     ):
         return None
     context = int(np.ceil((model.trained_until - CONTEXT - history.start) / step - 1e-9))
-    if context < max(0, last - keep + 1):  # the ACI window would slide with the origin
+    oldest = max(0, last - keep + 1)
+    if context < oldest and oldest > 0:  # the ACI window would slide with the origin
         return None
+    context = max(context, 0)  # a fit less than CONTEXT into the series sees all of it
     ends = np.arange(first, last + 1, dtype=np.int64)
     p50 = origins.predict_at(model.model, history, ends, steps)
     tables = _tables(model, history, ends=ends, steps=steps, keep=keep)
@@ -70,20 +117,21 @@ def forecasts(
         measured[rows] = _upper(table, p50[rows], np.zeros(rows.size), quantile)
         upper[rows] = _upper(table, p50[rows], widen[rows], quantile)
     pending = max(steps, 1) + 1  # forecasts a tracker may still hold at the end
+    raw_from = 0 if every_raw else ends.size - pending
     out = []
     for k, i in enumerate(ends.tolist()):
-        raw = model.model.interval(p50[k], quantile) if k >= ends.size - pending else None
-        out.append(
-            Forecast(
-                origin=history.start + i * step + step,
-                step=step,
-                p50=p50[k],
-                upper=upper[k],
-                quantile=quantile,
-                raw_upper=raw,
-                measured_upper=measured[k],
-            )
+        raw = model.model.interval(p50[k], quantile) if k >= raw_from else None
+        forecast = Forecast(
+            origin=history.start + i * step + step,
+            step=step,
+            p50=p50[k],
+            upper=upper[k],
+            quantile=quantile,
+            raw_upper=raw,
+            measured_upper=measured[k],
         )
+        band = replace(tables[k], widen=float(widen[k])) if model.aci else tables[k]
+        out.append(Made(forecast, band))
     return out
 
 

@@ -11,23 +11,31 @@ Shared by the forecast backtest and the policy replay, so both measure the same 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
-from models import select
+from models import manyorigin, select
 from models.base import WEEK, Forecast, Forecaster, ModelError, Series
-from models.calibrate import CalibratedModel, fit_calibrated
+from models.calibrate import CalibratedModel, Calibration, fit_calibrated
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Origin:
-    """The forecast made after observing values[index] (None while no model could be fitted)."""
+    """The forecast made after observing values[index] (None while no model could be fitted),
+    and, when the walk made it in one pass, the calibrated table in force for it
+    (`model.calibration_for` there, which the replay reads at other quantiles)."""
 
     index: int
     forecast: Forecast | None
     model: CalibratedModel | None
+    band: Calibration | None = None
+
+
+FIRST_PASS = 12
+"""Origins of a model's first one-pass batch; each next batch of the same model is twice as
+long, so a consumer that stops early (a drift refit) pays for at most twice what it read."""
 
 
 def walk_forward(
@@ -41,19 +49,56 @@ def walk_forward(
     window: float = 4 * WEEK,
 ) -> Iterator[Origin]:
     """Yield the forecast made at every origin index from `start` to the series' end (lazily:
-    a consumer that stops early never pays for the origins after it)."""
+    a consumer that stops early never pays for much past the origins it read).
+
+    Between two refits a model that forecasts many origins at once (models.manyorigin) makes
+    them in growing batches, bit for bit the forecasts one origin at a time would make (they are
+    what the live engine makes, one per step); any other loops over `forecast`."""
     refit_points = max(1, round(refit_every / series.step))
     keep = max(1, round(window / series.step))
     model: CalibratedModel | None = None
     last_fit = -refit_points
-    for i in range(start, len(series)):
+    i = start
+    while i < len(series):
         known = Series(series.start, series.step, series.values[: i + 1])
         if i - last_fit >= refit_points or (model is None and (i - last_fit) * series.step >= 3600):
             history = known.since(known.end - (keep - 1) * series.step)
-            model = _fit(make, history, steps=steps, quantile=quantile) or model
+            fitted = _fit(make, history, steps=steps, quantile=quantile)
+            model = fitted or model
             last_fit = i
+            if fitted is not None:
+                end = min(len(series), i + refit_points) - 1
+                i = yield from _batches(
+                    fitted, series, first=i, last=end, steps=steps, quantile=quantile
+                )
+                continue
         forecast = model.forecast(known, steps=steps, quantile=quantile) if model else None
         yield Origin(index=i, forecast=forecast, model=model)
+        i += 1
+
+
+def _batches(
+    model: CalibratedModel, series: Series, *, first: int, last: int, steps: int, quantile: float
+) -> Generator[Origin, None, int]:
+    """The origins from `first` (the model's fit) to `last`, in one-pass batches of growing
+    length (each recomputed from the fit, as the pass needs); returns the next origin index to
+    walk, `first` when the model cannot forecast in one pass (the caller loops instead)."""
+    done, size = first, FIRST_PASS
+    while done <= last:
+        end = min(last, first + size - 1)
+        made = manyorigin.walked(
+            model,
+            Series(series.start, series.step, series.values[: end + 1]),
+            first=first,
+            steps=steps,
+            quantile=quantile,
+        )
+        if made is None:
+            return done
+        for k in range(done - first, end - first + 1):
+            yield Origin(index=first + k, forecast=made[k].forecast, model=model, band=made[k].band)
+        done, size = end + 1, size * 2
+    return done
 
 
 def _fit(

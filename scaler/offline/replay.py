@@ -302,7 +302,11 @@ def simulate(
                 tracker.record(origin.forecast)
             if origin.forecast is not None and origin.model is not None:
                 known = Series(coarse.start, coarse.step, coarse.values[: i + 1])
-                band = origin.model.calibration_for(known, points)
+                band = (
+                    origin.band
+                    if origin.band is not None
+                    else origin.model.calibration_for(known, points)
+                )
                 if config.drift:  # the null of each new model, measured once
                     tracker.adopt(origin.model, known)
         fell_back[t] = config.drift and tracker.monitor.in_fallback
