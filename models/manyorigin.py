@@ -110,7 +110,8 @@ def _made(
     tables = _tables(model, history, ends=ends, steps=steps, keep=keep)
     widen = np.zeros(ends.size)
     if model.aci:
-        widen = _widen(model, history, ends=ends, p50=p50, tables=tables, context=context)
+        graded = _tracker_p50(model, history, ends=ends, p50=p50, context=context)
+        widen = _widen(model, history, ends=ends, p50=graded, tables=tables, context=context)
     measured = np.empty_like(p50)
     upper = np.empty_like(p50)
     for table, rows in _by_table(tables):
@@ -133,6 +134,20 @@ def _made(
         band = replace(tables[k], widen=float(widen[k])) if model.aci else tables[k]
         out.append(Made(forecast, band))
     return out
+
+
+def _tracker_p50(
+    model: CalibratedModel, history: Series, *, ends: IntArray, p50: FloatArray, context: int
+) -> FloatArray:
+    """The point forecasts the adaptive tracker grades: made from the history since `context`
+    (CONTEXT before the fit, CalibratedModel.calibration_for), which are `p50` (made from the
+    whole prefix) unless the model reads further back than CONTEXT (its `reach`, seconds;
+    the seasonal-naive reference's four seasons)."""
+    if context <= 0 or float(getattr(model.model, "reach", 0.0)) <= CONTEXT:
+        return p50
+    step = history.step
+    view = Series(history.start + context * step, step, history.values[context:])
+    return origins.predict_at(model.model, view, ends - context, p50.shape[1])
 
 
 def _tables(

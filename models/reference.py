@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from models.base import (
     HOUR,
@@ -28,6 +29,8 @@ from models.base import (
     prepared,
     season_for,
 )
+
+IntArray = npt.NDArray[np.int64]
 
 LEVEL_WINDOW = HOUR
 LEVEL_CLIP = (0.25, 4.0)
@@ -49,6 +52,14 @@ class SeasonalNaive:
         self.step = 0.0
         self.offset = 1.0
         self.sigma = 0.0
+
+    @property
+    def reach(self) -> float:
+        """Seconds of history before an origin that `predict` may read (a value missing one
+        season back is taken from up to LOOKBACK_CYCLES seasons back): more than the adaptive
+        tracker's CONTEXT once the season is a week, so models.manyorigin grades the tracker's
+        forecasts on the history it sees, not the whole prefix."""
+        return LOOKBACK_CYCLES * self.period
 
     def fit(self, history: Series) -> None:
         history = prepared(history)
@@ -73,6 +84,50 @@ class SeasonalNaive:
         for h in range(1, steps + 1):
             out[h - 1] = self._past(v, len(v) - 1 + h, n, fallback)
         return np.maximum(out * self.level(recent, n), 0.0)
+
+    def predict_at(self, history: Series, ends: IntArray, steps: int) -> FloatArray:
+        """`predict` from every origin `history.values[: i + 1]`, i in `ends`, in one numpy
+        pass: row k equals `predict(history.until(origin k), steps)` bit for bit
+        (models.origins; the backtest grades this reference at every origin). An origin whose
+        level window has a gap takes `level` on its prefix."""
+        ends = np.asarray(ends, dtype=np.int64)
+        n = round(self.period / self.step)
+        v = history.values
+        known = ~np.isnan(v)
+        # the newest observed value up to each origin: what `predict` falls back on
+        newest = np.maximum.accumulate(np.where(known, np.arange(v.size), -1))[ends]
+        out = np.where(newest >= 0, v[np.maximum(newest, 0)], 0.0)[:, None].repeat(steps, axis=1)
+        target = ends[:, None] + np.arange(1, steps + 1)[None, :]
+        found = np.zeros(target.shape, dtype=bool)
+        for cycle in range(1, LOOKBACK_CYCLES + 1):  # as _past, one season back at a time
+            j = target - cycle * n
+            seen = (j >= 0) & (j <= ends[:, None])
+            index = np.clip(j, 0, v.size - 1)
+            take = ~found & seen & known[index]
+            out[take] = v[index[take]]
+            found |= take
+        return np.maximum(out * self._levels(history, ends, n)[:, None], 0.0)
+
+    def _levels(self, history: Series, ends: IntArray, n: int) -> FloatArray:
+        """`level` on each origin's prefix: the whole windows as row sums (the same sums
+        `level` takes), a window with a gap by `level` itself."""
+        w = max(1, round(LEVEL_WINDOW / self.step))
+        v = history.values
+        out = np.ones(ends.size)
+        rows = np.flatnonzero(ends + 1 >= n + w)
+        if rows.size == 0:
+            return out
+        span = ends[rows, None] + 1 - w + np.arange(w)[None, :]
+        now, then = v[span], v[span - n]
+        whole = ~(np.isnan(now) | np.isnan(then)).any(axis=1)
+        full = rows[whole]
+        floor = self.offset * w
+        ratio = (now[whole].sum(axis=1) + floor) / (then[whole].sum(axis=1) + floor)
+        out[full] = np.clip(ratio, *LEVEL_CLIP)
+        for k in rows[~whole].tolist():
+            prefix = Series(history.start, history.step, v[: ends[k] + 1])
+            out[k] = self.level(prefix, n)
+        return out
 
     def _past(self, v: FloatArray, i: int, n: int, fallback: float) -> float:
         for cycle in range(1, LOOKBACK_CYCLES + 1):

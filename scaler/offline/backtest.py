@@ -108,7 +108,10 @@ def forecast_frame(series: Series, config: BacktestConfig, name: str) -> pd.Data
 
     Columns: timestamp (epoch seconds), actual, forecast_p50, forecast_p95, raw_p95 (the
     model's own interval), model (the kind in use: what "auto" chose), and fit_seconds (time of
-    the refit made at that origin, else 0) and predict_seconds, for the timing figures.
+    the refit made at that origin, else 0) and predict_seconds, for the timing figures. The
+    walk makes the origins between two refits in batches (models.walkforward), so an origin's
+    predict_seconds is 0 or a batch's time: only their mean, the walk's cost per origin, means
+    something; one live forecast's time is `python -m models.bench`'s.
     """
     k = yardstick.cold_start_steps(config.lead_time, series.step)
     points = max(policy.forecast_points(config.lead_time, config.horizon, series.step), k + 1)
@@ -179,7 +182,7 @@ def grade(frame: pd.DataFrame, *, quantile: float, mase_scale: float) -> dict[st
         "mase": float(np.abs(a - p50).mean() / mase_scale) if n and mase_scale > 0 else nan,
         "refits": len(fits),
         "fit_seconds_mean": float(fits.mean()) if len(fits) else nan,
-        "predict_ms_median": float(frame["predict_seconds"].median() * 1e3),
+        "predict_ms_mean": float(frame["predict_seconds"].mean() * 1e3),
         "models_used": {str(k): int(v) for k, v in frame["model"][ok].value_counts().items()},
     }
 

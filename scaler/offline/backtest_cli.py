@@ -472,7 +472,7 @@ def table(summary: dict[str, Any]) -> str:
             f"{name:10} {m['coverage'] * 100:8.1f}% {m['raw_coverage'] * 100:7.1f}% "
             f"{m['pinball']:10.4g} {m['pinball_vs_reference'] * 100:6.1f}% "
             f"{m['wape'] * 100:5.1f}% {m['mase']:6.3f} {m['fit_seconds_mean']:6.2f} "
-            f"{m['predict_ms_median']:7.2f}"
+            f"{m['predict_ms_mean']:7.2f}"
         )
     return "\n".join(lines)
 

@@ -1,6 +1,7 @@
-"""ETS and Prophet forecast from many origins in one pass (`predict_at`, models/origins.py) with
-the very numbers `predict` gives at each origin, bit for bit, gaps included: the rolling
-backtests of calibration and selection, and a replica's drift-state replay, take that pass."""
+"""ETS, Prophet and the seasonal-naive reference forecast from many origins in one pass
+(`predict_at`, models/origins.py) with the very numbers `predict` gives at each origin, bit for
+bit, gaps included: the rolling backtests of calibration and selection, a replica's drift-state
+replay and the backtest's walk forward (models/walkforward.py) take that pass."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 import pytest
 
 from models import catalog, origins
-from models.base import DAY, Series
+from models.base import DAY, Forecaster, Series
+from models.reference import SeasonalNaive
 from tests.contract import synthetic
 
 
@@ -21,10 +23,10 @@ def gappy_load(days: float, *, seed: int) -> Series:
     return Series(base.start, base.step, values)
 
 
-@pytest.mark.parametrize("kind", ["ets", "prophet"])
+@pytest.mark.parametrize("kind", ["ets", "prophet", "naive"])
 def test_the_forecast_from_every_origin_at_once_is_predict_at_each_origin(kind: str) -> None:
     data = gappy_load(16, seed=7)
-    model = catalog.adapter(kind)()
+    model: Forecaster = SeasonalNaive() if kind == "naive" else catalog.adapter(kind)()
     model.fit(data.until(data.start + 14 * DAY))
     assert isinstance(model, origins.ManyOrigins)
     ends = np.arange(0, len(data) - 1)  # from the very first point, the outage included

@@ -29,7 +29,9 @@ def load(days: float, *, seed: int) -> Series:
     return Series(base.start, base.step, values)
 
 
-def walk(series: Series, *, kind: str, start: int, batched: bool) -> Iterator[Origin]:
+def walk(
+    series: Series, *, kind: str, start: int, batched: bool, window: float = WEEK
+) -> Iterator[Origin]:
     origins = walkforward.walk_forward(
         kind,
         series,
@@ -37,7 +39,7 @@ def walk(series: Series, *, kind: str, start: int, batched: bool) -> Iterator[Or
         steps=STEPS,
         quantile=0.95,
         refit_every=3 * DAY,
-        window=WEEK,
+        window=window,
     )
     if batched:
         return origins
@@ -78,6 +80,23 @@ def test_batches_make_what_one_origin_at_a_time_makes(kind: str) -> None:
     assert {o.model.kind for o in batched if o.model} == {kind}
     refits = len({id(o.model) for o in batched})
     assert refits >= 3  # the widening and the daily tables are crossed from fit to fit
+    for a, b in zip(batched, single, strict=True):
+        same(a, b, series)
+
+
+def test_the_reference_that_reads_four_weeks_back_is_graded_on_what_the_tracker_sees() -> None:
+    """The seasonal-naive reference takes a value missing a week back from up to four weeks
+    back: more than the adaptive tracker's CONTEXT, which forecasts from a week and a day
+    before the fit only. A six-hour outage a week before the walk makes the two differ."""
+    series = load(24.0, seed=2)
+    values = series.values.copy()
+    outage = round(10 * DAY / series.step)
+    values[outage : outage + 72] = np.nan
+    series = Series(series.start, series.step, values)
+    start = round(15 * DAY / series.step)  # a week's season: 15 days of history
+    batched = list(walk(series, kind="naive", start=start, batched=True, window=15 * DAY))
+    single = list(walk(series, kind="naive", start=start, batched=False, window=15 * DAY))
+    assert batched[0].model is not None and batched[0].model.model.reach > 4 * WEEK - 1
     for a, b in zip(batched, single, strict=True):
         same(a, b, series)
 
