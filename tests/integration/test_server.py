@@ -212,7 +212,9 @@ def test_a_new_auto_target_forecasts_from_the_baseline_while_auto_selects(
     deadline = time.monotonic() + 30
     while not (state.model is not None and state.fitted_at > 0):  # until the selection stuck
         assert time.monotonic() < deadline, state.model_note
+        # `or`: auto's pick is on the state a moment before its fitted_at is (fitting._fit), so
+        # a poll in between sees the selected kind (pooled, ensemble) with the quick fit's -inf
         if state.model is not None and state.fitted_at == -math.inf:
-            seen_quick = state.model.kind == "seasonal"
+            seen_quick = seen_quick or state.model.kind == "seasonal"
         time.sleep(0.01)
     assert seen_quick, "no baseline model while auto was selecting"
