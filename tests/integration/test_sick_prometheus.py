@@ -138,23 +138,32 @@ def first_answer_seconds(stub: pb_grpc.ExternalScalerStub, ref: pb.ScaledObjectR
     return time.monotonic() - began
 
 
+@pytest.fixture(scope="module")
+def silent() -> Iterator[list[sick_endpoints.SickEndpoint]]:
+    """SILENT endpoints that accept and never answer, open as long as the module's scaler: the
+    targets registered against them stay in it and keep asking, so a port closed at the end of
+    their test could be handed to a later test's endpoint, whose log count then mixed in theirs
+    (seen once in CI: gpu/silent-28 asking the wrong-shaped JSON endpoint)."""
+    with ExitStack() as stack:
+        yield [stack.enter_context(sick_endpoints.silent()) for _ in range(SILENT)]
+
+
 def test_forty_silent_endpoints_never_cost_a_healthy_target_an_answer_nor_delay_a_new_one(
     scaler: RunningScaler,
     stub: pb_grpc.ExternalScalerStub,
     healthy: list[pb.ScaledObjectRef],
     prometheus_server: PrometheusServer,
+    silent: list[sick_endpoints.SickEndpoint],
 ) -> None:
     nasa = prometheus_server.traces["nasa_http_5min"]
-    with ExitStack() as stack:
-        silent = [stack.enter_context(sick_endpoints.silent()) for _ in range(SILENT)]
-        sick = [target(f"silent-{i}", "sum(up)", serverAddress=e.url) for i, e in enumerate(silent)]
-        with Watcher(scaler.address, healthy) as watcher:
-            register(stub, sick)
-            time.sleep(0.5)  # their first requests are now in flight, each for TIMEOUT
-            newcomer = target("newcomer", f"sum({nasa.selector})", threshold="10")
-            took = first_answer_seconds(stub, newcomer)
-            err = refused(lambda: stub.GetMetrics(request(sick[0])), says=silent[0].url)
-            time.sleep(STALENESS * 1.5)  # longer than any answer may go stale
+    sick = [target(f"silent-{i}", "sum(up)", serverAddress=e.url) for i, e in enumerate(silent)]
+    with Watcher(scaler.address, healthy) as watcher:
+        register(stub, sick)
+        time.sleep(0.5)  # their first requests are now in flight, each for TIMEOUT
+        newcomer = target("newcomer", f"sum({nasa.selector})", threshold="10")
+        took = first_answer_seconds(stub, newcomer)
+        err = refused(lambda: stub.GetMetrics(request(sick[0])), says=silent[0].url)
+        time.sleep(STALENESS * 1.5)  # longer than any answer may go stale
         assert err.code() == grpc.StatusCode.UNAVAILABLE
         assert watcher.answers > 0
         assert watcher.refusals == []
