@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any, ClassVar, Self
 
 import numpy as np
-import numpy.typing as npt
 
 from models.base import (
     HOUR,
@@ -29,8 +28,7 @@ from models.base import (
     prepared,
     season_for,
 )
-
-IntArray = npt.NDArray[np.int64]
+from models.origins import IntArray
 
 LEVEL_WINDOW = HOUR
 LEVEL_CLIP = (0.25, 4.0)
