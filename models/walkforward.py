@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from models import manyorigin, select
 from models.base import WEEK, Forecast, Forecaster, ModelError, Series
@@ -58,12 +59,13 @@ def walk_forward(
     keep = max(1, round(window / series.step))
     model: CalibratedModel | None = None
     last_fit = -refit_points
+    failed = _Failures()
     i = start
     while i < len(series):
         known = Series(series.start, series.step, series.values[: i + 1])
         if i - last_fit >= refit_points or (model is None and (i - last_fit) * series.step >= 3600):
             history = known.since(known.end - (keep - 1) * series.step)
-            fitted = _fit(make, history, steps=steps, quantile=quantile)
+            fitted = _fit(make, history, steps=steps, quantile=quantile, failed=failed)
             model = fitted or model
             last_fit = i
             if fitted is not None:
@@ -101,13 +103,53 @@ def _batches(
     return done
 
 
+class _Failures:
+    """The walk's failed fits since its last model: the first is logged with its reason, the
+    rest (a retry every hour while history is too short: 23 more on a fresh series) are counted
+    and summed up in one line when a fit succeeds, so a backtest's log stays readable."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.since = 0.0
+
+    def failed(self, at: float, exc: ModelError) -> None:
+        if self.count == 0:
+            self.since = at
+            logger.info("no model at %s: %s (retried every hour)", _when(at), exc)
+        else:
+            logger.debug("no model at %s: %s", _when(at), exc)
+        self.count += 1
+
+    def fitted(self, at: float) -> None:
+        if self.count > 1:
+            logger.info(
+                "first model at %s, after %d fits that failed from %s",
+                _when(at),
+                self.count,
+                _when(self.since),
+            )
+        self.count = 0
+
+
+def _when(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _fit(
-    make: Callable[[], Forecaster] | str, history: Series, *, steps: int, quantile: float
+    make: Callable[[], Forecaster] | str,
+    history: Series,
+    *,
+    steps: int,
+    quantile: float,
+    failed: _Failures,
 ) -> CalibratedModel | None:
     try:
         if isinstance(make, str):
-            return select.fit_kind(make, history, steps=steps, quantile=quantile)
-        return fit_calibrated(make, history, steps=steps, quantile=quantile)
+            fitted = select.fit_kind(make, history, steps=steps, quantile=quantile)
+        else:
+            fitted = fit_calibrated(make, history, steps=steps, quantile=quantile)
     except ModelError as exc:
-        logger.info("no model at %s: %s", history.end, exc)
+        failed.failed(history.end, exc)
         return None
+    failed.fitted(history.end)
+    return fitted
