@@ -12,9 +12,11 @@ What is read (each is what a real export looks like; scaler/offline/trace_times.
   series. A saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
   (scaler/offline/trace_json.py).
 - values: plain numbers; empty, `NaN`, `null` and `None` are missing data. A comma is read as a
-  thousands separator only in 3-digit groups (`1,721,992.5`); any other comma (`1,5`) is refused,
-  since a decimal comma cannot be told from grouping. A decimal-comma file whose every value has
-  exactly three decimals would be misread: export with decimal points.
+  thousands separator only in 3-digit groups (`1,721,992.5`). A file with no `.` in any value
+  and a comma that is not such a group (`809,76`: a spreadsheet in a German or French locale) is
+  read with every comma as the decimal point, and one warning says so. Any other comma is
+  refused. A decimal-comma file whose every value has exactly three decimals cannot be told
+  from grouping and would be misread: export with decimal points.
 - step: the most common spacing, at the trace's own resolution (never resampled here: a finer
   trace is scored at its own step, a coarser one is used as is); rows missing from that grid
   (gaps, a daylight-saving gap) and missing values become NaN.
@@ -28,6 +30,7 @@ rows off the grid, and a grid of more than MAX_POINTS steps. Never guesses beyon
 from __future__ import annotations
 
 import csv
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +57,8 @@ VALUE_NAMES = frozenset({"value", "values", "y", "load", "_value"})
 SERIES_NAMES = frozenset({"series", "metric", "name", "table", "_field", "_measurement"})
 """Columns that name the series a row belongs to (Grafana's Series, InfluxDB's table/_field)."""
 _GROUPED = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?$")
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+$")
+logger = logging.getLogger(__name__)
 _FORMAT_HELP = "expected two columns, time and value, e.g. `2024-03-01T10:00:00Z,12.5`"
 
 
@@ -214,6 +219,7 @@ def _check_one_series(
 
 def parse_values(path: Path, table: Table) -> FloatArray:
     """Values as floats (NaN = missing); TraceError naming the first cell that is not a load."""
+    table = _decimal_commas(path, table)
     values = pd.to_numeric(table.values, errors="coerce").to_numpy(np.float64)
     unread = np.flatnonzero(np.isnan(values))  # missing, grouped or garbage: usually few
     if unread.size:
@@ -225,6 +231,31 @@ def parse_values(path: Path, table: Table) -> FloatArray:
         "is not a load (must be finite and >= 0); leave it empty where there is no data",
     )
     return values
+
+
+def _decimal_commas(path: Path, table: Table) -> Table:
+    """`table` with every comma in its values read as the decimal point, when no value has a
+    point and one has a comma that is not a thousands group (a decimal-comma spreadsheet
+    export); otherwise `table` as it is."""
+    text = table.values.astype(str)
+    if not text.str.contains(",", regex=False).any() or text.str.contains(".", regex=False).any():
+        return table
+    decimal = text.str.match(_DECIMAL_COMMA) & ~text.str.match(_GROUPED)
+    if not decimal.any():
+        return table
+    row = int(np.flatnonzero(decimal.to_numpy())[0])
+    logger.warning(
+        "%s: read ',' as the decimal point: no value has a '.', and %r on line %d is not a "
+        "thousands group",
+        path,
+        text.iloc[row],
+        int(table.lines[row]),
+    )
+    return Table(
+        lines=table.lines,
+        times=table.times,
+        values=table.values.str.replace(",", ".", regex=False),
+    )
 
 
 def _unusual(path: Path, table: Table, rows: npt.NDArray[np.intp]) -> FloatArray:

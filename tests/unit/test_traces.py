@@ -63,6 +63,12 @@ def grafana_formatted_excel(load: pd.Series) -> str:
     return 'sep=;\r\n"Time";"A-series"\r\n' + body.replace("\n", "\r\n")
 
 
+def decimal_comma_excel(load: pd.Series) -> str:
+    """A spreadsheet saved as CSV in a German or French locale: `;` and decimal commas."""
+    body = rows(load, lambda t: t.strftime("%Y-%m-%d %H:%M:%S"), ";").replace(".", ",")
+    return "Zeit;Last\n" + body
+
+
 def grafana_legacy(load: pd.Series) -> str:
     """Grafana 4-6's Series as rows: offsets, quoted cells, thousands separators."""
     tz = "Australia/Sydney"
@@ -143,6 +149,7 @@ EXPORTS = [
     plain,
     grafana_raw,
     grafana_formatted_excel,
+    decimal_comma_excel,
     grafana_legacy,
     prometheus_jq,
     prometheus_answer,
@@ -170,6 +177,20 @@ def test_every_export_reads_into_the_same_series(
     path = tmp_path / "trace.csv"
     path.write_text(export(load), encoding="utf-8")
     same(read_trace(path), as_series(load))
+
+
+def test_decimal_commas_are_read_once_the_file_shows_they_are_not_thousands_groups(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text("time;value\n2024-01-01 10:00:00;1,721\n2024-01-01 10:05:00;12,5\n")
+    with caplog.at_level(logging.WARNING):
+        series = read_trace(path)
+    np.testing.assert_array_equal(series.values, [1.721, 12.5])
+    [warning] = caplog.records
+    assert "'12,5' on line 3" in warning.getMessage()
+    path.write_text('time,value\n2024-01-01 10:00:00,"1,721"\n2024-01-01 10:05:00,12\n')
+    np.testing.assert_array_equal(read_trace(path).values, [1721.0, 12.0])
 
 
 def test_an_excel_unicode_text_export_reads_as_utf16(tmp_path: Path) -> None:
@@ -271,7 +292,12 @@ GARBAGE = [
     ("a ragged row", HEADER + grid([0, 5], ["1", "2"]) + f"{DAY0}10:00,3,4\n", 4, "3 columns"),
     ("text value", HEADER + grid([0, 5], ["1", "abc"]), 3, "not a number"),
     ("value with a unit", HEADER + grid([0, 5], ["1", "12.5 req/s"]), 3, "Formatted data"),
-    ("decimal comma", "timestamp;value\n2024-01-01 10:00:00;1,5\n", 2, "decimal"),
+    (
+        "a decimal comma beside decimal points",
+        "timestamp;value\n2024-01-01 10:00:00;1.5\n2024-01-01 10:05:00;1,5\n",
+        3,
+        "decimal",
+    ),
     ("negative value", HEADER + grid([0, 5], ["1", "-4"]), 3, ">= 0"),
     ("infinite value", HEADER + grid([0, 5], ["1", "inf"]), 3, "finite"),
     ("not a date", HEADER + f"{DAY0}00:00,1\nyesterday,2\n", 3, "not a date-time"),
