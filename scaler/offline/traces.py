@@ -1,9 +1,9 @@
 """Reading the load traces people export (Grafana, Prometheus, spreadsheets) into a regular Series.
 
 What is read (each is what a real export looks like; scaler/offline/trace_times.py has the times):
-- text: UTF-8 (a BOM is skipped) or UTF-16 with a BOM; separator `,`, `;` or tab, taken from an
-  Excel `sep=` first line or else the one that splits every line alike; quotes as in RFC 4180;
-  blank lines and lines starting with `#` are skipped.
+- text: UTF-8 (a BOM is skipped) or UTF-16 with a BOM, gzipped or not; separator `,`, `;` or
+  tab, taken from an Excel `sep=` first line or else the one that splits every line alike;
+  quotes as in RFC 4180; blank lines and lines starting with `#` are skipped.
 - columns: a time column and a value column, with any header or none: `timestamp,value`,
   Grafana's `"Time","<series name>"`, a header-less `jq @csv` of a Prometheus query_range. A
   header naming `time`/`timestamp`/`date`/`_time` and `value`/`_value` picks those two out of
@@ -30,6 +30,8 @@ rows off the grid, and a grid of more than MAX_POINTS steps. Never guesses beyon
 from __future__ import annotations
 
 import csv
+import gzip
+import io
 import logging
 import re
 from dataclasses import dataclass
@@ -110,6 +112,8 @@ def _text(path: Path) -> str:
                 "export a coarser step or a shorter range"
             )
         raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":  # gzip: `curl ... | gzip`, a rotated export
+            raw = _gunzip(path, raw)
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file; pass a CSV of time,value rows") from None
     except OSError as exc:
@@ -125,6 +129,21 @@ def _text(path: Path) -> str:
             f"{path}:{line}: byte {raw[exc.start]:#04x} is not {encoding[:5].upper()} text; "
             "save the file as UTF-8 CSV"
         ) from exc
+
+
+def _gunzip(path: Path, raw: bytes) -> bytes:
+    """The content of a gzip file, refused past MAX_BYTES or when it is not whole."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+            content = stream.read(MAX_BYTES + 1)
+    except (OSError, EOFError) as exc:
+        raise TraceError(f"{path}: is a damaged gzip file ({exc}); compress it again") from exc
+    if len(content) > MAX_BYTES:
+        raise TraceError(
+            f"{path}: holds more than {MAX_BYTES >> 20} MiB uncompressed; "
+            "export a coarser step or a shorter range"
+        )
+    return content
 
 
 def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:

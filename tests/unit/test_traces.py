@@ -3,6 +3,7 @@ garbage is refused with the file, the line and the fix."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import zoneinfo
@@ -193,6 +194,13 @@ def test_decimal_commas_are_read_once_the_file_shows_they_are_not_thousands_grou
     np.testing.assert_array_equal(read_trace(path).values, [1721.0, 12.0])
 
 
+def test_a_gzipped_export_reads_as_the_plain_one(tmp_path: Path) -> None:
+    load = canonical()
+    path = tmp_path / "trace.csv.gz"
+    path.write_bytes(gzip.compress(grafana_raw(load).encode()))
+    same(read_trace(path), as_series(load))
+
+
 def test_an_excel_unicode_text_export_reads_as_utf16(tmp_path: Path) -> None:
     load = canonical()
     path = tmp_path / "trace.txt"
@@ -379,8 +387,9 @@ def test_a_prometheus_answer_names_the_line_of_a_bad_sample_and_refuses_other_sh
         (b"", "empty"),
         (b"timestamp,value\n", "no rows"),
         (b"timestamp,value\n2024-01-01 10:00:00,1\n\xff\xfe\xfa,2\n", "UTF-8"),
+        (gzip.compress(b"timestamp,value\n2024-01-01 10:00:00,1\n" * 50)[:40], "damaged gzip"),
     ],
-    ids=["binary", "empty", "header only", "not utf-8"],
+    ids=["binary", "empty", "header only", "not utf-8", "truncated gzip"],
 )
 def test_a_file_that_is_not_a_csv_is_refused_by_name(
     tmp_path: Path, content: bytes, why: str
