@@ -58,8 +58,9 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         nargs="?",
         metavar="TRACE.csv",
         help="time,value CSV: timestamp,value, a Grafana or Prometheus export, epoch s/ms or "
-        "ISO 8601 times (docs/traces.md); empty values are missing data; more than a day of "
-        "load (a model needs a day before its first forecast), two weeks for a weekly cycle",
+        "ISO 8601 times, gzipped or not (docs/traces.md); empty values are missing data; more "
+        "than a day of load (a model needs a day before its first forecast), two weeks for a "
+        "weekly cycle",
     )
     p.add_argument(
         "--threshold",
