@@ -238,9 +238,12 @@ def _check_one_series(
 
 def parse_values(path: Path, table: Table) -> FloatArray:
     """Values as floats (NaN = missing); TraceError naming the first cell that is not a load."""
-    table = _decimal_commas(path, table)
     values = pd.to_numeric(table.values, errors="coerce").to_numpy(np.float64)
     unread = np.flatnonzero(np.isnan(values))  # missing, grouped or garbage: usually few
+    if unread.size and (decimal := _decimal_commas(path, table, unread)) is not table:
+        table = decimal
+        values = pd.to_numeric(table.values, errors="coerce").to_numpy(np.float64)
+        unread = np.flatnonzero(np.isnan(values))
     if unread.size:
         values[unread] = _unusual(path, table, unread)
     _refuse(
@@ -252,22 +255,20 @@ def parse_values(path: Path, table: Table) -> FloatArray:
     return values
 
 
-def _decimal_commas(path: Path, table: Table) -> Table:
-    """`table` with every comma in its values read as the decimal point, when no value has a
-    point and one has a comma that is not a thousands group (a decimal-comma spreadsheet
-    export); otherwise `table` as it is."""
-    text = table.values.astype(str)
-    if not text.str.contains(",", regex=False).any() or text.str.contains(".", regex=False).any():
+def _decimal_commas(path: Path, table: Table, unread: npt.NDArray[np.intp]) -> Table:
+    """`table` with every comma in its values read as the decimal point, when one of the cells
+    that did not read as a number (`unread`) has a comma that is not a thousands group and no
+    value in the file has a point (a decimal-comma spreadsheet export); otherwise `table`."""
+    text = table.values.iloc[unread].astype(str)
+    decimal = (text.str.match(_DECIMAL_COMMA) & ~text.str.match(_GROUPED)).to_numpy()
+    if not decimal.any() or table.values.astype(str).str.contains(".", regex=False).any():
         return table
-    decimal = text.str.match(_DECIMAL_COMMA) & ~text.str.match(_GROUPED)
-    if not decimal.any():
-        return table
-    row = int(np.flatnonzero(decimal.to_numpy())[0])
+    row = int(unread[np.flatnonzero(decimal)[0]])
     logger.warning(
         "%s: read ',' as the decimal point: no value has a '.', and %r on line %d is not a "
         "thousands group",
         path,
-        text.iloc[row],
+        table.values.iloc[row],
         int(table.lines[row]),
     )
     return Table(
