@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
-from scaler import helptext
+from scaler import helptext, threads
 from scaler.clock import Clock, WallClock
 from scaler.decision.spec import TargetSpec, duration_arg
 from scaler.errors import ConfigError, ScalerError
@@ -302,7 +302,8 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         type=count_within(*FIT_WORKERS_RANGE),
         default=env("FIT_WORKERS", "1"),
         help="processes fitting models off the serving process, 0-64; 0 = a thread (env "
-        "SCALER_FIT_WORKERS; default 1)",
+        "SCALER_FIT_WORKERS; default 1). Each runs BLAS on one thread unless "
+        "OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set",
     )
     e.add_argument(
         "--warm-nice",
@@ -774,6 +775,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(serve_only=given[:1] == ["serve"])
     args = parser.parse_args(given)
     setup_logging(args.log_level, args.log_format)
+    logger.debug(threads.limit(os.environ))
     try:
         code: int = args.func(args)
         return code

@@ -139,7 +139,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=int,
         metavar="N",
         default=int(env("WORKERS", str(defaults.workers)) or defaults.workers),
-        help="fit processes side by side (2); 0 fits in this process",
+        help="fit processes side by side (2); 0 fits in this process. Each runs BLAS on one "
+        "thread unless OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set, so N = the cores",
     )
     g.add_argument(
         "--fit-timeout",

@@ -15,6 +15,7 @@ CONFINED = {
     "prometheus_api_client": {"scaler/sources/prometheus.py"},
     "prophet": {"models/prophet.py"},
     "orjson": {"models/stan_inputs.py"},
+    "threadpoolctl": {"scaler/threads.py"},
     "statsmodels": {"models/ets.py", "models/deviation.py"},  # STL+ETS; QuantReg
     "kubernetes": {
         "scaler/kube/api.py",
