@@ -66,8 +66,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# One BLAS thread per test worker, as every scaler command runs (scaler/threads.py): 3 workers
+# with a spinning BLAS thread each would be 6 on 2 cores.
 pytest: $(STAMP) prometheus kubectl image-tools
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

@@ -50,6 +50,8 @@ def child_blas_threads(environ: dict[str, str]) -> list[int]:
 
 def test_caps_this_process_and_the_processes_it_starts(restored: None) -> None:
     np.linalg.pinv(np.eye(3))  # numpy's BLAS is loaded before the cap, as in the CLI
+    threadpool_limits(limits=2, user_api="blas")  # as on 2 cores, whatever this machine has
+    assert set(blas_threads()) == {2}
     environ = unset()
     assert "capped at 1" in threads.limit(environ)
     assert {environ[name] for name in threads.VARIABLES} == {"1"}
