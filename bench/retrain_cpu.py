@@ -4,8 +4,11 @@ synthetic load, with no Prometheus, pool or store around it: the job's per-targe
 A/B against another checkout of the repository at the same machine load.
 
 CPU is this process's and its children's (Prophet's CmdStan) rusage, after one warm-up target
-(imports). Prints one JSON line: per seed the first-run and weekly CPU seconds, the kind chosen
-and the losses (equal across checkouts when a change only makes the same numbers faster).
+(imports). BLAS runs on one thread, as in a `scaler retrain` fit worker (scaler/threads.py), for
+either tree, unless OPENBLAS_NUM_THREADS, OMP_NUM_THREADS or MKL_NUM_THREADS is set (a
+session-24 A/B: 2.2-2.3 CPU s per target with 1, 3.8-3.9 with 2, on the 2-core machine).
+Prints one JSON line: per seed the first-run and weekly CPU seconds, the kind chosen and the
+losses (equal across checkouts when a change only makes the same numbers faster).
 
     .venv/bin/python bench/retrain_cpu.py                     # this checkout
     git archive OLD | tar -x -C /tmp/old && .venv/bin/python bench/retrain_cpu.py --tree /tmp/old
@@ -15,13 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 REPO = Path(__file__).resolve().parents[1]
+BLAS_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""scaler.threads.VARIABLES, spelled out: the --tree checkout may predate that module."""
 
 
 def cpu() -> float:
@@ -40,6 +47,8 @@ def main() -> None:
         "--exact", action="store_true", help="Prophet fitted as before the quick fit (ablation)"
     )
     args = parser.parse_args()
+    if not any(os.environ.get(name, "").strip() for name in BLAS_VARIABLES):
+        threadpool_limits(limits=1, user_api="blas")
     sys.path.insert(0, str(args.tree.resolve()))
     if args.exact:
         from models import prophet
