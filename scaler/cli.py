@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -740,8 +740,25 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record is emitted, not when the handler was made
+    (as logging's own last-resort handler does): `main` run in a process that later swaps or
+    closes its stderr (a notebook, a test's capture) must not log into a closed stream."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass  # StreamHandler.__init__ and setStream assign it; the current stderr wins
+
+
 def setup_logging(level: str, fmt: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())
     else:

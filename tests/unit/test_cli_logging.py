@@ -1,0 +1,47 @@
+"""scaler.cli.setup_logging writes to the sys.stderr of each record, so `main` run in a process
+that later swaps or closes its stderr (a notebook, pytest's capsys) never logs into a closed
+stream: a later thread's record once printed "I/O operation on closed file" in `make test`."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from scaler import cli
+
+
+@pytest.fixture
+def root_restored() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_records_follow_the_current_stderr(
+    root_restored: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", first)
+    cli.setup_logging("info", "text")
+    logging.getLogger("scaler.test").info("to the first")
+    first.close()  # as capsys closes its stream when its test ends
+    monkeypatch.setattr("sys.stderr", second)
+    with monkeypatch.context() as m:
+        m.setattr(logging, "raiseExceptions", True)
+        logging.getLogger("scaler.test").warning("to the second")
+    assert "to the second" in second.getvalue()
+    assert "Logging error" not in second.getvalue() and "to the first" not in second.getvalue()
+
+
+def test_json_format_too(root_restored: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    cli.setup_logging("info", "json")
+    monkeypatch.setattr("sys.stderr", out)
+    logging.getLogger("scaler.test").info("hello")
+    assert '"msg": "hello"' in out.getvalue()
