@@ -176,8 +176,9 @@ def _fill(z: FloatArray, n: int) -> FloatArray:
 
 
 def _seasonal_profile(z: FloatArray, n: int) -> FloatArray:
-    """The last cycle of STL's seasonal component (one de-meaned cycle when fewer than two)."""
-    if z.size < 2 * n or np.ptp(z) < 1e-12:
+    """The last cycle of STL's seasonal component (one de-meaned cycle when fewer than two, or
+    when a cycle is a single point: a step as long as the season, which STL cannot split)."""
+    if n < 2 or z.size < 2 * n or np.ptp(z) < 1e-12:
         last = z[-n:]
         last = np.concatenate([np.full(n - last.size, last.mean()), last])
         flat: FloatArray = last - last.mean()

@@ -213,7 +213,10 @@ def run(series: Series, config: BacktestConfig, *, trace: str = "") -> Result:
         graded[name]["seconds"] = time.perf_counter() - tick
     reference = graded[REFERENCE]["pinball"]
     for figures in graded.values():
-        figures["pinball_vs_reference"] = 1 - figures["pinball"] / reference
+        # A load the reference forecasts exactly (constant, or one day repeated) has no ratio.
+        figures["pinball_vs_reference"] = (
+            1 - figures["pinball"] / reference if reference > 0 else math.nan
+        )
     main = frames[config.model]
     summary = {
         "trace": {

@@ -61,6 +61,17 @@ def test_writes_forecasts_csv_summary_json_and_a_png(tmp_path: Path) -> None:
     assert summary["decisions"]["policy"]["prewarm"]["max_window_share"] <= share + 1e-9
 
 
+def test_a_load_the_reference_forecasts_exactly_is_graded_with_no_ratio_to_it() -> None:
+    """One day repeated (or a constant): the seasonal-naive reference's pinball loss is 0, and
+    the ratio to it is NaN (null in summary.json), not a ZeroDivisionError."""
+    day = 100 + 50 * np.sin(2 * np.pi * np.arange(288) / 288)
+    result = backtest.run(Series(1_700_006_400.0, 300.0, np.tile(day, 4)), CONFIG)
+    reference = result.summary["models"]["naive"]
+    assert reference["pinball"] == 0
+    assert np.isnan(reference["pinball_vs_reference"])
+    assert np.isnan(result.summary["models"]["seasonal"]["pinball_vs_reference"])
+
+
 def test_the_forecast_for_a_step_uses_exactly_what_was_known_lead_time_earlier() -> None:
     series = load(4, seed=1)
     k = 2  # 10 minutes on a 5-minute step: decided at the start of step s - k

@@ -12,6 +12,7 @@ may reach the server or the backtest).
 | timestamps out of order        | SeriesError from resample, TraceError file:line from a CSV |
 | duplicated timestamps          | SeriesError from resample, TraceError file:line from a CSV |
 | inf                            | SeriesError (Series and resample refuse it)                |
+| a step as long as the season   | a model (ets: no seasonal profile, as for under two cycles)|
 """
 
 from __future__ import annotations
@@ -56,6 +57,22 @@ def test_negative_values_are_read_as_zero(kind: str) -> None:
     b = artefact.load(artefact.fit(kind, clipped, STEPS)).forecast(clipped, steps=4, quantile=0.95)
     np.testing.assert_allclose(a.p50, b.p50)
     assert (a.p50 >= 0).all()
+
+
+@pytest.mark.parametrize("kind", ["auto", *catalog.names()])
+def test_a_daily_step_history_fits_or_says_why(kind: str) -> None:
+    """A day per point over 10 days: the daily season is one point long, which STL cannot split
+    (ets raised statsmodels' ValueError, out of `scaler backtest` as a traceback)."""
+    days = np.arange(10.0)
+    series = Series(1_700_006_400.0, 86_400.0, 100 + 10 * (days % 7) + days)
+    try:
+        forecast = artefact.load(artefact.fit(kind, series, STEPS)).forecast(
+            series, steps=STEPS, quantile=0.95
+        )
+    except ModelError:
+        assert kind not in ("ets", "seasonal", "auto")  # these three must fit
+        return
+    assert np.isfinite(forecast.p50).all() and (forecast.upper >= forecast.p50).all()
 
 
 def test_inf_cannot_enter_a_series() -> None:
