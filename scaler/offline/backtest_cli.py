@@ -71,17 +71,19 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--lead-time",
-        type=duration_arg,
+        type=_as_key(_within(spec.LEAD_TIME), "leadTime"),
         default=600.0,
         metavar="DURATION",
-        help="replica cold start: forecasts are graded this long before the step (default 10m)",
+        help="replica cold start: forecasts are graded this long before the step, 1s-2h as "
+        "the trigger's leadTime (default 10m)",
     )
     p.add_argument(
         "--horizon",
-        type=duration_arg,
+        type=_as_key(_within(spec.HORIZON), "horizon"),
         default=900.0,
         metavar="DURATION",
-        help="look-ahead past the lead time each forecast covers (default 15m)",
+        help="look-ahead past the lead time each forecast covers, 0s-4h as the trigger's "
+        "horizon (default 15m)",
     )
     p.add_argument(
         "--quantile",
@@ -330,6 +332,7 @@ def _backtest(args: argparse.Namespace) -> int:
     trace, name = _history(args, config)  # decided and scored at its own step
     _refuse_unusable(trace, name)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
+    _refuse_nothing_scored(trace, series, name, config)
     threshold = replay.threshold_from(args.threshold, trace)
     result = run(series, config, trace=name)
     print(table(result.summary))
@@ -366,6 +369,33 @@ def _refuse_unusable(trace: Series, name: str) -> None:
             "history before its first forecast, so there is nothing to grade: export more "
             "than a day (two weeks or more to learn a weekly cycle)"
         )
+
+
+def _refuse_nothing_scored(
+    trace: Series, series: Series, name: str, config: BacktestConfig
+) -> None:
+    """A warm-up as long as the trace, or a --limit under one model step, leaves nothing to
+    grade: refused with the fix rather than a table of nan."""
+    if config.warmup is not None and replay.warmup_steps(trace, config.warmup) >= len(trace):
+        raise ConfigError(
+            f"--warmup {format_duration(config.warmup)}: {name} covers "
+            f"{format_duration(trace.span)}, so nothing is left to score; use a shorter warm-up "
+            "(the default is 14d, or half a shorter trace)"
+        )
+    if config.limit is not None and config.limit < series.step:
+        raise ConfigError(
+            f"--limit {format_duration(config.limit)}: shorter than one model step "
+            f"({format_duration(series.step)}), so nothing is scored; grade at least one step"
+        )
+
+
+def _within(bounds: spec.Range) -> Callable[[str], float]:
+    """A duration flag read as the trigger key of the same range reads it."""
+
+    def parse(text: str) -> float:
+        return bounds.check(duration_arg(text))
+
+    return parse
 
 
 def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, str]:

@@ -167,3 +167,40 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
     for flag in ("--threshold", "--lead-time", "--horizon", "--quantile", "--model", "--warmup",
                  "--out", "forecasts.csv", "summary.json"):  # fmt: skip
         assert flag in text
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--lead-time", "0s"), "'0s': must be from 1s to 2h, as the trigger's `leadTime`"),
+        (("--lead-time", "5h"), "'5h': must be from 1s to 2h, as the trigger's `leadTime`"),
+        (("--horizon", "30d"), "'30d': must be from 0s to 4h, as the trigger's `horizon`"),
+    ],
+)
+def test_lead_time_and_horizon_are_bounded_as_the_trigger_keys(
+    flags: tuple[str, ...], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["backtest", str(trace), *flags, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--warmup", "4d"), "--warmup 4d: {trace} covers 4d, so nothing is left to score"),
+        (("--warmup", "9d"), "--warmup 9d: {trace} covers 4d, so nothing is left to score"),
+        (("--limit", "1m"), "--limit 1m: shorter than one model step (5m), so nothing is scored"),
+    ],
+)
+def test_a_run_that_would_score_nothing_exits_2_with_the_fix(
+    flags: tuple[str, ...], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, these printed a table of nan and zeros and exited 0."""
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    code = cli.main(["backtest", str(trace), *flags, "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert message.format(trace=trace) in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
