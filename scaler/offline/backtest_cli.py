@@ -107,11 +107,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--step",
-        type=duration_arg,
+        type=_model_step,
         default=300.0,
         metavar="DURATION",
-        help="model step: forecasts are made at it, on the peak of each step of a finer trace; "
-        "decisions are made and scored at the trace's own step (default 5m)",
+        help="model step, 1m-1h: forecasts are made at it, on the peak of each step of a finer "
+        "trace; decisions are made and scored at the trace's own step (default 5m, the live "
+        "engine's)",
     )
     p.add_argument(
         "--warmup",
@@ -387,6 +388,18 @@ def _refuse_nothing_scored(
             f"--limit {format_duration(config.limit)}: shorter than one model step "
             f"({format_duration(series.step)}), so nothing is scored; grade at least one step"
         )
+
+
+MODEL_STEP = spec.Range(60, HOUR, duration=True)
+"""--step: finer than a minute, a walk over weeks fits millions of points; coarser than an hour,
+the daily cycle has under 24 points and the lead time falls inside one step."""
+
+
+def _model_step(text: str) -> float:
+    try:
+        return MODEL_STEP.check(duration_arg(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc} (the live engine's is 5m)") from None
 
 
 def _within(bounds: spec.Range) -> Callable[[str], float]:

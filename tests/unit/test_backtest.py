@@ -175,9 +175,11 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
         (("--lead-time", "0s"), "'0s': must be from 1s to 2h, as the trigger's `leadTime`"),
         (("--lead-time", "5h"), "'5h': must be from 1s to 2h, as the trigger's `leadTime`"),
         (("--horizon", "30d"), "'30d': must be from 0s to 4h, as the trigger's `horizon`"),
+        (("--step", "1s"), "'1s': must be from 1m to 1h (the live engine's is 5m)"),
+        (("--step", "1d"), "'1d': must be from 1m to 1h (the live engine's is 5m)"),
     ],
 )
-def test_lead_time_and_horizon_are_bounded_as_the_trigger_keys(
+def test_lead_time_horizon_and_model_step_are_bounded(
     flags: tuple[str, ...], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     trace = write_trace(tmp_path / "trace.csv", load(4))
