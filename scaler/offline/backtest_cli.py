@@ -397,7 +397,7 @@ the daily cycle has under 24 points and the lead time falls inside one step."""
 
 def _model_step(text: str) -> float:
     try:
-        return MODEL_STEP.check(duration_arg(text))
+        return _within(MODEL_STEP)(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc} (the live engine's is 5m)") from None
 
