@@ -1,7 +1,7 @@
 """Why each under-provisioned step of a replay was short, from what every decision read.
 
     .venv/bin/python bench/minute_misses.py TRACE.csv [--model auto] [--no-drift]
-        [--set keep_promises=1] [--out CSV]
+        [--set level_points=1] [--out CSV]
 
 Replays TRACE with `scaler backtest`'s defaults (threshold p99/20, lead 10m, horizon 15m, budget
 30 %, drift on) and records what `policy.decide` got at every step: the affordable quantile and
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("trace")
     p.add_argument("--model", default="auto")
     p.add_argument("--no-drift", action="store_true")
-    p.add_argument("--set", default="", help="ReplayConfig options, e.g. keep_promises=1")
+    p.add_argument("--set", default="", help="ReplayConfig options, e.g. level_points=1")
     p.add_argument("--out", default="", help="write every decision's inputs to this CSV")
     args = p.parse_args(argv)
     series = traces.read_trace(Path(args.trace))

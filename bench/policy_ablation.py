@@ -1,7 +1,7 @@
 """Policy mechanisms against their ablations, on synthetic load and on trace files.
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
-        [--variants quantile,marginal,insured] [--kinds noise,...] [--traces A.csv,B.csv]
+        [--variants quantile,level,free_hold] [--kinds noise,...] [--traces A.csv,B.csv]
         [--drift] [--limit 56d] [--no-pool-phases] [--regressed-candidate] [--level-window]
         [--no-level-regression] [--level-regression-alone]
 
@@ -19,19 +19,12 @@ forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no dr
   `level_points=1`, `scaler backtest --level`; off by default);
 - `lvl2`: the level insured at the widest band of the first two points instead of one;
 - `free_hold`: the same with the lead time's hold free (`charge_hold=False`, the old rule);
-- `insured`: the same, the P95 only over the lead time (`insure_lead_time_only`);
-- `insured_sliding`: the whole look-ahead at the P95 while the budget affords it, only the
-  lead time at the slid quantile once it slides, the median past it
-  (`insure_horizon_while_comfortable`, policy.insures_horizon);
-- `marginal`: decision.allocation (the replicas that cover the most steps per replica-hour);
-- `full`: the P95 whatever the budget left, the allowance alone stopping it (cost-ordered,
-  `insurance="full"`, `scaler backtest --insurance full`); `full_level`: with the level too;
-- `gated_level`: the level only while the median lags the load (decision.levelgate);
-- `linear`: the quantile sliding over the whole budget instead of its last half;
-- `rises`: insurance above the median only where the median needs a replica above the reactive
-  floor (`insure_rises_only`, policy.rise_quantile);
-- `promises`: every decision keeps what the decisions of the last cold start bought for the
-  steps still ahead of it (`keep_promises`, decision.promises).
+- `hit_level`, `hit_mean_level`: the level only while its replicas saved steps as often as the
+  forecast's highest prewarm replica, or its mean one, did (decision.levelhits).
+Other variants (insuring the lead time only, marginal allocation, cost-ordered and linear
+insurance, a median-lag gate for the level, insuring expected rises only, keeping what the last
+cold start bought) were measured and refuted; they were removed after c20d6b8, where
+`git checkout c20d6b8` reruns them (docs/policy.md keeps their figures).
 Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
 reactive / prewarm replica-hours / the costliest window's spend as a share of its reactive
 hours (the variant's own window) / the same over any rolling day, per variant. A benchmark, not
@@ -64,24 +57,12 @@ from scaler.decision.spec import duration_arg
 from scaler.offline import model_switches, replay, traces
 
 VARIANTS = {
-    "quantile": {"allocation": "quantile"},
+    "quantile": {},
     "level": {"level_points": 1},
-    "free_hold": {"allocation": "quantile", "charge_hold": False},
-    "insured": {"allocation": "quantile", "insure_lead_time_only": True},
-    "insured_sliding": {"insure_horizon_while_comfortable": True},
-    "marginal": {"allocation": "marginal"},
+    "free_hold": {"charge_hold": False},
     "lvl2": {"level_points": 2},
-    "marginal_lookahead": {"allocation": "marginal_lookahead"},
-    "marginal_every": {"allocation": "marginal_every"},
-    "full": {"insurance": "full"},
-    "full_level": {"insurance": "full", "level_points": 1},
-    "gated_level": {"level_points": 1, "level_gate": True},
-    "linear": {"insurance": "linear"},
-    "rises": {"insure_rises_only": True},
     "hit_level": {"level_points": 1, "level_hit_gate": "top"},
     "hit_mean_level": {"level_points": 1, "level_hit_gate": "mean"},
-    "hit_or_lag": {"level_points": 1, "level_hit_gate": "top", "level_gate": True},
-    "promises": {"keep_promises": True},
 }
 
 
@@ -181,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "spikes' times, the holidays' days and the noise; a row per seed, named kind#seed)",
     )
     p.add_argument("--traces", default="", help="comma-separated trace CSV files")
-    p.add_argument("--variants", default="quantile,marginal")
+    p.add_argument("--variants", default="quantile,level")
     p.add_argument("--drift", action="store_true", help="replay with drift detection on")
     p.add_argument(
         "--budget-window",

@@ -30,10 +30,9 @@ over-bought on mongodb_rps_1min. Off by default (EngineSettings.level_points, `s
 desired is never below reactive (unless maxReplicas says so): a forecast may add capacity early,
 never take away capacity that current load needs. The affordable quantile is the calibrated one
 (P95) while the budget is comfortable, sliding to the median as the window's budget runs out.
-`insured_peak` (insure only the lead time, the median past it) is an offline experiment
-(`scaler backtest --insure-lead-time-only`), not the default: docs/policy.md has the ablation;
-so is insuring the horizon only while the budget is comfortable (`insures_horizon`,
-`scaler backtest --insure-horizon-while-comfortable`).
+Other ways to spend the budget (insuring the lead time only, cost-ordered insurance, marginal
+allocation, insuring expected rises only, keeping what the last cold start bought) were measured
+against this rule and refuted; docs/policy.md keeps their figures and the commit to rerun them at.
 """
 
 from __future__ import annotations
@@ -138,74 +137,18 @@ def forecast_points(lead_time: float, horizon: float, step: float) -> int:
     return max(1, math.ceil((lead_time + horizon) / step - 1e-9)) + 1
 
 
-SLIDE = "slide"
-"""Insurance rule (affordable_quantile's `insurance`): the quantile slides to the median as the
-window's budget runs out (the default)."""
-FULL = "full"
-"""Insurance rule: the calibrated quantile whatever the budget left, so the replicas bought are
-the first ones above the reactive floor, at the full band, until the allowance stops them
-(cost-ordered); an experiment, docs/policy.md "Cost-ordered insurance"."""
-LINEAR = "linear"
-"""Insurance rule: the quantile slides to the median over the whole budget (at the share left),
-so more is kept back for later; the slide's ablation in the other direction from FULL."""
-INSURANCE = (SLIDE, FULL, LINEAR)
-FULL_FROM = {SLIDE: FULL_INSURANCE_LEFT, LINEAR: 1.0}
-"""Share of the budget left from which each sliding rule reads the full calibrated quantile."""
-
-
-def affordable_quantile(
-    quantile: float, *, remaining: float, budget: float, insurance: str = SLIDE
-) -> float:
+def affordable_quantile(quantile: float, *, remaining: float, budget: float) -> float:
     """The forecast quantile the budget affords: the calibrated `quantile` while at least
     FULL_INSURANCE_LEFT of the window's budget is unspent (`remaining` of `budget`), sliding
     linearly to the median as it runs out. Prewarm for the rise the forecast expects (the
     median) is bought to the last replica-hour; insurance against noise above it only while the
-    budget is comfortable. With `insurance` FULL the calibrated quantile is read while anything
-    is left (the allowance alone caps what is bought); with LINEAR it slides over the whole
-    budget; the median when nothing is left, or when the budget is not finite."""
-    share = insured_share(remaining=remaining, budget=budget, insurance=insurance)
-    if not (math.isfinite(share) and math.isfinite(quantile)):
-        return MEDIAN
-    return MEDIAN + (min(max(quantile, MEDIAN), 1.0) - MEDIAN) * share
-
-
-def insured_share(*, remaining: float, budget: float, insurance: str = SLIDE) -> float:
-    """How much of the calibrated band above the median the budget affords under `insurance`
-    (affordable_quantile's rule): 1 while the budget is comfortable, falling to 0 as it runs
-    out; NaN when the budget left is not finite (the median is read)."""
+    budget is comfortable. The median when nothing is left, or when the budget left is not
+    finite."""
     budget_left = remaining / budget if budget > 0 else 0.0
-    if not math.isfinite(budget_left):
-        return math.nan
-    if insurance not in INSURANCE:
-        raise ValueError(f"insurance {insurance!r}: use one of {', '.join(INSURANCE)}")
-    if insurance == FULL:
-        return float(budget_left > 0)
-    return min(max(budget_left / FULL_FROM[insurance], 0.0), 1.0)
-
-
-def insures_horizon(*, remaining: float, budget: float, insurance: str = SLIDE) -> bool:
-    """Whether the horizon past the lead time is insured too (the sliding insured peak, an
-    experiment): while the budget affords the full calibrated quantile (at least
-    FULL_INSURANCE_LEFT of the window's budget unspent, under the default rule) the look-ahead
-    is read whole at it, as the default does; once the quantile slides, only the lead time is
-    insured (insured_peak) and the horizon past it is read at the median. A comfortable budget
-    is spent on the rises the horizon may hold; a binding one is kept for the lead time, where
-    a miss cannot be repaired by a later decision."""
-    return insured_share(remaining=remaining, budget=budget, insurance=insurance) >= 1.0
-
-
-def rise_quantile(
-    quantile: float, *, expected_peak: float | None, floor_load: float, threshold: float
-) -> float:
-    """`quantile` where the forecast's median (`expected_peak`, its peak over the look-ahead)
-    needs more replicas than the reactive floor (`floor_load`) runs: a rise the forecast
-    expects; the median everywhere else, so the budget insures the rises and is not spent on
-    noise above a flat or falling forecast. An experiment, off by default (docs/policy.md
-    "Insuring expected rises only")."""
-    if expected_peak is None or not math.isfinite(expected_peak):
+    if not (math.isfinite(budget_left) and math.isfinite(quantile)):
         return MEDIAN
-    rises = replicas_for(expected_peak, threshold) > replicas_for(floor_load, threshold)
-    return quantile if rises else min(quantile, MEDIAN)
+    share = min(max(budget_left / FULL_INSURANCE_LEFT, 0.0), 1.0)
+    return MEDIAN + (min(max(quantile, MEDIAN), 1.0) - MEDIAN) * share
 
 
 def finite_peak(values: Sequence[float] | npt.NDArray[np.float64]) -> float | None:
@@ -213,28 +156,6 @@ def finite_peak(values: Sequence[float] | npt.NDArray[np.float64]) -> float | No
     finite = np.asarray(values, dtype=np.float64)
     finite = finite[np.isfinite(finite)]
     return float(finite.max()) if finite.size else None
-
-
-def insured_peak(
-    insured: Sequence[float] | npt.NDArray[np.float64],
-    expected: Sequence[float] | npt.NDArray[np.float64],
-    *,
-    insured_points: int,
-) -> float | None:
-    """The forecast peak the decision buys for: the first `insured_points` points (those within
-    the lead time) at the insured quantile, the rest of the look-ahead at the expected one (the
-    median), None when no point is finite.
-
-    A replica is ready a lead time after it is asked for, so a miss within the lead time cannot
-    be repaired and is insured. A rise past it can still be bought by a later decision, from a
-    fresher forecast, before it arrives: paying insurance for it now spends the budget on noise
-    that the next forecasts will have seen through. Its expected level is still bought now,
-    which is what the horizon is for (capacity that is coming anyway starts early)."""
-    near = np.asarray(insured, dtype=np.float64)
-    far = np.asarray(expected, dtype=np.float64)
-    cut = min(max(insured_points, 0), near.size)
-    path = np.concatenate([near[:cut], np.maximum(far[cut : near.size], 0.0)])
-    return finite_peak(path)
 
 
 STABILISATION = 300.0

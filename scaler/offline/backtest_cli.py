@@ -207,51 +207,11 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "holidays' rebounds, vic_electricity 0.04, nyc_taxi 0.03)",
     )
     policy_flags.add_argument(
-        "--insure-lead-time-only",
-        action="store_true",
-        help="experiment: buy the insured quantile only over the lead time and the median past "
-        "it (offline only; docs/policy.md says why it is not the default)",
-    )
-    policy_flags.add_argument(
-        "--keep-promises",
-        action="store_true",
-        help="experiment: keep what the decisions of the last cold start bought for the steps "
-        "still ahead, so a fresher, lower forecast does not release them (offline only; "
-        "docs/policy.md says why it is not the default)",
-    )
-    policy_flags.add_argument(
-        "--insure-horizon-while-comfortable",
-        action="store_true",
-        help="experiment: insure the horizon past the lead time only while the budget affords "
-        "the full quantile, the median past the lead time once it slides (offline only)",
-    )
-    policy_flags.add_argument(
-        "--allocation",
-        choices=replay.ALLOCATIONS,
-        default=replay.ReplayConfig.allocation,
-        help="how prewarm spends the budget: the affordable quantile (default) or marginal "
-        "coverage per replica at a budget price (experiment, offline only; docs/policy.md)",
-    )
-    policy_flags.add_argument(
-        "--level-gate",
-        action="store_true",
-        help="experiment, with --level: insure the level only while the forecast's median ran "
-        "below the load on significantly more than half of the last window's steps",
-    )
-    policy_flags.add_argument(
         "--level-hit-gate",
         action="store_true",
         help="experiment, with --level: buy the level only while its replicas saved steps at "
         "least as often as the forecast's highest prewarm replica over the last budget window "
         "(scaler/decision/levelhits.py; docs/policy.md)",
-    )
-    policy_flags.add_argument(
-        "--insurance",
-        choices=policy.INSURANCE,
-        default=replay.ReplayConfig.insurance,
-        help="how the forecast quantile follows the budget: slide from the P95 to the median "
-        "once half the window's budget is spent (default), or full: the P95 until the budget "
-        "stops it (experiment, offline only; docs/policy.md)",
     )
     policy_flags.add_argument(
         "--free-hold",
@@ -466,12 +426,6 @@ def replay_config(
         drift_margin=not args.no_drift_margin,
         drift_run_test=not args.no_run_test,
         drop_margin=args.drop_margin,
-        insure_lead_time_only=args.insure_lead_time_only,
-        keep_promises=args.keep_promises,
-        insure_horizon_while_comfortable=args.insure_horizon_while_comfortable,
-        allocation=args.allocation,
-        insurance=args.insurance,
-        level_gate=args.level_gate,
         level_hit_gate="top" if args.level_hit_gate else "",
         charge_hold=not args.free_hold,
         level_points=policy.LEVEL_POINTS if args.level else 0,

@@ -16,7 +16,6 @@ or goes on. Scoring (warm-up, baselines, frontier) happens afterwards, on the wh
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,17 +28,7 @@ from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import CalibratedModel, Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler.decision import (
-    allocation,
-    budget,
-    drift,
-    levelgate,
-    levelhits,
-    margin,
-    policy,
-    promises,
-    resolution,
-)
+from scaler.decision import budget, drift, levelhits, margin, policy, resolution
 from scaler.errors import ConfigError
 from scaler.offline import baselines, yardstick
 
@@ -57,11 +46,9 @@ COLUMNS = (
 WARMUP = 14 * DAY
 """Unscored history at the start of a trace (DESIGN.md): 14 days, or half a shorter trace."""
 REPORTED_HEADROOMS = (0.1, 0.2, 0.5)
+"""Static headrooms reported next to the policy (and drawn in the frontier notebook)."""
 FALLBACK_AT = "fallback_at"
 """simulate's extra: which steps were decided in drift fallback (summarise counts, not stores)."""
-"""Static headrooms reported next to the policy (and drawn in the frontier notebook)."""
-ALLOCATIONS = ("quantile", "marginal", "marginal_lookahead", "marginal_every")
-"""ReplayConfig.allocation's choices (decision.allocation and docs/policy.md say what each does)."""
 
 
 @dataclass(frozen=True)
@@ -110,53 +97,17 @@ class ReplayConfig:
     """Free reactive floor over the HPA's 5-minute stabilisation, and the hold past it for the
     rest of the lead time paid from the budget (policy.decide's `held_load`, reason hold);
     False: the whole lead-time hold is free, as before (the ablation, docs/budget.md)."""
-    insure_lead_time_only: bool = False
-    """Read only the lead time at the insured quantile and the horizon past it at the median
-    (policy.insured_peak). An experiment, not the default: it helped llm_serving and lost on
-    mongodb_rps and on every kind of synthetic load (docs/policy.md)."""
-    insure_horizon_while_comfortable: bool = False
-    """Read the whole look-ahead at the affordable quantile while it is the full calibrated one
-    (the default's rule), and once it slides only the lead time at it, the horizon past it at
-    the median (policy.insures_horizon, policy.insured_peak). An experiment, off by default:
-    docs/policy.md "Insuring the horizon while the budget is comfortable"."""
     level_points: int = 0
     """Forecast points whose calibrated band insures the load's level, the reactive floor
     (policy.level_ratio, reason level); 0, the default, insures nothing. An experiment, not the
     default: it brought llm_serving below 1 and cost nasa, twitter and mongodb 0.03-0.05
     (docs/policy.md "Level insurance"); `scaler backtest --level` runs it."""
-    level_gate: bool = False
-    """With level_points, insure the level only while the forecast's median ran below the load
-    on significantly more than half of the last budget window's model steps
-    (decision.levelgate); False insures it everywhere. Offline only: docs/policy.md."""
     level_hit_gate: str = ""
     """With level_points, insure the level only while its replicas saved steps at least as
     often as the forecast's prewarm did over the last budget window (decision.levelhits):
     "top" compares with the forecast's highest prewarm replica (the one the budget's slide
-    takes first), "mean" with all of them; "" (the default) insures it everywhere. With
-    level_gate too, the level is bought while either gate is open (offline only: the live
-    engine has the hit-rate gate, not the median-lag one)."""
-    insurance: str = policy.SLIDE
-    """How the affordable quantile follows the budget (policy.affordable_quantile): "slide"
-    (the P95 sliding to the median once half the window's budget is spent, the default) or
-    "full" (the P95 until the allowance stops it: the first replicas above the floor are bought
-    at the full band, cost-ordered). Offline only: docs/policy.md "Cost-ordered insurance"."""
-    insure_rises_only: bool = False
-    """Insure above the median only where the median forecast needs a replica above the
-    reactive floor (policy.rise_quantile); False insures at the affordable quantile everywhere
-    (the default). Offline only: docs/policy.md "Insuring expected rises only"."""
-    keep_promises: bool = False
-    """Keep, at every decision, what the decisions of the last cold start bought for the steps
-    still ahead of it (decision.promises): a fresher forecast whose band sits lower does not
-    release replicas asked for a step they can no longer come back for. False (the default):
-    each decision reads its own forecast only. Offline only: docs/policy.md "Keeping what was
-    bought for the cold start"."""
-    allocation: str = "quantile"
-    """How prewarm spends the budget: "quantile" (the affordable quantile's peak, sliding from
-    the P95 to the median as the budget runs out), or an experiment of decision.allocation
-    (the replicas that cover the most steps per replica, at a price set by the budget left):
-    "marginal" (the mean coverage of the points within the lead time), "marginal_every" (the
-    probability of covering all of them), "marginal_lookahead" (the mean over the look-ahead).
-    Offline only: docs/policy.md has the ablation."""
+    takes first, and the one the live engine's gate compares with: EngineSettings.level_hit_gate),
+    "mean" with all of them (offline only); "" (the default) insures it everywhere."""
 
     def limits(self) -> policy.Limits:
         return policy.Limits(
@@ -211,7 +162,6 @@ def simulate(
     free = policy.free_samples(config.lead_time, step) if config.charge_hold else floor
     limits = config.limits()
     k = yardstick.cold_start_steps(config.lead_time, step)
-    promised = promises.Promises(k)
     ledger = budget.Ledger(
         budget=config.budget,
         window=config.budget_window,
@@ -256,8 +206,6 @@ def simulate(
     fallback_steps = episodes = retrains = 0
     starts: list[int] = []
     held = config.min_replicas
-    above: deque[bool] = deque(maxlen=max(1, round(config.budget_window / coarse.step)))
-    lagging = False  # decision.levelgate over `above`, judged each time a bucket is scored
     hits = levelhits.HitGate(
         lead_time=config.lead_time,
         window=config.budget_window,
@@ -289,11 +237,6 @@ def simulate(
             if was_ok and tracker.monitor.in_fallback:
                 episodes += 1
                 starts.append(t)
-            if origin.forecast is not None and origin.forecast.p50.size:
-                expected = float(origin.forecast.p50[0])  # made for bucket i, one step ahead
-                if math.isfinite(expected) and math.isfinite(coarse.values[i]):
-                    above.append(bool(coarse.values[i] > expected))
-                    lagging = levelgate.median_lags(list(above))
             origin = next(origins)
             if anchor is None and origin.model is not None:
                 anchor = round((origin.model.trained_until - coarse.start) / coarse.step)
@@ -325,62 +268,20 @@ def simulate(
         base = policy.floor_load(load[max(0, t - free) : t].tolist())
         hold_load = policy.floor_load(load[max(0, t - floor) : t].tolist())
         peak = level = insured = None
-        path = None
         if origin.forecast is not None and band is not None:
-            left, limit = ledger.remaining(now), ledger.limit(now)
             quantile = policy.affordable_quantile(
-                config.quantile, remaining=left, budget=limit, insurance=config.insurance
+                config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
             )
             made_at = coarse.start + origin.index * coarse.step
             ahead = resolution.lookahead_points(
                 made_at, coarse.step, now=now, lookahead=config.lead_time + config.horizon
             )
             p50 = origin.forecast.p50[:ahead]
-            if config.insure_rises_only:
-                quantile = policy.rise_quantile(
-                    quantile,
-                    expected_peak=policy.finite_peak(band.upper(p50, policy.MEDIAN)),
-                    floor_load=base,
-                    threshold=config.threshold,
-                )
             upper = band.upper(p50, quantile)
             if config.level_points > 0:
                 insured = base * policy.level_ratio(upper, p50, points=config.level_points)
-                level = None if config.level_gate and not lagging else insured
-                if config.level_hit_gate:  # with level_gate too: either gate buys it
-                    level = insured if config.level_gate and lagging else hits.level_load(insured)
-            lead_only = config.insure_lead_time_only or (
-                config.insure_horizon_while_comfortable
-                and not policy.insures_horizon(
-                    remaining=left, budget=limit, insurance=config.insurance
-                )
-            )
-            peak = policy.insured_peak(
-                upper,
-                band.upper(p50, min(quantile, policy.MEDIAN)),
-                insured_points=resolution.lookahead_points(
-                    made_at, coarse.step, now=now, lookahead=config.lead_time
-                )
-                if lead_only
-                else ahead,
-            )
-            if config.keep_promises:
-                path = promises.step_path(
-                    upper, made_at=made_at, model_step=coarse.step, now=now, step=step, steps=k + 1
-                )
-                owed = promised.owed(t)
-                if peak is not None and owed is not None:
-                    peak = max(peak, owed)
-            if config.allocation != "quantile":
-                peak = _allocated_peak(
-                    lambda q: band.upper(p50, q),  # noqa: B023 (called right here)
-                    config,
-                    floor_load=base,
-                    price=allocation.price(remaining=left, budget=limit),
-                    lead_points=resolution.lookahead_points(
-                        made_at, coarse.step, now=now, lookahead=config.lead_time
-                    ),
-                )
+                level = hits.level_load(insured) if config.level_hit_gate else insured
+            peak = policy.finite_peak(upper)
         decision = policy.decide(
             load=base,
             forecast_peak=peak,
@@ -390,8 +291,6 @@ def simulate(
             held_load=hold_load if config.charge_hold else None,
             level_load=level,
         )
-        if path is not None and fallback is None:
-            promised.promise(t, path, granted=decision.desired * config.threshold)
         if config.level_hit_gate:
             hits.record_decision(
                 now,
@@ -407,10 +306,7 @@ def simulate(
                 step=step,
                 lead_time=config.lead_time,
                 quantile=policy.affordable_quantile(
-                    config.quantile,
-                    remaining=ledger.remaining(now),
-                    budget=ledger.limit(now),
-                    insurance=config.insurance,
+                    config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
                 ),
                 limits=limits,
                 allowance=ledger.allowance(now, step),
@@ -444,26 +340,6 @@ def simulate(
         FALLBACK_AT: fell_back,
     }
     return frame, extra
-
-
-def _allocated_peak(
-    upper: allocation.Upper,
-    config: ReplayConfig,
-    *,
-    floor_load: float,
-    price: float,
-    lead_points: int,
-) -> float | None:
-    """The peak an allocation experiment buys for (ReplayConfig.allocation)."""
-    points = None if config.allocation == "marginal_lookahead" else lead_points
-    return allocation.allocated_peak(
-        lambda q: upper(q)[:points],
-        quantile=config.quantile,
-        floor_load=floor_load,
-        threshold=config.threshold,
-        price=price,
-        every=config.allocation == "marginal_every",
-    )
 
 
 def warmup_steps(series: Series, warmup: float | None = None) -> int:

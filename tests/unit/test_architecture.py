@@ -38,7 +38,6 @@ PURE = [
     "scaler/decision/drift.py",
     "scaler/decision/unrecorded.py",
     "scaler/decision/margin.py",
-    "scaler/decision/allocation.py",
     "scaler/offline/yardstick.py",
     "models/base.py",
 ]

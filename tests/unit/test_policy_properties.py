@@ -387,3 +387,19 @@ def test_the_level_ratio_is_the_bands_reach_above_its_median_bounded() -> None:
     assert policy.level_ratio([1e9], [1.0]) == policy.MAX_LEVEL_RATIO
     for upper, median in (([5.0], [0.0]), ([math.nan], [1.0]), ([1.0], [math.inf]), ([], [])):
         assert policy.level_ratio(upper, median) == 1.0
+
+
+def test_the_quantile_slides_to_the_median_once_half_the_budget_is_spent() -> None:
+    for left in [i / 20 for i in range(21)]:
+        read = policy.affordable_quantile(0.95, remaining=left * 10, budget=10.0)
+        assert policy.MEDIAN <= read <= 0.95
+        if left >= policy.FULL_INSURANCE_LEFT:
+            assert read == pytest.approx(0.95)
+        else:
+            assert read == pytest.approx(policy.MEDIAN + 0.45 * left / policy.FULL_INSURANCE_LEFT)
+    assert policy.affordable_quantile(0.95, remaining=0.0, budget=10.0) == policy.MEDIAN
+
+
+def test_an_unknown_or_absent_budget_reads_the_median() -> None:
+    for remaining, limit in ((math.nan, 10.0), (1.0, 0.0), (math.inf, math.inf), (5.0, -1.0)):
+        assert policy.affordable_quantile(0.95, remaining=remaining, budget=limit) == policy.MEDIAN
