@@ -4,7 +4,7 @@ future, beside the model's own, on the very same walk.
     .venv/bin/python bench/forecast_bound.py TRACE.csv [TRACE.csv ...] [--model auto]
         [--bounds model,future,smooth,hourly,smooth@1h] [--budgets 30%] [--smooth 15m]
         [--residual-window 7d] [--horizon 15m] [--limit 56d] [--drift] [--json PATH]
-        [--level-window] [--no-level-regression] [... the model switches of scaler backtest]
+        [--no-level-regression] [... the model switches of scaler backtest]
 
 Each trace is replayed as `scaler backtest TRACE --threshold p99/20 --lead-time 10m --horizon
 15m --no-drift` replays it (the same ReplayConfig; threshold and warm-up of the whole trace, as

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,level,free_hold] [--kinds noise,...] [--traces A.csv,B.csv]
-        [--drift] [--limit 56d] [--no-pool-phases] [--regressed-candidate] [--level-window]
+        [--drift] [--limit 56d] [--no-pool-phases]
         [--no-level-regression] [--level-regression-alone]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the

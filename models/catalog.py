@@ -10,7 +10,6 @@ from models.base import Forecaster, UnknownModelError
 _ADAPTERS: dict[str, tuple[str, str]] = {
     "seasonal": ("models.seasonal", "SeasonalBaseline"),
     "pooled": ("models.seasonal", "PooledSeasonal"),
-    "regressed": ("models.seasonal", "RegressedSeasonal"),
     "ets": ("models.ets", "ETSModel"),
     "prophet": ("models.prophet", "ProphetModel"),
     "naive": ("models.reference", "SeasonalNaive"),
@@ -19,9 +18,9 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
 CANDIDATES: tuple[str, ...] = ("seasonal", "ets", "prophet")
 """What `model: auto` chooses from, with their median (`ensemble`, built from them by
 models.select). `naive` is the backtest's reference, not a candidate."""
-CHALLENGERS: tuple[str, ...] = ("pooled", "regressed")
+CHALLENGERS: tuple[str, ...] = ("pooled",)
 """Candidates `auto` may also grade, each behind a switch (models/select.py POOLED_CANDIDATE,
-on by default; REGRESSED_CANDIDATE, an experiment), never members of the median."""
+on by default), never members of the median."""
 
 
 def names() -> tuple[str, ...]:

@@ -8,7 +8,6 @@ strongly periodic load; every other model must earn its keep against it.
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any, ClassVar, Self
 
@@ -32,6 +31,9 @@ MAX_CYCLES = 4
 """Cycles the median looks back over: enough to ignore one odd week, few enough to follow trends."""
 LEVEL_WINDOW = HOUR
 """How much recent history sets the level correction."""
+TODAY: tuple[str, float] = ("flat", LEVEL_WINDOW)
+"""The level window every fit reads, as artefacts may write it ("window"): the last hour, flat.
+Fits that chose another window were an offline experiment, removed after c20d6b8."""
 LEVEL_CLIP = (0.25, 4.0)
 """Bounds of the multiplicative level correction, so one odd hour cannot blow the forecast up."""
 OFFSET_FRACTION = 0.05
@@ -42,33 +44,6 @@ COMBINE = True
 """Whether the level regression's forecast is combined with the level window's (their geometric
 mean, `_regressed`) rather than taken alone: alone it follows a sample of 0 down and the
 relative band with it (docs/forecasting.md "A model of the within-hour dynamics")."""
-LevelWindow = tuple[str, float]
-"""How the level reads the recent load: ("flat", seconds), a ratio of sums over the window, or
-("ewm", half-life in seconds), a ratio of exponentially weighted sums."""
-TODAY: LevelWindow = ("flat", LEVEL_WINDOW)
-LEVEL_WINDOWS: tuple[LevelWindow, ...] = (
-    ("flat", 900.0),
-    ("flat", 1800.0),
-    ("flat", HOUR),
-    ("flat", 2 * HOUR),
-    ("ewm", 900.0),
-    ("ewm", 1800.0),
-    ("ewm", HOUR),
-    ("ewm", 2 * HOUR),
-)
-"""The level windows a fit may choose from (`SeasonalBaseline.choose_level`), today's among them."""
-LEVEL_LOOKAHEAD = 1500.0
-"""How far past the last sample the level window is graded when chosen (the decision's default
-look-ahead: a 10-minute lead time plus a 15-minute horizon): each point 1..this ahead, equally."""
-LEVEL_CRITERION = "band"
-"""How `choose_window` grades a window: "band" (the in-sample conformal band's pinball loss) or
-"mae" (the P50's absolute error)."""
-BAND_QUANTILE = 0.95
-"""The quantile the "band" criterion grades (the decision's default)."""
-BAND_FLOOR = 0.1
-"""The residual scale's floor as a fraction of the mean load (models.calibrate.FLOOR_FRACTION)."""
-EWM_TAIL = 0.01
-"""An exponential window keeps the points whose weight is above this share of the newest one's."""
 
 __all__ = ["SeasonalBaseline", "season_for"]
 
@@ -80,9 +55,6 @@ class SeasonalBaseline:
     cost: ClassVar[int] = 1
     pool: ClassVar[bool] = False
     """Whether the profile's median may pool neighbouring phases (`PooledSeasonal`)."""
-    choose_level: ClassVar[bool] = False
-    """Whether each fit chooses its level window from LEVEL_WINDOWS (`choose_window`; the
-    experiment `scaler backtest --level-window` switches it on), else today's flat hour."""
     regress_level: ClassVar[bool] = True
     """Whether each fit learns how the deviation from the profile carries ahead, per step
     (`models.deviation`), its forecast combined with the level window's (COMBINE), instead of
@@ -98,9 +70,6 @@ class SeasonalBaseline:
         self.profile: FloatArray = np.zeros(0)
         self.offset = 1.0
         self.sigma = 0.0
-        self.window: LevelWindow = TODAY
-        self.grade_at: tuple[int, ...] | None = None
-        """Steps past the last sample `choose_window` grades (None: 1 .. LEVEL_LOOKAHEAD)."""
         self.regression: FloatArray | None = None
         """models.deviation's coefficients, one row per step ahead (None: the level window)."""
 
@@ -124,12 +93,6 @@ class SeasonalBaseline:
         self.step = history.step
         self.anchor = history.end - (n - 1) * history.step  # time of profile[0]
         self.profile = profile
-        self.window = TODAY
-        if self.choose_level:
-            aheads = self.grade_at or tuple(
-                range(1, max(1, math.ceil(LEVEL_LOOKAHEAD / history.step - 1e-9)) + 1)
-            )
-            self.window = choose_window(tail, history.step, aheads=aheads)
         self.regression = None
         if self.regress_level and cycles > 1:  # one cycle has no deviation out of sample
             self.regression = deviation.fit(*held_out_expected(tail), history.step)
@@ -171,8 +134,6 @@ class SeasonalBaseline:
     def _levels(self, history: Series, ends: npt.NDArray[np.int64]) -> FloatArray:
         """The level window's level of each origin `history.values[: i + 1]`, i in `ends`, as
         `level` reads it on that prefix."""
-        if self.window != TODAY:
-            return self._weighted_levels(history, ends)
         step, start, values = history.step, history.start, history.values
         end_times = start + ends * step
         # The level hour of each origin, as Series.since finds it on the prefix.
@@ -201,10 +162,7 @@ class SeasonalBaseline:
         )
 
     def level(self, recent: Series) -> float:
-        """Ratio of the last hour's observed load to what the profile expected for it (or over
-        the fit's chosen `window`)."""
-        if self.window != TODAY:
-            return float(self._weighted_levels(recent, np.array([len(recent) - 1]))[0])
+        """Ratio of the last hour's observed load to what the profile expected for it."""
         window = recent.since(recent.end - LEVEL_WINDOW + recent.step / 2)
         mask = ~np.isnan(window.values)
         if not mask.any():
@@ -239,25 +197,6 @@ class SeasonalBaseline:
         out: FloatArray = path - floor
         return out
 
-    def _weighted_levels(self, history: Series, ends: npt.NDArray[np.int64]) -> FloatArray:
-        """The level of each origin `history.values[: i + 1]`, i in `ends`, over `self.window`:
-        a ratio of weighted sums, missing points skipped (one code path for `level` and
-        `predict_at`, so they agree bit for bit)."""
-        weights = level_weights(self.window, history.step)
-        index = ends[:, None] - np.arange(weights.size - 1, -1, -1)[None, :]
-        inside = index >= 0
-        index = np.maximum(index, 0)
-        seen = history.values[index]
-        held = inside & np.isfinite(seen)
-        w = np.where(held, weights[None, :], 0.0)
-        expected = self.expected(history.start + index * history.step)
-        floor = _level_floor(self.profile)
-        num = ((np.where(held, seen, 0.0) + floor) * w).sum(axis=1)
-        den = ((expected + floor) * w).sum(axis=1)
-        ratio = num / np.maximum(den, 1e-300)
-        out: FloatArray = np.where(held.any(axis=1), np.clip(ratio, *LEVEL_CLIP), 1.0)
-        return out
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "period": self.period,
@@ -267,8 +206,6 @@ class SeasonalBaseline:
             "offset": self.offset,
             "sigma": self.sigma,
         }
-        if self.window != TODAY:  # today's artefacts stay as they were
-            out["window"] = [self.window[0], self.window[1]]
         if self.regress_level or self.regression is not None:  # None: one cycle, the hour's level
             out["regression"] = (
                 None
@@ -288,7 +225,7 @@ class SeasonalBaseline:
             model.offset = float(data["offset"])
             model.sigma = float(data["sigma"])
             kind, seconds = data.get("window", TODAY)  # no window: the last hour
-            model.window = (str(kind), float(seconds))
+            window = (str(kind), float(seconds))
             if data.get("regression") is not None:
                 model.regression = np.asarray(data["regression"], dtype=np.float64)
         except (KeyError, TypeError, ValueError) as exc:
@@ -297,8 +234,11 @@ class SeasonalBaseline:
             raise ArtefactError("seasonal artefact: profile length does not match period/step")
         if not np.isfinite(model.profile).all():
             raise ArtefactError("seasonal artefact: profile holds NaN or inf")
-        if model.window[0] not in ("flat", "ewm") or not model.window[1] > 0:
-            raise ArtefactError(f"seasonal artefact: level window {model.window!r} is unknown")
+        if window != TODAY:
+            raise ArtefactError(
+                f"seasonal artefact: level window {window!r} is not the last hour, the one "
+                "window read since the choice of windows was removed; refit the model"
+            )
         coef = model.regression
         wanted = len(deviation.widths(model.step)) + 1
         if coef is not None and (
@@ -325,27 +265,6 @@ class PooledSeasonal(SeasonalBaseline):
 
     kind: ClassVar[str] = "pooled"
     pool: ClassVar[bool] = True
-
-
-class RegressedSeasonal(SeasonalBaseline):
-    """The seasonal baseline whose fit learns how its deviation from the profile carries ahead
-    (`regress_level`, models/deviation.py): one more candidate of `model: auto`
-    (models/select.py REGRESSED_CANDIDATE, off by default), kept only where the selection rule
-    picks it over the per-phase baseline, never a member of the median: each load's own backtest
-    says whether it helps there. The baseline itself regresses by default now, so the
-    candidate differs from it only beside `scaler backtest --no-level-regression` (docs/
-    forecasting.md "A model of the within-hour dynamics")."""
-
-    kind: ClassVar[str] = "regressed"
-    regress_level: ClassVar[bool] = True
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        """As the baseline's, but the regression must be written (null after a one-cycle fit):
-        this kind always fits one."""
-        if "regression" not in data:
-            raise ArtefactError("regressed seasonal artefact is malformed: no 'regression'")
-        return super().from_dict(data)
 
 
 def pooled_median(tail: FloatArray, width: int) -> FloatArray:
@@ -400,84 +319,6 @@ def _held_out_error(tail: FloatArray, c: int, width: int, *, window: int) -> flo
     )
     miss = np.abs(seen[i] - profile[i] * level)
     return float(miss[np.isfinite(miss)].sum())
-
-
-def level_weights(window: LevelWindow, step: float) -> FloatArray:
-    """The weights of a level window's points at `step`, oldest first, the newest 1: a flat
-    window's points all 1 (at least one point); an exponential window's halving every
-    half-life, kept while above EWM_TAIL of the newest."""
-    kind, seconds = window
-    if kind == "flat":
-        return np.ones(max(1, round(seconds / step)))
-    if kind == "ewm":
-        half = max(seconds / step, 1e-9)
-        points = max(1, math.floor(half * math.log2(1 / EWM_TAIL)) + 1)
-        out: FloatArray = 0.5 ** (np.arange(points - 1, -1, -1, dtype=np.float64) / half)
-        return out
-    raise ValueError(f"unknown level window {kind!r}; use flat or ewm")
-
-
-def choose_window(
-    tail: FloatArray, step: float, *, aheads: tuple[int, ...], criterion: str | None = None
-) -> LevelWindow:
-    """The level window (of LEVEL_WINDOWS) whose level, read as `predict` reads it, best
-    forecasts each held-out cycle `aheads` steps past the window's newest point with the
-    profile of the other cycles (the cycles laid end to end, on the points every candidate can
-    forecast with a full window; ties to today's flat hour): on load whose level moves within
-    the hour a short window follows it, on noisy load a long one averages the noise, and the
-    fit's own cycles say which. Graded by `criterion` (default LEVEL_CRITERION): "mae", the
-    P50's absolute error; "band", the pinball loss at BAND_QUANTILE of the P50 plus its relative
-    residuals' quantile per step ahead (the conformal band models.calibrate makes, measured in
-    sample), which is what `auto` and the decision read. One cycle: today's."""
-    cycles, n = tail.shape
-    if cycles < 2 or not aheads:
-        return TODAY
-    weights = {window: level_weights(window, step) for window in LEVEL_WINDOWS}
-    longest = max(w.size for w in weights.values())
-    x = tail.ravel()
-    ok = np.isfinite(x)
-    scale = BAND_FLOOR * float(np.nanmean(x)) if ok.any() else 0.0
-    pairs: dict[tuple[LevelWindow, int], list[tuple[FloatArray, FloatArray]]] = {}
-    for c in range(cycles):
-        profile = median_profile(np.delete(tail, c, axis=0), 0)
-        if profile is None:
-            continue
-        expected = np.tile(profile, cycles)
-        floor = _level_floor(profile)
-        num_x = np.where(ok, x + floor, 0.0)
-        den_x = np.where(ok, expected + floor, 0.0)
-        for window, w in weights.items():
-            num = np.convolve(num_x, w[::-1])[: x.size]
-            den = np.convolve(den_x, w[::-1])[: x.size]
-            level = np.where(den > 0, np.clip(num / np.maximum(den, 1e-300), *LEVEL_CLIP), 1.0)
-            for a in aheads:
-                target = c * n + np.arange(n)
-                target = target[(target - a >= longest - 1) & ok[target]]
-                forecast = expected[target] * level[target - a]
-                pairs.setdefault((window, a), []).append((x[target], forecast))
-    if not pairs:
-        return TODAY
-    errors = dict.fromkeys(LEVEL_WINDOWS, 0.0)
-    for (window, _), found in pairs.items():
-        actual = np.concatenate([y for y, _ in found])
-        forecast = np.concatenate([f for _, f in found])
-        errors[window] += _loss(actual, forecast, criterion or LEVEL_CRITERION, scale)
-    best = min(LEVEL_WINDOWS, key=lambda window: errors[window])
-    return TODAY if errors[best] >= errors[TODAY] else best
-
-
-def _loss(actual: FloatArray, forecast: FloatArray, criterion: str, floor: float) -> float:
-    """The sum of a window's losses at one step ahead (`choose_window`)."""
-    if actual.size == 0:
-        return 0.0
-    if criterion == "mae":
-        return float(np.abs(actual - forecast).sum())
-    if criterion == "band":
-        scale = np.maximum(forecast, floor)
-        offset = float(np.quantile((actual - forecast) / scale, BAND_QUANTILE))
-        diff = actual - (forecast + offset * scale)
-        return float(np.maximum(BAND_QUANTILE * diff, (BAND_QUANTILE - 1) * diff).sum())
-    raise ValueError(f"unknown level criterion {criterion!r}; use mae or band")
 
 
 def held_out_expected(tail: FloatArray) -> tuple[FloatArray, FloatArray]:

@@ -117,16 +117,10 @@ each synthetic kind (docs/forecasting.md "The pooled profile as a default candid
 0.51 -> 0.46, synthetic noise 0.26 -> 0.18, spikes 0.55 -> 0.48, holidays +0.002);
 `scaler backtest --no-pool-phases` is the ablation."""
 
-REGRESSED_CANDIDATE = False
-"""Also grade the seasonal baseline whose level is the deviation regression (models.seasonal
-RegressedSeasonal, models/deviation.py) as one more candidate under the same rule, never a
-member of the median. Off by default: an experiment (`scaler backtest --regressed-candidate`;
-docs/forecasting.md "A model of the within-hour dynamics")."""
-
 
 def challengers() -> tuple[str, ...]:
     """The challengers switched on (catalog.CHALLENGERS): by default the pooled profile."""
-    on = {"pooled": POOLED_CANDIDATE, "regressed": REGRESSED_CANDIDATE}
+    on = {"pooled": POOLED_CANDIDATE}
     return tuple(kind for kind in catalog.CHALLENGERS if on[kind])
 
 

