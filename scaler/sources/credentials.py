@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import os
+import ssl
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,7 @@ class Credentials:
         ):
             if path is not None and not os.access(path, os.R_OK):
                 raise ConfigError(f"cannot read {flag} {path}; mount it there or fix the path")
+        _check_tls_files(self.auth)
 
     def trusts(self, url: str) -> bool:
         return origin(url) in self._trusted
@@ -193,6 +195,35 @@ class Credentials:
         if "custom" in modes and self.auth.custom_auth_header:
             headers[self.auth.custom_auth_header] = self._files["custom"].read()
         return headers
+
+
+def _check_tls_files(auth: PrometheusAuth) -> None:
+    """Parse the CA bundle and the client certificate and key as requests will, so that a file
+    that is not PEM, or a key that does not match its certificate, fails at start-up, naming
+    the flag, instead of failing every query with an SSL error."""
+    if auth.ca_file is not None:
+        try:
+            ssl.create_default_context(cafile=str(auth.ca_file))
+        except (ssl.SSLError, ValueError) as e:
+            raise ConfigError(
+                f"--prometheus-ca-file {auth.ca_file} holds no usable PEM certificate "
+                f"({_reason(e)}); give the CA bundle that signed Prometheus' certificate"
+            ) from None
+    if auth.client_cert is not None and auth.client_key is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:  # an encrypted key gets an empty passphrase: requests cannot prompt for one
+            context.load_cert_chain(str(auth.client_cert), str(auth.client_key), password=b"")
+        except (ssl.SSLError, ValueError) as e:
+            raise ConfigError(
+                f"--prometheus-client-cert {auth.client_cert} and --prometheus-client-key "
+                f"{auth.client_key} are not a PEM certificate and its unencrypted private key "
+                f"({_reason(e)}); give the pair Prometheus' client CA signed"
+            ) from None
+
+
+def _reason(error: Exception) -> str:
+    """OpenSSL's reason for a failed load (e.g. NO_CERTIFICATE_OR_CRL_FOUND), else the text."""
+    return str(getattr(error, "reason", None) or error)
 
 
 def _pair(first: object, second: object, first_flag: str, second_flag: str) -> None:

@@ -226,6 +226,23 @@ def test_mtls_presents_the_client_certificate_prometheus_requires(
             an_hour(source(url, PrometheusAuth(ca_file=pki.ca)), llm)
 
 
+def test_a_ca_or_client_pair_that_is_not_pem_fails_at_start_up_naming_the_flag(
+    pki: Pki, tmp_path: Path
+) -> None:
+    crt, key = pki.paths["client.crt"], pki.paths["client.key"]
+    Credentials(PrometheusAuth(ca_file=pki.ca, client_cert=crt, client_key=key)).check()
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    with pytest.raises(ConfigError, match=r"--prometheus-ca-file .*garbage.pem holds no usable"):
+        Credentials(PrometheusAuth(ca_file=garbage)).check()
+    with pytest.raises(ConfigError, match=r"--prometheus-ca-file .*client.key holds no usable"):
+        Credentials(PrometheusAuth(ca_file=key)).check()  # a key where the CA goes
+    for cert, wrong in ((crt, pki.paths["server.key"]), (crt, garbage), (garbage, key)):
+        auth = PrometheusAuth(client_cert=cert, client_key=wrong)
+        with pytest.raises(ConfigError, match=r"--prometheus-client-cert .* are not a PEM"):
+            Credentials(auth).check()
+
+
 # ---- retries ---------------------------------------------------------------------------------
 
 
