@@ -56,6 +56,10 @@ FIT_MEMORY_RANGE = (256 * 2**20, 1024 * 2**30)
 """Bounds of --fit-memory: below 256 MiB a worker cannot even import the models."""
 FIT_TIMEOUT_RANGE = (10.0, 86400.0)
 FIT_WORKERS_RANGE = (0, 64)
+STEP_RANGE = (1.0, 600.0)
+"""Bounds of --step: KEDA polls every 30 s by default, and a decision made less often than every
+10 minutes would be older than a GPU replica's cold start."""
+STALENESS_RANGE = (1.0, 86400.0)
 EXIT_SLACK = 0.8
 """Seconds past the grace period after which a stuck shutdown is cut short."""
 
@@ -69,6 +73,24 @@ def count_within(low: int, high: int) -> Callable[[str], int]:
         value = int(text)
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{text} is outside [{low}, {high}]")
+        return value
+
+    return parse
+
+
+def port_arg(*, off: bool) -> Callable[[str], int]:
+    """argparse `type=` for a TCP port: 1-65535, 0 for any free one, and -1 for none when `off`."""
+    low = -1 if off else 0
+
+    def parse(text: str) -> int:
+        if re.fullmatch(r"-?[0-9]+", text.strip()) is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a port number")
+        value = int(text)
+        if not low <= value <= 65535:
+            hint = "; -1 serves none" if off else ""
+            raise argparse.ArgumentTypeError(
+                f"{text} is not a TCP port: give 1-65535, or 0 for any free port{hint}"
+            )
         return value
 
     return parse
@@ -115,20 +137,20 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("server")
     g.add_argument(
         "--grpc-port",
-        type=int,
-        default=int(env("GRPC_PORT", "9000") or 9000),
+        type=port_arg(off=False),
+        default=env("GRPC_PORT", "9000"),
         help="ExternalScaler + grpc.health.v1 port (env SCALER_GRPC_PORT; default 9000)",
     )
     g.add_argument(
         "--http-port",
-        type=int,
-        default=int(env("HTTP_PORT", "8080") or 8080),
+        type=port_arg(off=True),
+        default=env("HTTP_PORT", "8080"),
         help="/metrics, /healthz, /readyz port; -1 disables (env SCALER_HTTP_PORT; default 8080)",
     )
     g.add_argument(
         "--health-port",
-        type=int,
-        default=int(env("HEALTH_PORT", "-1") or -1),
+        type=port_arg(off=True),
+        default=env("HEALTH_PORT", "-1"),
         help="plaintext port serving only grpc.health.v1, for kubelet's grpc probe of a TLS "
         "scaler; -1 disables (env SCALER_HEALTH_PORT; default -1)",
     )
@@ -277,16 +299,16 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     e = p.add_argument_group("engine")
     e.add_argument(
         "--step",
-        type=duration_arg,
+        type=duration_within(*STEP_RANGE),
         default=env("STEP", "30s"),
-        help="time between decisions (env SCALER_STEP; default 30s)",
+        help="time between decisions (env SCALER_STEP; 1s-10m; default 30s)",
     )
     e.add_argument(
         "--staleness",
-        type=duration_arg,
+        type=duration_within(*STALENESS_RANGE),
         default=env("STALENESS", "5m"),
         help="answer UNAVAILABLE once a target's data is this old (env SCALER_STALENESS; "
-        "default 5m)",
+        "1s-1d; default 5m)",
     )
     fit_input.add_flags(e, env, every_default=fit_input.DEFAULT_EVERY)
     e.add_argument(
@@ -410,6 +432,25 @@ def settings_from(args: argparse.Namespace) -> Settings:
     )
 
 
+def open_decision_log(
+    settings: Settings, on_record: Callable[[dict[str, object]], None] | None
+) -> DecisionLog:
+    """The decision log of --decision-log, opened for appending; ConfigError names the flag
+    when the path cannot be (a directory, a read-only or missing mount)."""
+    try:
+        return DecisionLog(
+            settings.decision_log,
+            max_bytes=settings.decision_log_max_bytes,
+            keep=settings.decision_log_keep,
+            on_record=on_record,
+        )
+    except OSError as e:
+        raise ConfigError(
+            f"--decision-log {settings.decision_log}: cannot append to it ({e.strerror}); give "
+            "a file in a writable directory, e.g. an emptyDir mounted at /var/log/scaler"
+        ) from None
+
+
 def scaler_address(text: str | None) -> str | None:
     from scaler.kube import targets
 
@@ -486,12 +527,7 @@ async def run_server(
     source = make_source(settings, clock, telemetry)
     spend_record = make_spend_record(settings, telemetry)
     recorder, on_record = make_event_recorder(settings)
-    decision_log = DecisionLog(
-        settings.decision_log,
-        max_bytes=settings.decision_log_max_bytes,
-        keep=settings.decision_log_keep,
-        on_record=on_record,
-    )
+    decision_log = open_decision_log(settings, on_record)
     engine = Engine(
         settings=settings.engine,
         source_for=lambda _spec: source,

@@ -224,12 +224,19 @@ async def create_server(
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"{settings.host}:{settings.grpc_port}"
-    if settings.tls.enabled:
-        port = server.add_secure_port(address, server_credentials(settings.tls))
-    else:
-        port = server.add_insecure_port(address)
+    credentials = server_credentials(settings.tls) if settings.tls.enabled else None
+    try:
+        if credentials is not None:
+            port = server.add_secure_port(address, credentials)
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio raises on an address it cannot bind instead of returning 0
+        port = 0
     if port == 0:
-        raise ConfigError(f"could not bind the gRPC port {address}; is it in use?")
+        raise ConfigError(
+            f"could not bind the gRPC port {address}; is it in use, or --host not an address "
+            "of this machine? Pick another --grpc-port (SCALER_GRPC_PORT) or --host"
+        )
     # NOT_SERVING until the engine is warm (`set_serving`): ready means warm.
     for name in ("", SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)

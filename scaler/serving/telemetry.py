@@ -29,6 +29,7 @@ from prometheus_client import (
     make_wsgi_app,
 )
 
+from scaler.errors import ConfigError
 from scaler.serving import target_metrics
 
 
@@ -235,7 +236,13 @@ def serve_http(
         return result
 
     bind = host.strip("[]") if host not in ("[::]", "") else "0.0.0.0"
-    server = make_server(bind, port, app, handler_class=_QuietHandler)
+    try:
+        server = make_server(bind, port, app, handler_class=_QuietHandler)
+    except OSError as e:
+        raise ConfigError(
+            f"could not bind the HTTP port {bind}:{port} ({e.strerror}); pick another "
+            "--http-port (SCALER_HTTP_PORT), or -1 to serve no metrics"
+        ) from None
     # A short poll interval: shutdown() waits for it, and it counts against the grace period.
     serve = functools.partial(server.serve_forever, poll_interval=SHUTDOWN_POLL)
     threading.Thread(target=serve, name="http", daemon=True).start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -76,6 +77,41 @@ def test_serve_with_a_missing_trace_exits_with_a_clear_error() -> None:
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert "/nonexistent/trace.csv" in out and "does not exist" in out
+
+
+BAD_SERVE = {
+    "port out of range": (["--grpc-port", "70000"], {}, "--grpc-port: 70000 is not a TCP port"),
+    "http port out of range": (["--http-port=65536"], {}, "--http-port: 65536 is not a TCP port"),
+    "port from the environment": ([], {"SCALER_GRPC_PORT": "xyz"}, "'xyz' is not a port number"),
+    "step of 0": (["--step", "0s"], {}, "--step: 0s is outside [1s, 600s]"),
+    "staleness of 0": (["--staleness", "0s"], {}, "--staleness: 0s is outside"),
+    "decision log a directory": (["--decision-log", "{tmp}"], {}, "--decision-log {tmp}: cannot"),
+    "host not of this machine": (["--host", "999.1.1.1"], {}, "could not bind the gRPC port"),
+    "http port in use": (["--http-port", "{busy}"], {}, "could not bind the HTTP port"),
+    "kubeconfig not one": (
+        ["--kube-events", "--kubeconfig", "{tmp}/garbage"],
+        {},
+        "cannot configure the Kubernetes client from {tmp}/garbage",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SERVE)
+def test_serve_refuses_a_bad_flag_or_file_at_start_up_naming_it(case: str, tmp_path: Path) -> None:
+    argv, env, message = BAD_SERVE[case]
+    (tmp_path / "garbage").write_text("garbage\n")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        fill = {"tmp": str(tmp_path), "busy": str(busy.getsockname()[1])}
+        flags = ["--source", "file:", "--host", "127.0.0.1", "--http-port", "0"]
+        if "SCALER_GRPC_PORT" not in env:  # a flag would override the variable
+            flags += ["--grpc-port", "0"]
+        proc = scaler("serve", *flags, *(a.format(**fill) for a in argv), env={**os.environ, **env})
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out
+    assert message.format(**fill) in out
+    assert "Traceback" not in out
 
 
 def test_help_lists_the_commands_and_the_serve_flags() -> None:
