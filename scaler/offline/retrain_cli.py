@@ -164,6 +164,7 @@ def _path(text: str | None) -> Path | None:
 
 
 def cmd_retrain(args: argparse.Namespace) -> int:
+    check_json_path(args.json)
     shard = shard_of(args.shard, args.shards, args.job_index)
     store = open_store(args.store, kubeconfig=args.kubeconfig, keep=args.keep)
     found, problems = read_targets(args)
@@ -215,6 +216,18 @@ def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
     return Shard(int(job_index) + 1, shards)
 
 
+def check_json_path(path: Path | None) -> None:
+    """--json FILE is checked before the fits, which take hours, rather than after them."""
+    if path is None or str(path) == "-":
+        return
+    if path.is_dir():
+        raise ConfigError(f"--json {path}: a directory; name a file, e.g. {path / 'summary.json'}")
+    if not path.parent.is_dir():
+        raise ConfigError(
+            f"--json {path}: there is no directory {path.parent}; create it or write elsewhere"
+        )
+
+
 def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]:
     args.scaler_address = manifests.scaler_address(args.scaler_address)
     if args.targets is not None:
@@ -247,7 +260,10 @@ def write_summary(outcomes: list[Outcome], json_path: Path | None, shard: Shard)
         print(text)
         return
     if json_path is not None:
-        json_path.write_text(text + "\n")
+        try:
+            json_path.write_text(text + "\n")
+        except OSError as exc:
+            raise ConfigError(f"--json {json_path}: cannot write the summary ({exc})") from exc
     print_table(outcomes, sys.stdout)
     print(
         f"{report['targets']} targets, {report['promoted']} promoted, "

@@ -127,3 +127,52 @@ def test_a_scaler_address_that_no_trigger_could_name_is_refused_naming_the_form(
 def test_a_scaler_address_is_kept_as_the_triggers_spell_it() -> None:
     assert targets.scaler_address(" scaler.keda.svc:9000 ") == "scaler.keda.svc:9000"
     assert targets.scaler_address("") is None
+
+
+GOOD = """
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: api, namespace: web}
+spec:
+  triggers:
+  - type: external
+    metadata: {scalerAddress: "scaler:9000", query: "sum(x)", threshold: "4", model: seasonal}
+"""
+
+
+def exit_code(argv: list[str]) -> int | str | None:
+    """`cli.main`'s exit code, whether argparse (a flag's bound) or the run refused."""
+    try:
+        return cli.main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
+def retrain_argv(tmp_path: Path, *flags: str) -> list[str]:
+    """`scaler retrain` of one good target into tmp_path/store, Prometheus unreachable: a run
+    that gets as far as Prometheus fails that target, so a refusal must come before it."""
+    (tmp_path / "so.yaml").write_text(GOOD)
+    return [
+        "retrain",
+        "--targets",
+        str(tmp_path / "so.yaml"),
+        "--store",
+        str(tmp_path / "store"),
+        "--prometheus-url",
+        "http://127.0.0.1:1",
+        "--prometheus-retries",
+        "0",
+        "--workers",
+        "0",
+        *flags,
+    ]
+
+
+@pytest.mark.parametrize("where", ["missing/summary.json", "."])
+def test_a_json_path_that_cannot_be_written_is_refused_before_any_target_is_trained(
+    tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = exit_code(retrain_argv(tmp_path, "--json", str(tmp_path / where)))
+    assert code == 2
+    assert "--json" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
