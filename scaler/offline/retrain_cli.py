@@ -87,7 +87,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "--shards",
         type=int,
         metavar="N",
-        default=int(env("SHARDS", "0") or 0),
+        default=env("SHARDS", None) or 0,
         help="shard count for an Indexed Job (its completions), used with JOB_COMPLETION_INDEX",
     )
     p.set_defaults(job_index=job_index)
@@ -138,7 +138,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "--workers",
         type=int,
         metavar="N",
-        default=int(env("WORKERS", str(defaults.workers)) or defaults.workers),
+        default=env("WORKERS", None) or defaults.workers,
         help="fit processes side by side (2); 0 fits in this process. Each runs BLAS on one "
         "thread unless OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set, so N = the cores",
     )

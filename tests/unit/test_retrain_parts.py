@@ -176,3 +176,13 @@ def test_a_json_path_that_cannot_be_written_is_refused_before_any_target_is_trai
     assert code == 2
     assert "--json" in capsys.readouterr().err
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("name", ["SCALER_WORKERS", "SCALER_SHARDS"])
+def test_a_count_in_the_environment_that_is_not_a_number_is_a_usage_error(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(name, "two")
+    assert exit_code(retrain_argv(tmp_path)[:-2]) == 2
+    flag = "--" + name.removeprefix("SCALER_").lower()
+    assert f"argument {flag}: invalid int value: 'two'" in capsys.readouterr().err
