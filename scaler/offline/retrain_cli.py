@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from scaler import helptext
+from scaler.decision import spec
 from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
@@ -32,6 +33,10 @@ from scaler.store.location import open_store
 logger = logging.getLogger(__name__)
 
 Env = Callable[[str, str | None], str | None]
+
+MODEL_STEP = spec.Range(60, 3600, duration=True)
+"""--model-step, as backtest's --step: finer than a minute, four weeks are millions of points to
+fit (1s asks for hundreds of GiB); coarser than an hour, the lead time falls inside one step."""
 
 
 def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
@@ -127,10 +132,10 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     )
     g.add_argument(
         "--model-step",
-        type=duration_arg,
+        type=_within(MODEL_STEP, "scaler serve fits at 5m"),
         metavar="DURATION",
         default=env("MODEL_STEP", None) or defaults.model_step,
-        help="resolution models fit at (5m): `scaler serve` fits and forecasts at 5m, with "
+        help="resolution models fit at (1m-1h; 5m): `scaler serve` fits and forecasts at 5m, with "
         "no flag to change it, so keep the default for models it serves",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
@@ -157,6 +162,18 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         help="also write the summary as JSON here (- = stdout)",
     )
     p.set_defaults(func=cmd_retrain)
+
+
+def _within(bounds: spec.Range, note: str) -> Callable[[str], float]:
+    """argparse `type=` for a duration within `bounds`; `note` says why, in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            return bounds.check(duration_arg(text))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc} ({note})") from None
+
+    return parse
 
 
 def _path(text: str | None) -> Path | None:

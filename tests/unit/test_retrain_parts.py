@@ -186,3 +186,19 @@ def test_a_count_in_the_environment_that_is_not_a_number_is_a_usage_error(
     assert exit_code(retrain_argv(tmp_path)[:-2]) == 2
     flag = "--" + name.removeprefix("SCALER_").lower()
     assert f"argument {flag}: invalid int value: 'two'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--model-step", "0s"), "'0s': must be from 1m to 1h (scaler serve fits at 5m)"),
+        (("--model-step", "1s"), "'1s': must be from 1m to 1h (scaler serve fits at 5m)"),
+        (("--model-step", "1d"), "'1d': must be from 1m to 1h (scaler serve fits at 5m)"),
+    ],
+)
+def test_a_fitting_flag_out_of_its_bounds_is_refused_before_any_target_is_trained(
+    tmp_path: Path, flags: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exit_code(retrain_argv(tmp_path, *flags)) == 2
+    assert f"argument {flags[0]}: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
