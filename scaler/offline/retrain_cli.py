@@ -37,6 +37,10 @@ Env = Callable[[str, str | None], str | None]
 MODEL_STEP = spec.Range(60, 3600, duration=True)
 """--model-step, as backtest's --step: finer than a minute, four weeks are millions of points to
 fit (1s asks for hundreds of GiB); coarser than an hour, the lead time falls inside one step."""
+HISTORY = spec.Range(2 * 86400, 365 * 86400, duration=True)
+"""--history: a window of one day holds a step less than a day of load, which every model
+refuses, so 1d or less fails every target; past a year is range queries for nothing the
+weekly seasonality uses (100y was taken)."""
 
 
 def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
@@ -125,10 +129,10 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     defaults = RetrainSettings()
     g.add_argument(
         "--history",
-        type=duration_arg,
+        type=_within(HISTORY, "a fit needs over a day of load"),
         metavar="DURATION",
         default=env("HISTORY", None) or defaults.history,
-        help="history per fit (28d; two weeks is the floor for weekly seasonality)",
+        help="history per fit (2d-365d; 28d; two weeks is the floor for weekly seasonality)",
     )
     g.add_argument(
         "--model-step",
