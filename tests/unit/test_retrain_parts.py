@@ -197,6 +197,8 @@ def test_a_count_in_the_environment_that_is_not_a_number_is_a_usage_error(
         (("--history", "0s"), "'0s': must be from 2d to 365d (a fit needs over a day of load)"),
         (("--history", "1d"), "'1d': must be from 2d to 365d (a fit needs over a day of load)"),
         (("--history", "100y"), "'100y': must be from 2d to 365d (a fit needs over a day of load)"),
+        (("--fit-timeout", "0s"), "'0s': must be from 10s to 1d (as serve's --fit-timeout)"),
+        (("--fit-timeout", "30d"), "'30d': must be from 10s to 1d (as serve's --fit-timeout)"),
     ],
 )
 def test_a_fitting_flag_out_of_its_bounds_is_refused_before_any_target_is_trained(
