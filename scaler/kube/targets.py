@@ -42,7 +42,8 @@ class Target:
 @dataclass(frozen=True)
 class Problem:
     where: str
-    """`namespace/name trigger N`."""
+    """`namespace/name trigger N`; `namespace/name` or `ScaledObject N` (its place in the
+    list) when the object itself cannot be read."""
     error: str
 
 
@@ -88,10 +89,18 @@ def from_objects(
     """The targets in `objects` and the triggers that could not be read."""
     targets: list[Target] = []
     problems: list[Problem] = []
-    for obj in objects:
-        meta = obj.get("metadata") or {}
+    for number, obj in enumerate(objects, 1):
+        meta, body = obj.get("metadata") or {}, obj.get("spec") or {}
+        if not isinstance(meta, dict):
+            fix = "metadata is not a mapping; give metadata.name and metadata.namespace"
+            problems.append(Problem(f"ScaledObject {number}", fix))
+            continue
         namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
-        triggers = (obj.get("spec") or {}).get("triggers") or []
+        if not isinstance(body, dict):
+            fix = "spec is not a mapping; give spec.triggers, a list of triggers"
+            problems.append(Problem(f"{namespace}/{name}", fix))
+            continue
+        triggers = body.get("triggers") or []
         for index, trigger in enumerate(triggers if isinstance(triggers, list) else []):
             if not isinstance(trigger, dict) or trigger.get("type") not in EXTERNAL_TYPES:
                 continue

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scaler import cli
 from scaler.errors import ConfigError
@@ -207,3 +208,17 @@ def test_a_fitting_flag_out_of_its_bounds_is_refused_before_any_target_is_traine
     assert exit_code(retrain_argv(tmp_path, *flags)) == 2
     assert f"argument {flags[0]}: {message}" in capsys.readouterr().err
     assert not (tmp_path / "store").exists()
+
+
+def test_a_scaled_object_whose_spec_or_metadata_is_not_a_mapping_is_a_problem_not_a_stop() -> None:
+    good = yaml.safe_load(GOOD)
+    objects = [
+        {"kind": "ScaledObject", "metadata": {"name": "flat", "namespace": "web"}, "spec": "x"},
+        {"kind": "ScaledObject", "metadata": "web/flat", "spec": good["spec"]},
+        good,
+    ]
+    found, problems = targets.from_objects(objects)
+    assert [t.spec.label for t in found] == ["web/api"]
+    assert [p.where for p in problems] == ["web/flat", "ScaledObject 2"]
+    assert "spec is not a mapping" in problems[0].error
+    assert "metadata is not a mapping" in problems[1].error
