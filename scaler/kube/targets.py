@@ -114,6 +114,7 @@ def from_objects(
                 if not isinstance(metadata, dict):
                     raise ConfigError("trigger metadata is not a mapping of strings")
                 parsed = spec.parse(namespace, name, {str(k): str(v) for k, v in metadata.items()})
+                StoreKey.of(parsed)  # a name no store key can hold fails this trigger alone
                 targets.append(Target(parsed, index))
             except ScalerError as exc:
                 problems.append(Problem(where, str(exc)))

@@ -222,3 +222,14 @@ def test_a_scaled_object_whose_spec_or_metadata_is_not_a_mapping_is_a_problem_no
     assert [p.where for p in problems] == ["web/flat", "ScaledObject 2"]
     assert "spec is not a mapping" in problems[0].error
     assert "metadata is not a mapping" in problems[1].error
+
+
+@pytest.mark.parametrize("name", ["team/api", "x" * 300])
+def test_a_name_no_model_store_key_can_hold_is_a_problem_of_that_trigger_only(name: str) -> None:
+    good = yaml.safe_load(GOOD)
+    bad = yaml.safe_load(GOOD)
+    bad["metadata"]["name"] = name
+    found, problems = targets.from_objects([bad, good])
+    assert [t.spec.name for t in found] == ["api"]
+    assert [p.where for p in problems] == [f"web/{name} trigger 0"]
+    assert "model store key name" in problems[0].error
