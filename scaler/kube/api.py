@@ -63,7 +63,10 @@ def connect(kubeconfig: Path | None = None, *, context: str | None = None) -> cl
             return client.ApiClient()
         except ConfigException:
             return config.new_client_from_config(context=context)
-    except (ConfigException, OSError, ValueError) as exc:
+    # Only configuration happens here, and the client reads the file with PyYAML and indexes it
+    # unchecked: a file that is not YAML, or not a mapping of lists, raises yaml's errors or a
+    # TypeError rather than ConfigException. Each is a kubeconfig to fix.
+    except Exception as exc:
         where = kubeconfig or "the service account or ~/.kube/config"
         raise ConfigError(
             f"cannot configure the Kubernetes client from {where} ({exc}); pass --kubeconfig "

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from scaler.errors import ConfigError
 from scaler.kube import api
 from scaler.kube.configmaps import ConfigMap, ConfigMaps
 from scaler.kube.scaledobjects import ScaledObjects
@@ -130,3 +131,12 @@ def test_an_unreachable_api_server_is_kube_unavailable(tmp_path: Path) -> None:
         gone.kubeconfig(tmp_path / "kubeconfig")
     with pytest.raises(api.KubeUnavailable, match="unreachable"):
         ConfigMaps(connected(tmp_path), "gpu").get("m")
+
+
+@pytest.mark.parametrize("text", ["clusters: [", "- a list", "a string", "clusters: 5"])
+def test_a_kubeconfig_that_is_not_one_is_a_config_error_naming_the_file(
+    tmp_path: Path, text: str
+) -> None:
+    (tmp_path / "kubeconfig").write_text(text)
+    with pytest.raises(ConfigError, match=f"from {tmp_path / 'kubeconfig'}"):
+        api.connect(tmp_path / "kubeconfig")
