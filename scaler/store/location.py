@@ -29,6 +29,12 @@ def open_store(
         return ConfigMapStore(ConfigMaps(api.connect(kubeconfig), namespace), keep=keep)
     if not location.strip():
         raise ConfigError("--store is empty: give a directory or configmap:NAMESPACE")
+    if Path(location).exists() and not Path(location).is_dir():
+        # Every write under it would fail, each only after its target's fit.
+        raise ConfigError(
+            f"--store {location}: a file, not a directory; give a directory (created when "
+            "missing) or configmap:NAMESPACE"
+        )
     from scaler.store.directory import DirectoryStore
 
     return DirectoryStore(Path(location), keep=keep)

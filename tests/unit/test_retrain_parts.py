@@ -233,3 +233,11 @@ def test_a_name_no_model_store_key_can_hold_is_a_problem_of_that_trigger_only(na
     assert [t.spec.name for t in found] == ["api"]
     assert [p.where for p in problems] == [f"web/{name} trigger 0"]
     assert "model store key name" in problems[0].error
+
+
+def test_a_store_path_that_is_a_file_is_refused_before_any_target_is_trained(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "store").write_text("not a directory")
+    assert exit_code(retrain_argv(tmp_path)) == 2
+    assert f"--store {tmp_path / 'store'}: a file, not a directory" in capsys.readouterr().err
