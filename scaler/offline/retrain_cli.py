@@ -257,7 +257,10 @@ def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]
         objects = manifests.read_file(args.targets)
         if not objects:
             raise ConfigError(f"{args.targets}: no ScaledObject in it")
-        return manifests.from_objects(objects, scaler_address=args.scaler_address)
+        found, problems = manifests.from_objects(objects, scaler_address=args.scaler_address)
+        if not found and not problems:
+            raise ConfigError(f"{args.targets}: {_no_trigger(len(objects), args.scaler_address)}")
+        return found, problems
     if not args.scaler_address:
         raise ConfigError(
             "give --targets FILE, or --scaler-address to find the cluster's ScaledObjects "
@@ -268,6 +271,16 @@ def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]
 
     listed, _ = ScaledObjects(api.connect(args.kubeconfig)).list(args.namespace)
     return manifests.from_objects(listed, scaler_address=args.scaler_address)
+
+
+def _no_trigger(count: int, address: str | None) -> str:
+    """Why a file of ScaledObjects gives nothing to train, and the fix: a wrong file or address
+    would otherwise be a run that trains nothing and exits 0."""
+    pointing = f" with scalerAddress {address}" if address else ""
+    return (
+        f"none of its {count} ScaledObjects has an external or external-push trigger{pointing}; "
+        "give the ScaledObjects whose trigger points at this scaler"
+    )
 
 
 def write_summary(outcomes: list[Outcome], json_path: Path | None, shard: Shard) -> None:

@@ -241,3 +241,24 @@ def test_a_store_path_that_is_a_file_is_refused_before_any_target_is_trained(
     (tmp_path / "store").write_text("not a directory")
     assert exit_code(retrain_argv(tmp_path)) == 2
     assert f"--store {tmp_path / 'store'}: a file, not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ((), "none of its 1 ScaledObjects has an external or external-push trigger;"),
+        (
+            ("--scaler-address", "scaler.keda.svc:9000"),
+            "none of its 1 ScaledObjects has an external or external-push trigger with "
+            "scalerAddress scaler.keda.svc:9000;",
+        ),
+    ],
+)
+def test_a_targets_file_without_a_trigger_for_this_scaler_is_refused_not_a_silent_success(
+    tmp_path: Path, flags: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = retrain_argv(tmp_path, *flags)
+    cpu = GOOD.replace("type: external", "type: cpu") if not flags else GOOD
+    (tmp_path / "so.yaml").write_text(cpu)
+    assert exit_code(argv) == 2
+    assert message in capsys.readouterr().err
