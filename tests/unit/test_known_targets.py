@@ -1,0 +1,57 @@
+"""`scaler serve --targets FILE`: the triggers warmed up before SERVING, and a file that holds
+none is said so, since the server still serves what KEDA asks for."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from scaler import cli
+from scaler.settings import Settings
+
+TRIGGER = """
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: llm, namespace: gpu}
+spec:
+  scaleTargetRef: {name: llm}
+  triggers:
+    - type: external
+      metadata: {scalerAddress: "scaler:9000", query: "sum(rate(x[1m]))", threshold: "10"}
+"""
+
+
+def known(tmp_path: Path, text: str, address: str | None = None) -> list[str]:
+    path = tmp_path / "targets.yaml"
+    path.write_text(text)
+    settings = Settings(targets_file=path, scaler_address=address)
+    return [spec.label for spec in cli.known_targets(settings)]
+
+
+def test_the_file_s_external_triggers_are_warmed_up_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="scaler"):
+        assert len(known(tmp_path, TRIGGER)) == 1
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    ("text", "address", "said"),
+    [
+        ("garbage\n", None, "it holds no ScaledObject"),
+        ("kind: Deployment\nmetadata: {name: x}\n", None, "it holds no ScaledObject"),
+        (TRIGGER.replace("external", "prometheus"), None, "none of its 1 ScaledObjects has"),
+        (TRIGGER, "other:9000", "has an external trigger with scalerAddress other:9000"),
+    ],
+)
+def test_a_file_without_a_target_is_warned_about_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, text: str, address: str | None, said: str
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="scaler"):
+        assert known(tmp_path, text, address) == []
+    assert len(caplog.records) == 1
+    message = caplog.records[0].getMessage()
+    assert str(tmp_path / "targets.yaml") in message and said in message
