@@ -265,6 +265,12 @@ class Retrainer:
         except (ScalerError, ModelError) as exc:
             logger.warning("%s: retrain failed: %s", key, exc)
             return replace(base, reason=str(exc), failed=True, seconds=time.monotonic() - started)
+        except Exception as exc:
+            # Not an error any layer expected (a bug, memory running out in a fit that runs in
+            # this process): it fails this target, never the others still training.
+            logger.exception("%s: retrain failed unexpectedly", key)
+            reason = f"unexpected {type(exc).__name__}: {exc}; the log has its traceback"
+            return replace(base, reason=reason, failed=True, seconds=time.monotonic() - started)
 
     async def _record(self, key: StoreKey, outcome: Outcome) -> None:
         """Keep the outcome in the store, where serve exports it as the retrain gauges the
