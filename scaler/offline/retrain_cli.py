@@ -191,6 +191,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     shard = shard_of(args.shard, args.shards, args.job_index)
     store = open_store(args.store, kubeconfig=args.kubeconfig, keep=args.keep)
     found, problems = read_targets(args)
+    found = unique(found)
     mine = [t for t in found if shard.holds(t.key)]
     logger.info(
         "retraining %d of %d targets (shard %d/%d) into %r",
@@ -271,6 +272,23 @@ def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]
 
     listed, _ = ScaledObjects(api.connect(args.kubeconfig)).list(args.namespace)
     return manifests.from_objects(listed, scaler_address=args.scaler_address)
+
+
+def unique(found: list[Target]) -> list[Target]:
+    """The first of the triggers that are one target (the same ScaledObject and the same
+    metadata: one store key), each other one logged. Trained twice side by side, the second
+    fit lost the promotion race to the first and stored a version nothing serves."""
+    first: dict[store_base.StoreKey, Target] = {}
+    for target in found:
+        kept = first.setdefault(target.key, target)
+        if kept is not target:
+            logger.warning(
+                "%s: trigger %d is the same target as trigger %d (the same metadata); trained once",
+                target.spec.label,
+                target.trigger,
+                kept.trigger,
+            )
+    return list(first.values())
 
 
 def _no_trigger(count: int, address: str | None) -> str:

@@ -12,6 +12,7 @@ import yaml
 from scaler import cli
 from scaler.errors import ConfigError
 from scaler.kube import targets
+from scaler.offline import retrain_cli
 from scaler.offline.retrain import Shard, verdict
 from scaler.offline.retrain_cli import shard_of
 from scaler.store.base import StoreKey
@@ -262,3 +263,20 @@ def test_a_targets_file_without_a_trigger_for_this_scaler_is_refused_not_a_silen
     (tmp_path / "so.yaml").write_text(cpu)
     assert exit_code(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_same_trigger_twice_is_one_target_trained_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    trigger = {"type": "external", "metadata": {"query": "q", "threshold": "10"}}
+    other = {"type": "external", "metadata": {"query": "q", "threshold": "20"}}
+    obj = {
+        "kind": "ScaledObject",
+        "metadata": {"namespace": "gpu", "name": "llm"},
+        "spec": {"triggers": [trigger, dict(trigger), other]},
+    }
+    found, _ = targets.from_objects([obj])
+    assert len(found) == 3
+    kept = retrain_cli.unique(found)
+    assert [t.trigger for t in kept] == [0, 2]
+    assert "trigger 1 is the same target as trigger 0" in caplog.text
