@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard, l
 from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
 from scaler.store import base as store_base
+from scaler.store.directory import DirectoryStore
 from scaler.store.location import open_store
 
 logger = logging.getLogger(__name__)
@@ -190,6 +192,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     check_json_path(args.json)
     shard = shard_of(args.shard, args.shards, args.job_index)
     store = open_store(args.store, kubeconfig=args.kubeconfig, keep=args.keep)
+    check_store(store, args.store)
     found, problems = read_targets(args)
     found = unique(found)
     mine = [t for t in found if shard.holds(t.key)]
@@ -250,6 +253,30 @@ def check_json_path(path: Path | None) -> None:
         raise ConfigError(
             f"--json {path}: there is no directory {path.parent}; create it or write elsewhere"
         )
+
+
+def check_store(store: store_base.ModelStore, location: str) -> None:
+    """Read the store once, and make sure a directory store can be written, before any fit: an
+    unreachable or read-only store is a bad argument (exit 2), not a failure of every target
+    found only after its fit."""
+    try:
+        store.statuses()
+    except store_base.StoreError as exc:
+        raise ConfigError(f"--store {location}: cannot read the model store ({exc})") from None
+    if isinstance(store, DirectoryStore):
+        root = store.root
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"--store {location}: cannot create it ({exc.strerror}); give a writable "
+                "directory, e.g. a mounted volume"
+            ) from None
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise ConfigError(
+                f"--store {location}: not writable by this user; mount it read-write or give "
+                "another directory"
+            )
 
 
 def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]:

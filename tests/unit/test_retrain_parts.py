@@ -244,6 +244,25 @@ def test_a_store_path_that_is_a_file_is_refused_before_any_target_is_trained(
     assert f"--store {tmp_path / 'store'}: a file, not a directory" in capsys.readouterr().err
 
 
+def test_a_store_that_cannot_be_created_or_read_is_refused_before_any_target_is_trained(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = retrain_argv(tmp_path)
+    argv[argv.index("--store") + 1] = "/proc/1/no-store-here"
+    assert exit_code(argv) == 2
+    assert "--store /proc/1/no-store-here: cannot create it" in capsys.readouterr().err
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    argv[argv.index("--store") + 1] = "configmap:keda"
+    assert exit_code([*argv, "--kubeconfig", str(kubeconfig)]) == 2
+    assert "--store configmap:keda: cannot read the model store" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
