@@ -8,6 +8,7 @@ the environment. Must not: hold a secret in a flag value (only paths to files).
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -126,6 +127,13 @@ def source(
 ) -> PrometheusSource:
     """A source on `url` with `settings`' credentials, trusted to the default and ledger URLs;
     ConfigError at once when a credential file cannot be read."""
+    for flag, given in (
+        ("--prometheus-url", settings.url),
+        ("--ledger-prometheus-url", settings.ledger_url),
+        *(("--prometheus-trusted-url", u) for u in settings.auth.trusted),
+    ):
+        if given is not None:
+            check_url(given, flag)
     trusted = tuple(u for u in (settings.url, settings.ledger_url, url) if u)
     credentials = Credentials(settings.auth, trusted_urls=trusted)
     credentials.check()
@@ -138,3 +146,13 @@ def source(
         call_budget=settings.call_budget,
         on_request=on_request,
     )
+
+
+def check_url(url: str, flag: str) -> None:
+    """A Prometheus URL is http:// or https:// and a host, as a trigger's serverAddress must be:
+    anything else would fail every query of every target, each naming it only in its error."""
+    if re.match(r"^https?://[^\s/:]+", url.strip()) is None:
+        raise ConfigError(
+            f"{flag} {url!r}: give an http:// or https:// URL of Prometheus, e.g. "
+            "http://prometheus.monitoring:9090"
+        )

@@ -88,6 +88,11 @@ BAD_SERVE = {
     "decision log a directory": (["--decision-log", "{tmp}"], {}, "--decision-log {tmp}: cannot"),
     "host not of this machine": (["--host", "999.1.1.1"], {}, "could not bind the gRPC port"),
     "http port in use": (["--http-port", "{busy}"], {}, "could not bind the HTTP port"),
+    "prometheus url not one": (
+        ["--source", "prometheus", "--prometheus-url", "prometheus:9090"],
+        {},
+        "--prometheus-url 'prometheus:9090': give an http:// or https:// URL",
+    ),
     "kubeconfig not one": (
         ["--kube-events", "--kubeconfig", "{tmp}/garbage"],
         {},

@@ -244,6 +244,16 @@ def test_a_store_path_that_is_a_file_is_refused_before_any_target_is_trained(
     assert f"--store {tmp_path / 'store'}: a file, not a directory" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("url", ["", "prometheus:9090", "ftp://prometheus", "http://"])
+def test_a_prometheus_url_that_is_not_one_is_refused_before_any_target_is_trained(
+    tmp_path: Path, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = retrain_argv(tmp_path)
+    argv[argv.index("--prometheus-url") + 1] = url
+    assert exit_code(argv) == 2
+    assert f"--prometheus-url {url!r}: give an http:// or https:// URL" in capsys.readouterr().err
+
+
 def test_a_store_that_cannot_be_created_or_read_is_refused_before_any_target_is_trained(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
