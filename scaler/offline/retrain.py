@@ -315,6 +315,9 @@ class Retrainer:
     ) -> Outcome:
         data, loss, old = result["artefact"], float(result["loss"]), float(result["champion_loss"])
         promote, reason = verdict(loss, old, champion=champion, problem=result["problem"])
+        if champion is None and pointer is not None and promote:
+            # The store fell back past every version it could not load: not a first model.
+            reason = f"no readable champion: v{pointer} and every older version cannot be loaded"
         row = replace(
             base,
             model=str(data.get("kind", base.model)),

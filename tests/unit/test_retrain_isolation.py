@@ -1,5 +1,6 @@
-"""One target's fit that crashes in `scaler retrain` (an error no layer expected: a bug, an
-out-of-memory) fails that target alone; the others still train and are promoted."""
+"""`scaler retrain` when a part of it breaks: one target's fit that crashes (an error no layer
+expected: a bug, an out-of-memory) fails that target alone, the others still train; a champion
+the store cannot load is replaced, and the reason says so."""
 
 from __future__ import annotations
 
@@ -33,24 +34,20 @@ class DailyLoad:
         return Series(start, step, 100 + 50 * np.sin(2 * np.pi * times / 86400.0))
 
 
+def scaled_object(name: str) -> dict[str, Any]:
+    """One ScaledObject whose external trigger queries `name` with the seasonal model."""
+    meta = {"query": name, "threshold": "10", "model": "seasonal"}
+    return {
+        "kind": "ScaledObject",
+        "metadata": {"namespace": "gpu", "name": name},
+        "spec": {"triggers": [{"type": "external", "metadata": meta}]},
+    }
+
+
 def test_a_fit_that_crashes_fails_its_target_alone_and_the_others_still_train(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    objects = [
-        {
-            "kind": "ScaledObject",
-            "metadata": {"namespace": "gpu", "name": name},
-            "spec": {
-                "triggers": [
-                    {
-                        "type": "external",
-                        "metadata": {"query": name, "threshold": "10", "model": "seasonal"},
-                    }
-                ]
-            },
-        }
-        for name in ("crashes", "trains")
-    ]
+    objects = [scaled_object(name) for name in ("crashes", "trains")]
     found, problems = manifests.from_objects(objects)
     assert len(found) == 2 and not problems
     real = retrain.challenge
@@ -69,3 +66,25 @@ def test_a_fit_that_crashes_fails_its_target_alone_and_the_others_still_train(
         trainer.close()
     assert crashed.failed and "MemoryError" in crashed.reason
     assert not trained.failed and trained.promoted
+
+
+def test_a_champion_the_store_cannot_load_is_replaced_saying_so(tmp_path: Path) -> None:
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    settings = retrain.RetrainSettings(history=3 * 86400.0, workers=0, peaks_every=None)
+    store = DirectoryStore(tmp_path)
+
+    def run() -> retrain.Outcome:
+        trainer = retrain.Retrainer(store, DailyLoad(), settings)  # type: ignore[arg-type]
+        try:
+            (outcome,) = asyncio.run(trainer.run([target], now=10 * 86400.0))
+        finally:
+            trainer.close()
+        return outcome
+
+    first = run()
+    assert first.promoted and first.reason == "no champion yet"
+    for version in tmp_path.rglob("v*.json"):
+        version.write_text("{truncated")
+    second = run()
+    assert second.promoted
+    assert second.reason == "no readable champion: v1 and every older version cannot be loaded"
