@@ -17,6 +17,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import hashlib
 import re
@@ -157,6 +158,25 @@ class Range:
         return literals.format_duration(value) if self.duration else literals.format_decimal(value)
 
 
+def flag(parse: Callable[[str], T], why: str) -> Callable[[str], T]:
+    """argparse `type=` from a parser that raises ValueError (a key's, e.g. number_in): the
+    error gives the flag's text, the parser's reason and `why` (e.g. "as the trigger's
+    `leadTime`")."""
+
+    def arg(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc} ({why})") from None
+
+    return arg
+
+
+def duration_flag(bounds: Range, why: str) -> Callable[[str], float]:
+    """argparse `type=` for a duration within `bounds` (see `flag`)."""
+    return flag(lambda text: bounds.check(duration_arg(text)), why)
+
+
 THRESHOLD = Range(MIN_POSITIVE, MAX_LOAD)
 ACTIVATION = Range(0, MAX_LOAD)
 REPLICAS = Range(0, MAX_REPLICAS)
@@ -165,9 +185,13 @@ LEAD_TIME = Range(1, 2 * HOUR, duration=True)
 """A GPU replica's cold start is 6-11 minutes; two hours covers a node pool that must be bought."""
 HORIZON = Range(0, MAX_LOOKAHEAD - LEAD_TIME.high, duration=True)
 """Together with LEAD_TIME, at most MAX_LOOKAHEAD of forecast."""
+MODEL_STEP = Range(60, HOUR, duration=True)
+"""The step models are fitted at, offline (backtest --step, retrain --model-step): finer than a
+minute, weeks of history are millions of points to fit; coarser than an hour, the daily cycle
+has under 24 points and the lead time falls inside one step. The live engine's is 5m."""
 BUDGET = Range(0, budget.MAX_BUDGET)
-"""prewarmBudget as an amount (budget.parse_budget reads it, and its share form)."""
-"""Replica-hours or money per window; 10,000 replicas for a week is 1.7 million replica-hours."""
+"""prewarmBudget as an amount (budget.parse_budget reads it, and its share form): replica-hours
+or money per window; 10,000 replicas for a week is 1.7 million replica-hours."""
 BUDGET_WINDOW = Range(HOUR, 7 * DAY, duration=True)
 """The ledger keeps every charge of two windows: a week at a 30 s step is 40,320 entries."""
 COST = Range(MIN_POSITIVE, 1e9)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -71,7 +70,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--lead-time",
-        type=_as_key(_within(spec.LEAD_TIME), "leadTime"),
+        type=spec.duration_flag(spec.LEAD_TIME, "as the trigger's `leadTime`"),
         default=600.0,
         metavar="DURATION",
         help="replica cold start: forecasts are graded this long before the step, 1s-2h as "
@@ -79,7 +78,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--horizon",
-        type=_as_key(_within(spec.HORIZON), "horizon"),
+        type=spec.duration_flag(spec.HORIZON, "as the trigger's `horizon`"),
         default=900.0,
         metavar="DURATION",
         help="look-ahead past the lead time each forecast covers, 0s-4h as the trigger's "
@@ -87,7 +86,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--quantile",
-        type=_as_key(spec.parse_quantile, "quantile"),
+        type=spec.flag(spec.parse_quantile, "as the trigger's `quantile`"),
         default=0.95,
         help="forecast quantile the decisions insure, strictly between 0.5 and 1, as the "
         "trigger's `quantile` (default 0.95)",
@@ -107,7 +106,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--step",
-        type=_model_step,
+        type=spec.duration_flag(spec.MODEL_STEP, "the live engine's is 5m"),
         default=300.0,
         metavar="DURATION",
         help="model step, 1m-1h: forecasts are made at it, on the peak of each step of a finer "
@@ -155,7 +154,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--cost-per-replica-hour",
-        type=_as_key(spec.number_in(spec.COST), "costPerReplicaHour"),
+        type=spec.flag(spec.number_in(spec.COST), "as the trigger's `costPerReplicaHour`"),
         default=None,
         metavar="PRICE",
         help="price of one replica-hour: --budget and the figures are then money (default: "
@@ -163,7 +162,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--min-replicas",
-        type=_as_key(spec.count_in(spec.REPLICAS), "minReplicas"),
+        type=spec.flag(spec.count_in(spec.REPLICAS), "as the trigger's `minReplicas`"),
         default=replay.ReplayConfig.min_replicas,
         metavar="N",
         help=f"floor of every decision, as `minReplicas` "
@@ -171,7 +170,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--max-replicas",
-        type=_as_key(spec.count_in(spec.CEILING), "maxReplicas"),
+        type=spec.flag(spec.count_in(spec.CEILING), "as the trigger's `maxReplicas`"),
         default=replay.ReplayConfig.max_replicas,
         metavar="N",
         help=f"ceiling of every decision, as `maxReplicas` "
@@ -179,7 +178,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--max-prewarm-replicas",
-        type=_as_key(spec.count_in(spec.REPLICAS), "maxPrewarmReplicas"),
+        type=spec.flag(spec.count_in(spec.REPLICAS), "as the trigger's `maxPrewarmReplicas`"),
         default=replay.ReplayConfig.max_prewarm_replicas,
         metavar="N",
         help=f"replicas above reactive, ever, as `maxPrewarmReplicas` "
@@ -350,27 +349,6 @@ def _refuse_nothing_scored(
         )
 
 
-MODEL_STEP = spec.Range(60, HOUR, duration=True)
-"""--step: finer than a minute, a walk over weeks fits millions of points; coarser than an hour,
-the daily cycle has under 24 points and the lead time falls inside one step."""
-
-
-def _model_step(text: str) -> float:
-    try:
-        return _within(MODEL_STEP)(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: {exc} (the live engine's is 5m)") from None
-
-
-def _within(bounds: spec.Range) -> Callable[[str], float]:
-    """A duration flag read as the trigger key of the same range reads it."""
-
-    def parse(text: str) -> float:
-        return bounds.check(duration_arg(text))
-
-    return parse
-
-
 def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, str]:
     """The trace a backtest walks through, and its name: TRACE.csv, or --query's history."""
     if (args.trace is None) == (args.prometheus_url is None):
@@ -473,18 +451,6 @@ def table(summary: dict[str, Any]) -> str:
             f"{m['predict_ms_mean']:7.2f}"
         )
     return "\n".join(lines)
-
-
-def _as_key(parse: Callable[[str], T], key: str) -> Callable[[str], T]:
-    """A flag read and bounded as the trigger key it mirrors (argparse's error names both)."""
-
-    def arg(text: str) -> T:
-        try:
-            return parse(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"{text!r}: {exc}, as the trigger's `{key}`") from None
-
-    return arg
 
 
 def _country(text: str) -> str:

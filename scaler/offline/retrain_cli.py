@@ -21,7 +21,6 @@ from typing import Any, TextIO
 
 from scaler import helptext
 from scaler.decision import spec
-from scaler.decision.spec import duration_arg
 from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
 from scaler.kube.targets import Problem, Target
@@ -36,9 +35,6 @@ logger = logging.getLogger(__name__)
 
 Env = Callable[[str, str | None], str | None]
 
-MODEL_STEP = spec.Range(60, 3600, duration=True)
-"""--model-step, as backtest's --step: finer than a minute, four weeks are millions of points to
-fit (1s asks for hundreds of GiB); coarser than an hour, the lead time falls inside one step."""
 HISTORY = spec.Range(2 * 86400, 365 * 86400, duration=True)
 """--history: a window of one day holds a step less than a day of load, which every model
 refuses, so 1d or less fails every target; past a year is range queries for nothing the
@@ -133,14 +129,14 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     defaults = RetrainSettings()
     g.add_argument(
         "--history",
-        type=_within(HISTORY, "a fit needs over a day of load"),
+        type=spec.duration_flag(HISTORY, "a fit needs over a day of load"),
         metavar="DURATION",
         default=env("HISTORY", None) or defaults.history,
         help="history per fit (2d-365d; 28d; two weeks is the floor for weekly seasonality)",
     )
     g.add_argument(
         "--model-step",
-        type=_within(MODEL_STEP, "scaler serve fits at 5m"),
+        type=spec.duration_flag(spec.MODEL_STEP, "scaler serve fits at 5m"),
         metavar="DURATION",
         default=env("MODEL_STEP", None) or defaults.model_step,
         help="resolution models fit at (1m-1h; 5m): `scaler serve` fits and forecasts at 5m, with "
@@ -157,7 +153,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     )
     g.add_argument(
         "--fit-timeout",
-        type=_within(FIT_TIMEOUT, "as serve's --fit-timeout"),
+        type=spec.duration_flag(FIT_TIMEOUT, "as serve's --fit-timeout"),
         metavar="DURATION",
         default=env("FIT_TIMEOUT", None) or defaults.fit_timeout,
         help="per target, fit and backtest (10s-1d; 15m); past it the worker is killed",
@@ -170,18 +166,6 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         help="also write the summary as JSON here (- = stdout)",
     )
     p.set_defaults(func=cmd_retrain)
-
-
-def _within(bounds: spec.Range, note: str) -> Callable[[str], float]:
-    """argparse `type=` for a duration within `bounds`; `note` says why, in the error."""
-
-    def parse(text: str) -> float:
-        try:
-            return bounds.check(duration_arg(text))
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"{text!r}: {exc} ({note})") from None
-
-    return parse
 
 
 def _path(text: str | None) -> Path | None:

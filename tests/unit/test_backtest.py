@@ -180,9 +180,9 @@ def exit_code(argv: list[str]) -> int | str | None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (("--lead-time", "0s"), "'0s': must be from 1s to 2h, as the trigger's `leadTime`"),
-        (("--lead-time", "5h"), "'5h': must be from 1s to 2h, as the trigger's `leadTime`"),
-        (("--horizon", "30d"), "'30d': must be from 0s to 4h, as the trigger's `horizon`"),
+        (("--lead-time", "0s"), "'0s': must be from 1s to 2h (as the trigger's `leadTime`)"),
+        (("--lead-time", "5h"), "'5h': must be from 1s to 2h (as the trigger's `leadTime`)"),
+        (("--horizon", "30d"), "'30d': must be from 0s to 4h (as the trigger's `horizon`)"),
         (("--step", "1s"), "'1s': must be from 1m to 1h (the live engine's is 5m)"),
         (("--step", "1d"), "'1d': must be from 1m to 1h (the live engine's is 5m)"),
         # Before, these printed a table of nan and zeros and exited 0.
