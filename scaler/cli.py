@@ -747,8 +747,9 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--log-level",
+        type=log_level,
         default=env("LOG_LEVEL", "INFO"),
-        help="DEBUG, INFO, WARNING (env SCALER_LOG_LEVEL)",
+        help="DEBUG, INFO, WARNING or ERROR (env SCALER_LOG_LEVEL; default INFO)",
     )
     parser.add_argument(
         "--log-format",
@@ -802,6 +803,19 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
     @stream.setter
     def stream(self, _value: Any) -> None:
         pass  # StreamHandler.__init__ and setStream assign it; the current stderr wins
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level(text: str) -> str:
+    """argparse `type=` for --log-level: a level name, in any case."""
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a log level; use {', '.join(LOG_LEVELS)}"
+        )
+    return level
 
 
 def setup_logging(level: str, fmt: str) -> None:

@@ -23,11 +23,16 @@ from scaler import helptext
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.clock import ReplayClock
+from scaler.decision import spec
+from scaler.decision.spec import format_duration
 from scaler.offline import yardstick
 from scaler.offline.traces import read_trace
 from scaler.serving.engine import Engine
 from scaler.settings import EngineSettings, ServerSettings, Settings
 from scaler.sources.file import FileSource, bundled_trace
+
+MAX_STEPS = 100_000
+"""--steps: a bound, not a plan (the bundled trace has 4,300 steps; 144 take about a minute)."""
 
 
 @dataclass
@@ -72,8 +77,6 @@ def preamble(
     *, trace: str, step: float, metadata: dict[str, str], wall: float, derived: bool
 ) -> str:
     """What the demo runs and what its columns mean, printed above the table."""
-    from scaler.decision.spec import format_duration
-
     origin = " (the trace's 99th percentile / 20)" if derived else ""
     lines = [
         f"Replaying {trace} through the real gRPC server ({format_duration(step)} steps, "
@@ -119,24 +122,53 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--threshold",
-        type=float,
+        type=spec.flag(spec.number_in(spec.THRESHOLD), "as the trigger's `threshold`"),
         default=None,
         help="load one replica serves (default: the trace's 99th percentile / 20)",
     )
-    p.add_argument("--steps", type=int, default=144, help="trace steps to play (default 144)")
+    p.add_argument(
+        "--steps",
+        type=spec.flag(spec.count_in(spec.Range(1, MAX_STEPS)), "steps of the trace"),
+        default=144,
+        help=f"trace steps to play, 1-{MAX_STEPS} (default 144)",
+    )
     p.add_argument(
         "--seconds-per-step",
-        type=float,
+        type=spec.flag(spec.number_in(spec.Range(0.01, 60)), "wall seconds"),
         default=0.35,
-        help="wall seconds per trace step (default 0.35)",
+        help="wall seconds per trace step, 0.01-60 (default 0.35)",
     )
-    p.add_argument("--lead-time", default="10m", help="replica cold start (default 10m)")
-    p.add_argument("--horizon", default="15m", help="look-ahead past the lead time (default 15m)")
     p.add_argument(
-        "--out", type=Path, default=Path("demo.png"), help="PNG to write (default demo.png)"
+        "--lead-time",
+        type=spec.duration_flag(spec.LEAD_TIME, "as the trigger's `leadTime`"),
+        default="10m",
+        help="replica cold start (default 10m)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=spec.duration_flag(spec.HORIZON, "as the trigger's `horizon`"),
+        default="15m",
+        help="look-ahead past the lead time (default 15m)",
+    )
+    p.add_argument(
+        "--out", type=_png_path, default=Path("demo.png"), help="PNG to write (default demo.png)"
     )
     p.add_argument("--short", action="store_true", help="a 24-step run for CI")
     p.set_defaults(func=cmd_demo)
+
+
+def _png_path(text: str) -> Path:
+    """--out: a file to write in a directory that exists (checked before a minute of replay)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} is a directory; name a file, e.g. {path / 'demo.png'}"
+        )
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text}: there is no directory {path.parent}; create it or write elsewhere"
+        )
+    return path
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -169,8 +201,8 @@ async def _run(
     metadata = {
         "query": trace_path.stem,
         "threshold": f"{threshold:.6g}",
-        "leadTime": args.lead_time,
-        "horizon": args.horizon,
+        "leadTime": format_duration(args.lead_time),
+        "horizon": format_duration(args.horizon),
         "maxReplicas": "60",
         "maxPrewarmReplicas": "8",
         "prewarmBudget": "30%",
@@ -274,14 +306,12 @@ def _format(row: Row, _engine: Engine) -> str:
     )
 
 
-def _report(rows: list[Row], *, threshold: float, step: float, lead: str, out: Path) -> None:
-    from scaler.decision.spec import parse_duration
-
+def _report(rows: list[Row], *, threshold: float, step: float, lead: float, out: Path) -> None:
     if not rows:
         print("no decisions were made")
         return
     load = np.array([r.load for r in rows])
-    k = yardstick.cold_start_steps(parse_duration(lead), step)
+    k = yardstick.cold_start_steps(lead, step)
     desired = np.array([r.desired for r in rows], dtype=np.int64)
     reactive = np.array([r.reactive for r in rows], dtype=np.int64)
     ours = yardstick.outcome(load=load, desired=desired, threshold=threshold, k=k, step=step)
@@ -291,7 +321,7 @@ def _report(rows: list[Row], *, threshold: float, step: float, lead: str, out: P
     print(legend([r.reason for r in rows]))
     print()
     print(
-        f"replay yardstick over {len(rows)} steps (cold start {lead} = {k} "
+        f"replay yardstick over {len(rows)} steps (cold start {format_duration(lead)} = {k} "
         f"step{'' if k == 1 else 's'}): a step is under-provisioned\n"
         "when fewer replicas are ready (asked at least a cold start earlier) than its load needs"
     )

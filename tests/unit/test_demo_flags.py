@@ -1,0 +1,38 @@
+"""`scaler demo` and the global flags on input a stranger types: every bad value is an exit 2
+naming the flag, the bound and why, before a minute of replay starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaler import cli
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--log-level", "LOUD", "demo"], "--log-level: 'LOUD' is not a log level"),
+        (["demo", "--steps", "0"], "--steps: '0': must be from 1 to 100000"),
+        (["demo", "--steps", "-3"], "--steps: '-3'"),
+        (["demo", "--seconds-per-step", "0"], "--seconds-per-step: '0': must be from 0.01"),
+        (["demo", "--threshold", "0"], "(as the trigger's `threshold`)"),
+        (["demo", "--lead-time", "0s"], "--lead-time: '0s': must be from 1s to 2h"),
+        (["demo", "--horizon", "30d"], "--horizon: '30d': must be from 0s to 4h"),
+        (["demo", "--out", "{tmp}"], "--out: {tmp} is a directory; name a file"),
+        (["demo", "--out", "{tmp}/missing/demo.png"], "there is no directory {tmp}/missing"),
+    ],
+)
+def test_a_bad_demo_flag_is_a_usage_error_naming_it(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([a.format(tmp=tmp_path) for a in argv])
+    assert exit_.value.code == 2
+    assert message.format(tmp=tmp_path) in capsys.readouterr().err
+
+
+def test_a_log_level_is_read_in_any_case() -> None:
+    assert cli.log_level(" debug ") == "DEBUG"
+    assert cli.log_level("Warning") == "WARNING"
