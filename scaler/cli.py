@@ -96,6 +96,18 @@ def port_arg(*, off: bool) -> Callable[[str], int]:
     return parse
 
 
+def one_of(*values: str) -> Callable[[str], str]:
+    """argparse `type=` for one of `values`: unlike `choices`, it checks a SCALER_* default too
+    (argparse runs a string default through the type only)."""
+
+    def parse(text: str) -> str:
+        if text not in values:
+            raise argparse.ArgumentTypeError(f"{text!r}: use one of {', '.join(values)}")
+        return text
+
+    return parse
+
+
 def memory_arg(text: str) -> int:
     """argparse `type=` for a size such as 2Gi, 512Mi or bytes; 0 means unbounded."""
     match = re.fullmatch(r"([0-9]+)([KMGT]i)?", text.strip())
@@ -289,7 +301,8 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     )
     w.add_argument(
         "--checkpoints",
-        choices=("on", "off"),
+        type=one_of("on", "off"),
+        metavar="{on,off}",
         default=env("CHECKPOINTS", "on"),
         help="with --store: write each target's fit input to the store once an hour (about "
         "60 kB a target; two kept) and start a fresh replica from the newest, so it reads "
@@ -753,7 +766,8 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--log-format",
-        choices=("text", "json"),
+        type=one_of("text", "json"),
+        metavar="{text,json}",
         default=env("LOG_FORMAT", "text"),
         help="text for terminals, json for log pipelines (env SCALER_LOG_FORMAT)",
     )

@@ -91,10 +91,9 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
     )
     g.add_argument(
         "--prometheus-retries",
-        type=int,
-        choices=range(0, 11),
+        type=_retries,
         metavar="0-10",
-        default=int(env("PROMETHEUS_RETRIES") or PrometheusSettings.retries),
+        default=env("PROMETHEUS_RETRIES") or str(PrometheusSettings.retries),
         help="retries of a request that failed fast (refused, 429/502/503/504), never of a "
         "timeout (env SCALER_PROMETHEUS_RETRIES; default %(default)s)",
     )
@@ -146,6 +145,14 @@ def source(
         call_budget=settings.call_budget,
         on_request=on_request,
     )
+
+
+def _retries(text: str) -> int:
+    """--prometheus-retries, 0-10 (a type, not `choices`, so SCALER_PROMETHEUS_RETRIES is
+    checked too: argparse parses a string default with the type only)."""
+    if re.fullmatch(r"[0-9]+", text.strip()) is None or not 0 <= int(text) <= 10:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of retries, 0-10")
+    return int(text)
 
 
 def check_url(url: str, flag: str) -> None:

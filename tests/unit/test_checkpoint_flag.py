@@ -22,4 +22,4 @@ def test_a_checkpoints_value_other_than_on_or_off_is_refused(
 ) -> None:
     with pytest.raises(SystemExit):
         serve_settings("--checkpoints", "hourly")
-    assert "invalid choice: 'hourly'" in capsys.readouterr().err
+    assert "'hourly': use one of on, off" in capsys.readouterr().err

@@ -1,5 +1,5 @@
-"""`scaler demo` and the global flags on input a stranger types: every bad value is an exit 2
-naming the flag, the bound and why, before a minute of replay starts."""
+"""Flags and SCALER_* variables on input a stranger types: every bad value is an exit 2 naming
+the flag, the bound and why, before any work starts (a minute of demo replay, a server)."""
 
 from __future__ import annotations
 
@@ -36,3 +36,21 @@ def test_a_bad_demo_flag_is_a_usage_error_naming_it(
 def test_a_log_level_is_read_in_any_case() -> None:
     assert cli.log_level(" debug ") == "DEBUG"
     assert cli.log_level("Warning") == "WARNING"
+
+
+@pytest.mark.parametrize(
+    ("variable", "message"),
+    [
+        ("SCALER_LOG_FORMAT", "--log-format: 'garbage': use one of text, json"),
+        ("SCALER_CHECKPOINTS", "--checkpoints: 'garbage': use one of on, off"),
+        ("SCALER_PROMETHEUS_RETRIES", "--prometheus-retries: 'garbage': give a whole number"),
+    ],
+)
+def test_a_bad_value_in_the_environment_is_refused_as_the_flag_would_be(
+    variable: str, message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(variable, "garbage")
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args(["serve"])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
