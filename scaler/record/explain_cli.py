@@ -95,6 +95,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def read_log(path: Path) -> list[Record]:
     """Every readable record of `path` and its rotated files, oldest file first; bad lines
     are reported on stderr as FILE:LINE and skipped."""
+    if path.is_dir():
+        raise ConfigError(
+            f"--log {path}: a directory; give the file `scaler serve --decision-log` writes, "
+            f"e.g. {path / 'decisions.jsonl'}"
+        )
     files = sorted(
         (p for p in path.parent.glob(f"{path.name}.*") if re.fullmatch(r"\d+", p.suffix[1:])),
         key=lambda p: -int(p.suffix[1:]),

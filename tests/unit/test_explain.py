@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from scaler.decision.policy import Reason
-from scaler.record import decisionrecord, explain
+from scaler.errors import ConfigError
+from scaler.record import decisionrecord, explain, explain_cli
 from scaler.record.decisionlog import DecisionLog
 from tests.unit.decision_records import STEP, decide, target
 
@@ -202,3 +203,10 @@ def test_namespace_name_matches_every_trigger_and_a_fingerprint_only_its_own() -
     assert explain.matching(keys, "team-b/llm") == []
     with pytest.raises(explain.ExplainError, match="NAMESPACE/NAME"):
         explain.check_target("llm")
+
+
+def test_a_log_path_that_is_a_directory_or_missing_names_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"a directory; give the file .*decisions.jsonl"):
+        explain_cli.read_log(tmp_path)
+    with pytest.raises(ConfigError, match="no such file"):
+        explain_cli.read_log(tmp_path / "decisions.jsonl")
