@@ -266,15 +266,32 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     live.add_argument(
         "--query-step",
-        type=duration_arg,
+        type=spec.duration_flag(QUERY_STEP, "a step finer than 10s replays millions of decisions"),
         default=None,
         metavar="DURATION",
-        help="resolution of the range queries, the step decisions are scored at (default "
-        "--step; a finer one, e.g. 1m, scores per minute and forecasts per-step peaks)",
+        help="resolution of the range queries, the step decisions are scored at (10s-1h; "
+        "default --step; a finer one, e.g. 1m, scores per minute and forecasts per-step peaks)",
     )
     prometheus_flags.add_flags(p, env)
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p.set_defaults(func=cmd_backtest)
+
+
+QUERY_STEP = spec.Range(10, HOUR, duration=True)
+"""--query-step: the resolution decisions are replayed and scored at."""
+
+
+def _prepare_out(out: Path) -> None:
+    """--out DIR, created now: a file in its place or a path that cannot be created fails the
+    run before the walk, not after it."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        why = "a file is in the way" if isinstance(e, FileExistsError) else e.strerror
+        raise ConfigError(
+            f"--out {out}: cannot make the output folder ({why}); give a directory to write "
+            "forecasts.csv, decisions.csv, summary.json and backtest.png into"
+        ) from None
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
@@ -293,6 +310,7 @@ def _backtest(args: argparse.Namespace) -> int:
     _refuse_unusable(trace, name)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     _refuse_nothing_scored(trace, series, name, config)
+    _prepare_out(args.out)  # before the walk, which takes minutes
     threshold = replay.threshold_from(args.threshold, trace)
     result = run(series, config, trace=name)
     print(table(result.summary))

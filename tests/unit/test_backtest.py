@@ -189,6 +189,8 @@ def exit_code(argv: list[str]) -> int | str | None:
         (("--warmup", "4d"), "--warmup 4d: {trace} covers 4d, so nothing is left to score"),
         (("--warmup", "9d"), "--warmup 9d: {trace} covers 4d, so nothing is left to score"),
         (("--limit", "1m"), "--limit 1m: shorter than one model step (5m), so nothing is scored"),
+        (("--query-step", "0s"), "'0s': must be from 10s to 1h (a step finer than 10s"),
+        (("--query-step", "1d"), "'1d': must be from 10s to 1h"),
     ],
 )
 def test_a_flag_out_of_range_or_a_run_that_would_score_nothing_exits_2_with_the_fix(
@@ -198,3 +200,17 @@ def test_a_flag_out_of_range_or_a_run_that_would_score_nothing_exits_2_with_the_
     assert exit_code(["backtest", str(trace), *flags, "--out", str(tmp_path / "out")]) == 2
     assert message.format(trace=trace) in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("where", ["file", "/proc/1/no-out-here"])
+def test_an_out_folder_that_cannot_be_made_is_refused_before_the_walk(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    out = tmp_path / "out" if where == "file" else Path(where)
+    if where == "file":
+        out.write_text("a file where the folder goes")
+    assert exit_code(["backtest", str(trace), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert f"--out {out}: cannot make the output folder" in captured.err
+    assert "backtest at quantile" not in captured.out  # refused before the walk graded anything
