@@ -16,6 +16,7 @@ from scaler.decision import budget
 from scaler.errors import ConfigError
 from scaler.offline import backtest, replay
 from tests.contract.synthetic import load
+from tests.unit.exits import exit_code
 
 CONFIG = backtest.BacktestConfig(model="seasonal", compare=(), warmup=3 * DAY, limit=DAY / 2)
 
@@ -167,14 +168,6 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
     for flag in ("--threshold", "--lead-time", "--horizon", "--quantile", "--model", "--warmup",
                  "--out", "forecasts.csv", "summary.json"):  # fmt: skip
         assert flag in text
-
-
-def exit_code(argv: list[str]) -> int | str | None:
-    """`cli.main`'s exit code, whether argparse (a flag's bound) or the run (the trace) refused."""
-    try:
-        return cli.main(argv)
-    except SystemExit as exit_:
-        return exit_.code
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from scaler.offline import retrain_cli
 from scaler.offline.retrain import Shard, verdict
 from scaler.offline.retrain_cli import shard_of
 from scaler.store.base import StoreKey
+from tests.unit.exits import exit_code
 
 KEYS = [StoreKey("ns", f"svc-{i}", "m") for i in range(2000)]
 
@@ -140,14 +141,6 @@ spec:
   - type: external
     metadata: {scalerAddress: "scaler:9000", query: "sum(x)", threshold: "4", model: seasonal}
 """
-
-
-def exit_code(argv: list[str]) -> int | str | None:
-    """`cli.main`'s exit code, whether argparse (a flag's bound) or the run refused."""
-    try:
-        return cli.main(argv)
-    except SystemExit as exit_:
-        return exit_.code
 
 
 def retrain_argv(tmp_path: Path, *flags: str) -> list[str]:
