@@ -333,6 +333,15 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "discovered in the cluster stay while their ScaledObject exists",
     )
     e.add_argument(
+        "--max-targets",
+        type=count_within(1, 100_000),
+        default=env("MAX_TARGETS", "1000"),
+        help="targets held at once, about 0.5 MiB each; a new one past it is answered "
+        "RESOURCE_EXHAUSTED (KEDA's fallback applies) until another expires, so ScaledObjects "
+        "whose metadata keeps changing cannot grow the pod until it is killed (env "
+        "SCALER_MAX_TARGETS; 1-100000; default 1000, within deploy/'s 768Mi)",
+    )
+    e.add_argument(
         "--fit-workers",
         type=count_within(*FIT_WORKERS_RANGE),
         default=env("FIT_WORKERS", "1"),
@@ -421,6 +430,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             step=args.step,
             staleness=args.staleness,
             idle_expiry=args.idle_expiry,
+            max_targets=args.max_targets,
             fit_workers=args.fit_workers,
             fit_timeout=args.fit_timeout,
             fit_memory=args.fit_memory,

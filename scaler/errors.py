@@ -22,6 +22,11 @@ class SpecError(ConfigError):
         super().__init__(f"scalerMetadata key {key!r} = {value!r}: {fix}")
 
 
+class TooManyTargets(ScalerError):
+    """A new target past the engine's `max_targets`: refused (RESOURCE_EXHAUSTED) so that the
+    targets already served keep their memory, and their answers."""
+
+
 class SourceError(ScalerError):
     """The load source failed to answer usefully."""
 

@@ -118,6 +118,11 @@ class EngineSettings:
     """Resolution models are fitted and predict at (5 min is plenty for a 10-30 min horizon)."""
     history: float = 28 * 86400.0
     """Seconds of history fetched for a fit."""
+    max_targets: int = 1000
+    """Targets held at once; a new one past it is refused until one expires (idle_expiry). 1,000
+    is what docs/benchmark.md measured within 512 MiB, under deploy/'s 768 MiB limit: a cluster
+    whose ScaledObjects change their metadata often (each change a new target) cannot grow the
+    scaler until the kernel kills it, and every target with it."""
     history_peaks: float | None = None
     """Sampling step (seconds, e.g. `step`) of per-bucket peaks for the fit history: each
     model-step point the highest value in its bucket, the series `scaler backtest` fits on.

@@ -42,7 +42,7 @@ from models.calibrate import CalibratedModel, Calibration
 from scaler.clock import Clock
 from scaler.decision import budget, drift, levelhits, margin, policy, unrecorded
 from scaler.decision.spec import TargetSpec
-from scaler.errors import BadQuery, CircuitOpen, ScalerError
+from scaler.errors import BadQuery, CircuitOpen, ScalerError, TooManyTargets
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import fitting, isolation, leadtime, ledgerreads, warmup
@@ -134,6 +134,13 @@ class Engine:
         state = self.targets.get(spec.key)
         now = self.clock.now()
         if state is None:
+            if len(self.targets) >= self.settings.max_targets:
+                raise TooManyTargets(
+                    f"{spec.label}: this scaler already serves {len(self.targets)} targets, its "
+                    "--max-targets; raise it (with about 0.5 MiB of memory a target), or spread "
+                    "the ScaledObjects over more scaler Deployments. KEDA's fallback applies "
+                    "meanwhile; a target no call asks about for --idle-expiry frees its place"
+                )
             state = TargetState(
                 spec=spec,
                 ledger=budget.Ledger(

@@ -23,7 +23,7 @@ from grpc_health.v1._async import HealthServicer
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
-from scaler.errors import ConfigError, SpecError
+from scaler.errors import ConfigError, SpecError, TooManyTargets
 from scaler.serving.engine import Answer, Engine, Unavailable
 from scaler.serving.state import TargetState
 from scaler.settings import ServerSettings, TLSSettings
@@ -75,7 +75,13 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
             spec = parse_ref(ref)
         except SpecError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal(ref, exc))
-        return self.engine.ensure(spec)
+        return await self._ensure(spec, context)
+
+    async def _ensure(self, spec: specs.TargetSpec, context: Context) -> TargetState:
+        try:
+            return self.engine.ensure(spec)
+        except TooManyTargets as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, bounded(str(exc)))
 
     async def _answer(self, state: TargetState, context: Context) -> Answer:
         try:
@@ -106,7 +112,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         was_active = answer.active
         while True:
             await state.updated.wait()
-            state = self.engine.ensure(state.spec)
+            state = await self._ensure(state.spec, context)  # it may have expired meanwhile
             try:
                 now_active = self.engine.answer(state).active
             except (Unavailable, SpecError):

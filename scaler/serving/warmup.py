@@ -27,7 +27,7 @@ import numpy as np
 
 from models.base import Series
 from scaler.decision.spec import TargetSpec
-from scaler.errors import NoData, ScalerError
+from scaler.errors import NoData, ScalerError, TooManyTargets
 from scaler.serving import driftstate, priority
 from scaler.serving.state import TargetState
 
@@ -83,7 +83,14 @@ async def warm_up(
     """Register every target, then warm each one whole (champion, history, drift state, a
     first decision), `concurrency` at a time: all at once, each refresh's deadline would run
     out in the bulkheads' queues (and count against the endpoint's breaker)."""
-    states = [engine.ensure(spec) for spec in targets]
+    states = []
+    for spec in targets:
+        try:
+            states.append(engine.ensure(spec))
+        except TooManyTargets as exc:
+            left = len(targets) - len(states)
+            logger.warning("%d of %d targets not warmed up: %s", left, len(targets), exc)
+            break
     slots = asyncio.Semaphore(engine.settings.concurrency)
     await asyncio.gather(*(_warm(engine, state, load, slots) for state in states))
     # A warm-up longer than a few steps leaves its first targets' decisions old: decide again,

@@ -7,6 +7,7 @@ import shutil
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -218,3 +219,50 @@ def test_a_new_auto_target_forecasts_from_the_baseline_while_auto_selects(
             seen_quick = seen_quick or state.model.kind == "seasonal"
         time.sleep(0.01)
     assert seen_quick, "no baseline model while auto was selecting"
+
+
+def test_a_target_past_max_targets_is_refused_and_the_ones_served_keep_their_answers(
+    traces: Path,
+) -> None:
+    settings = fast_settings(f"file:{traces}")
+    settings = replace(settings, engine=replace(settings.engine, max_targets=2))
+    with (
+        RunningScaler(settings) as running,
+        grpc.insecure_channel(running.address) as channel,
+    ):
+        stub = pb_grpc.ExternalScalerStub(channel)
+        served = [ref(name=f"llm-{i}") for i in range(2)]
+        for target in served:
+            assert stub.GetMetricSpec(target).metricSpecs[0].targetSize == 1
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.GetMetricSpec(ref(name="llm-2"))
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "team-a/llm-2: this scaler already serves 2 targets, its --max-targets" in str(
+            refused.value.details()
+        )
+        for target in served:  # the two it holds still answer
+            request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")
+            assert eventually(lambda r=request: stub.GetMetrics(r)).metricValues[0].metricValue >= 0
+        assert running.engine is not None and len(running.engine.targets) == 2
+
+
+def test_a_targets_file_past_max_targets_warms_up_what_fits_and_serves(
+    traces: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    documents = [
+        "kind: ScaledObject\n"
+        f"metadata: {{name: llm-{i}, namespace: team-a}}\n"
+        "spec: {triggers: [{type: external, metadata: "
+        "{query: llm_serving_10min, threshold: '60'}}]}\n"
+        for i in range(3)
+    ]
+    (tmp_path / "targets.yaml").write_text("---\n".join(documents))
+    settings = fast_settings(f"file:{traces}")
+    settings = replace(
+        settings,
+        engine=replace(settings.engine, max_targets=2),
+        targets_file=tmp_path / "targets.yaml",
+    )
+    with RunningScaler(settings) as running:  # SERVING: the warm-up finished
+        assert running.engine is not None and len(running.engine.targets) == 2
+    assert "1 of 3 targets not warmed up: team-a/llm-2: this scaler already serves 2" in caplog.text
