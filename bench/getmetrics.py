@@ -100,7 +100,7 @@ async def run_scaler(
         *(sys.executable, "-m", "scaler", "--log-level", args.log_level, "serve"),
         *("--host", "127.0.0.1", "--grpc-port", str(port), "--http-port", str(http_port)),
         *("--source", f"file:{workdir / 'traces'}", "--fit-workers", str(args.fit_workers)),
-        *("--step", args.step),
+        *("--step", args.step, "--max-targets", str(max(args.targets, 1000))),
     ]
     server = procs.Server("scaler", argv, workdir / "scaler.log", port=port)
     try:

@@ -210,6 +210,7 @@ class Replica:
             "--grpc-port", str(self.grpc_port), "--http-port", str(self.http_port),
             "--prometheus-url", prom, "--store", str(work / "store"),
             "--step", args.step, "--fit-workers", "1", "--drain-delay", args.drain_delay,
+            "--max-targets", str(max(args.targets, 1000)),
         ]  # fmt: skip
         if not args.no_targets_file:
             argv += ["--targets", str(work / "targets.yaml")]
