@@ -224,6 +224,11 @@ def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
             f"JOB_COMPLETION_INDEX={job_index!r} is set but --shards is {shards}: set --shards "
             "(or SCALER_SHARDS) to the Indexed Job's completions"
         )
+    if int(job_index) >= shards:
+        raise ConfigError(
+            f"JOB_COMPLETION_INDEX={job_index} is past --shards {shards} (indexes 0-{shards - 1}): "
+            "set --shards (or SCALER_SHARDS) to the Indexed Job's completions"
+        )
     return Shard(int(job_index) + 1, shards)
 
 

@@ -42,6 +42,10 @@ def test_the_indexed_job_index_picks_the_shard_and_needs_the_count() -> None:
     assert shard_of(None, 0, None) == Shard(1, 1)
     with pytest.raises(ConfigError, match="--shards"):
         shard_of(None, 0, "2")
+    with pytest.raises(
+        ConfigError, match=r"JOB_COMPLETION_INDEX=5 is past --shards 2 \(indexes 0-1\)"
+    ):
+        shard_of(None, 2, "5")
 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0"])
