@@ -95,7 +95,11 @@ def from_objects(
             fix = "metadata is not a mapping; give metadata.name and metadata.namespace"
             problems.append(Problem(f"ScaledObject {number}", fix))
             continue
-        namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+        namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
+        if not (isinstance(namespace, str) and isinstance(name, str)):
+            fix = "metadata.name and metadata.namespace must be strings (DNS labels)"
+            problems.append(Problem(f"ScaledObject {number}", fix))
+            continue
         if not isinstance(body, dict):
             fix = "spec is not a mapping; give spec.triggers, a list of triggers"
             problems.append(Problem(f"{namespace}/{name}", fix))

@@ -213,13 +213,19 @@ def test_a_scaled_object_whose_spec_or_metadata_is_not_a_mapping_is_a_problem_no
     objects = [
         {"kind": "ScaledObject", "metadata": {"name": "flat", "namespace": "web"}, "spec": "x"},
         {"kind": "ScaledObject", "metadata": "web/flat", "spec": good["spec"]},
+        {
+            "kind": "ScaledObject",
+            "metadata": {"name": ["api"], "namespace": 5},
+            "spec": good["spec"],
+        },
         good,
     ]
     found, problems = targets.from_objects(objects)
     assert [t.spec.label for t in found] == ["web/api"]
-    assert [p.where for p in problems] == ["web/flat", "ScaledObject 2"]
+    assert [p.where for p in problems] == ["web/flat", "ScaledObject 2", "ScaledObject 3"]
     assert "spec is not a mapping" in problems[0].error
     assert "metadata is not a mapping" in problems[1].error
+    assert "metadata.name and metadata.namespace must be strings" in problems[2].error
 
 
 @pytest.mark.parametrize("name", ["team/api", "x" * 300])
