@@ -69,8 +69,9 @@ def connect(kubeconfig: Path | None = None, *, context: str | None = None) -> cl
     except Exception as exc:
         where = kubeconfig or "the service account or ~/.kube/config"
         raise ConfigError(
-            f"cannot configure the Kubernetes client from {where} ({exc}); pass --kubeconfig "
-            "or run in a pod with a service account"
+            f"cannot configure the Kubernetes client from {where} ({exc}); give --kubeconfig "
+            "a kubeconfig file (as `kubectl config view --raw` prints it), or run in a pod with "
+            "a service account"
         ) from exc
 
 
