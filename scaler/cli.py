@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from scaler import helptext, threads
+from scaler import helptext, quiet, threads
 from scaler.clock import Clock, WallClock
 from scaler.decision.spec import TargetSpec, duration_arg
 from scaler.errors import ConfigError, ScalerError
@@ -851,11 +851,7 @@ def setup_logging(level: str, fmt: str) -> None:
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
     for noisy in ("prophet", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    # cmdstanpy logs a failed L-BFGS run as ERROR although Prophet then retries with Newton and
-    # says so (a WARNING from prophet.models); prophet.plot logs ERROR when plotly, which we do
-    # not use, is absent. Neither is an error of ours.
-    for quiet in ("cmdstanpy", "prophet.plot"):
-        logging.getLogger(quiet).setLevel(logging.CRITICAL)
+    quiet.silence_third_party()
 
 
 class _JsonFormatter(logging.Formatter):

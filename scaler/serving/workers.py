@@ -37,6 +37,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from scaler import quiet
 from scaler.errors import ScalerError
 
 logger = logging.getLogger(__name__)
@@ -276,6 +277,7 @@ def _worker_main(
     with contextlib.suppress(OSError):
         os.setpgrp()  # a kill of the group reaches what a job starts
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    quiet.silence_third_party()  # before the preload imports Prophet
     if memory_limit > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     try:

@@ -8,6 +8,8 @@ import asyncio
 import itertools
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -205,3 +207,25 @@ def test_readyz_fails_while_no_fit_worker_can_start_and_says_why(memory: int) ->
         assert "model fitting is unavailable: a new fit worker" in text
     else:
         assert (status, text) == (200, "ready\n")
+
+
+def test_a_worker_that_imports_prophet_writes_nothing_to_stderr(tmp_path: Path) -> None:
+    """A fit worker is spawned and inherits no logging setup: Prophet's import-time ERROR about
+    plotly reached the server's stderr as bare text, one unparsable line in a JSON log
+    pipeline per worker start."""
+    script = tmp_path / "pool.py"
+    script.write_text(
+        "import asyncio, os\n"
+        "from scaler.serving.workers import WorkerPool\n"
+        "if __name__ == '__main__':  # a spawned worker imports this file again\n"
+        "    pool = WorkerPool(size=1, memory_limit=0, timeout=60, preload=('prophet',))\n"
+        "    try:\n"
+        "        print(asyncio.run(pool.run(os.getpid)) > 0)\n"
+        "    finally:\n"
+        "        pool.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "True"
+    assert done.stderr == ""
