@@ -849,8 +849,6 @@ def setup_logging(level: str, fmt: str) -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
-    for noisy in ("prophet", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
     quiet.silence_third_party()
 
 

@@ -14,6 +14,10 @@ last of them has gone. Workers must therefore be started from a thread that live
 pool (the event loop's). Each worker leads its own process group, so a kill also reaches what the
 job started (Prophet's Stan binary).
 
+A worker inherits no logging setup. What a job logs (at the parent's level) travels back with
+its outcome, at most MAX_RECORDS a job, and is logged in the parent by its own handlers, so a
+fit's lines read the same (text or JSON) whether it ran in a worker or in the serving process.
+
 This module knows processes and pipes only; what a job is and how failures are charged is the
 caller's business (scaler/serving/fitting.py).
 """
@@ -200,7 +204,13 @@ class WorkerPool:
         ours, theirs = self._context.Pipe()
         process = self._context.Process(
             target=_worker_main,
-            args=(theirs, os.getpid(), self.memory_limit, self.preload),
+            args=(
+                theirs,
+                os.getpid(),
+                self.memory_limit,
+                self.preload,
+                logging.getLogger().getEffectiveLevel(),
+            ),
             name="scaler-fit-worker",
             daemon=True,
         )
@@ -261,8 +271,10 @@ class WorkerPool:
             await asyncio.wait_for(readable, within)
         finally:
             loop.remove_reader(fd)
-        message: tuple[str, Any] = worker.conn.recv()  # EOFError when the worker died
-        return message
+        kind, value, records = worker.conn.recv()  # EOFError when the worker died
+        for record in records:  # what the job logged, through this process's handlers
+            logging.getLogger(record.name).handle(record)
+        return kind, value
 
     def _discard(self, worker: _Worker) -> None:
         self._busy.discard(worker)
@@ -271,9 +283,11 @@ class WorkerPool:
 
 # ---- the worker side ---------------------------------------------------------------------------
 def _worker_main(
-    conn: Connection, parent: int, memory_limit: int, preload: tuple[str, ...]
+    conn: Connection, parent: int, memory_limit: int, preload: tuple[str, ...], level: int
 ) -> None:
     _die_with_parent(parent)
+    kept = _Kept()
+    logging.basicConfig(level=level, handlers=[kept], force=True)
     with contextlib.suppress(OSError):
         os.setpgrp()  # a kill of the group reaches what a job starts
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
@@ -284,15 +298,57 @@ def _worker_main(
         for module in preload:
             importlib.import_module(module)
     except BaseException as exc:
-        conn.send((f"preload failed: {exc!r}", None))
+        conn.send((f"preload failed: {exc!r}", None, kept.take()))
         return
-    conn.send(("ready", os.getpid()))
+    conn.send(("ready", os.getpid(), kept.take()))
     while True:
         try:
             fn, args, kwargs = conn.recv()
         except (EOFError, OSError):
             return
-        conn.send(_outcome(fn, args, kwargs))
+        conn.send((*_outcome(fn, args, kwargs), kept.take()))
+
+
+MAX_RECORDS = 200
+"""Log records a job may send back: a fit logs a handful; a loop logging on every step does
+not fill the pipe (the rest are counted in one last record)."""
+
+
+class _Kept(logging.Handler):
+    """The worker's log records, kept until the job's outcome carries them to the parent: the
+    message formatted here (its arguments may not pickle), a traceback as text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+        self.dropped = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.records) >= MAX_RECORDS:
+            self.dropped += 1
+            return
+        record.msg, record.args = record.getMessage(), None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        self.records.append(record)
+
+    def take(self) -> list[logging.LogRecord]:
+        out, self.records = self.records, []
+        if self.dropped:
+            note = f"{self.dropped} more log records of this fit worker's job were dropped"
+            out.append(
+                logging.makeLogRecord(
+                    {
+                        "name": __name__,
+                        "levelno": logging.WARNING,
+                        "levelname": "WARNING",
+                        "msg": note,
+                    }
+                )
+            )
+            self.dropped = 0
+        return out
 
 
 def _outcome(fn: Callable[..., Any], args: Any, kwargs: Any) -> tuple[str, Any]:

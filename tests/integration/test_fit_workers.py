@@ -28,7 +28,7 @@ from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import budget, spec
 from scaler.offline.traces import read_trace
-from scaler.serving import fitting
+from scaler.serving import fitting, workers
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -209,23 +209,38 @@ def test_readyz_fails_while_no_fit_worker_can_start_and_says_why(memory: int) ->
         assert (status, text) == (200, "ready\n")
 
 
-def test_a_worker_that_imports_prophet_writes_nothing_to_stderr(tmp_path: Path) -> None:
-    """A fit worker is spawned and inherits no logging setup: Prophet's import-time ERROR about
-    plotly reached the server's stderr as bare text, one unparsable line in a JSON log
-    pipeline per worker start."""
+def test_what_a_job_logs_in_a_worker_is_logged_by_the_parent_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """A fit worker is spawned and inherits no logging setup. Its records reach the parent with
+    the job's outcome and go through the parent's handlers (text or JSON alike), at most
+    MAX_RECORDS a job; Prophet's import-time ERROR about plotly, which reached stderr as bare
+    text (one unparsable line in a JSON pipeline per worker start), is silenced there too."""
     script = tmp_path / "pool.py"
     script.write_text(
-        "import asyncio, os\n"
+        "import asyncio, logging\n"
         "from scaler.serving.workers import WorkerPool\n"
+        "def chatty(n):\n"
+        "    for i in range(n):\n"
+        "        logging.getLogger('models.fit').info('line %d of %s', i, 'the fit')\n"
+        "    return n\n"
         "if __name__ == '__main__':  # a spawned worker imports this file again\n"
+        "    line = '%(levelname)s %(name)s: %(message)s'\n"
+        "    logging.basicConfig(level=logging.INFO, format=line)\n"
         "    pool = WorkerPool(size=1, memory_limit=0, timeout=60, preload=('prophet',))\n"
         "    try:\n"
-        "        print(asyncio.run(pool.run(os.getpid)) > 0)\n"
+        "        print(asyncio.run(pool.run(chatty, 2)), asyncio.run(pool.run(chatty, 250)))\n"
         "    finally:\n"
         "        pool.close()\n"
     )
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
     )
-    assert done.stdout.strip() == "True"
-    assert done.stderr == ""
+    assert done.stdout.strip() == "2 250"
+    lines = done.stderr.splitlines()
+    assert lines[:2] == ["INFO models.fit: line 0 of the fit", "INFO models.fit: line 1 of the fit"]
+    assert len(lines) == 2 + workers.MAX_RECORDS + 1
+    assert lines[-1] == (
+        "WARNING scaler.serving.workers: 50 more log records of this fit worker's job were dropped"
+    )
+    assert "plotly" not in done.stderr
