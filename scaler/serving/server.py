@@ -231,13 +231,7 @@ async def create_server(
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"{settings.host}:{settings.grpc_port}"
     credentials = server_credentials(settings.tls) if settings.tls.enabled else None
-    try:
-        if credentials is not None:
-            port = server.add_secure_port(address, credentials)
-        else:
-            port = server.add_insecure_port(address)
-    except RuntimeError:  # grpcio raises on an address it cannot bind instead of returning 0
-        port = 0
+    port = _bind(server, address, credentials)
     if port == 0:
         raise ConfigError(
             f"could not bind the gRPC port {address}; is it in use, or --host not an address "
@@ -262,16 +256,26 @@ def create_health_server(settings: ServerSettings, health: HealthServicer) -> gr
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"{settings.host}:{settings.health_port}"
-    try:
-        bound = server.add_insecure_port(address)
-    except RuntimeError:  # grpcio raises on a port in use instead of returning 0
-        bound = 0
-    if bound == 0:
+    if _bind(server, address) == 0:
         raise ConfigError(
             f"could not bind the health port {address}; is it in use? Pick another "
             "--health-port (SCALER_HEALTH_PORT), or -1 to serve no health port"
         )
     return server
+
+
+def _bind(
+    server: grpc.aio.Server, address: str, credentials: grpc.ServerCredentials | None = None
+) -> int:
+    """The port `server` bound at `address` (TLS with `credentials`), 0 when it could not:
+    grpcio returns 0 for some failures and raises RuntimeError for others (a port in use, an
+    address that is not this machine's)."""
+    try:
+        if credentials is not None:
+            return server.add_secure_port(address, credentials)
+        return server.add_insecure_port(address)
+    except RuntimeError:
+        return 0
 
 
 async def serve_until_stopped(
