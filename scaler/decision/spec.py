@@ -282,8 +282,10 @@ def _metric_name(text: str) -> str:
     return text
 
 
-def _url(text: str) -> str:
-    if not re.match(r"^https?://[^\s/]+", text):
+def http_url(text: str) -> str:
+    """A Prometheus URL, as `serverAddress` and the scaler's URL flags take it: http:// or
+    https:// and a host; without the trailing slash."""
+    if not re.match(r"^https?://[^\s/:]+", text):
         raise ValueError("must be an http:// or https:// URL")
     return text.rstrip("/")
 
@@ -451,7 +453,7 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             meta, "threshold", _number(THRESHOLD), 1.0, "set the load one replica serves, e.g. '50'"
         ),
         server_address=_get(
-            meta, "serverAddress", _url, None, "e.g. http://prometheus.monitoring:9090"
+            meta, "serverAddress", http_url, None, "e.g. http://prometheus.monitoring:9090"
         ),
         activation_threshold=_get(
             meta, "activationThreshold", _number(ACTIVATION), 0.0, "e.g. '0' to wake on any load"

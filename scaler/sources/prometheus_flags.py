@@ -8,10 +8,10 @@ the environment. Must not: hold a secret in a flag value (only paths to files).
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable
 from pathlib import Path
 
+from scaler.decision import spec
 from scaler.decision.spec import duration_arg, parse_headers
 from scaler.errors import ConfigError
 from scaler.settings import PrometheusAuth, PrometheusSettings
@@ -91,7 +91,7 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
     )
     g.add_argument(
         "--prometheus-retries",
-        type=_retries,
+        type=spec.flag(spec.count_in(spec.Range(0, 10)), "retries of a request that failed fast"),
         metavar="0-10",
         default=env("PROMETHEUS_RETRIES") or str(PrometheusSettings.retries),
         help="retries of a request that failed fast (refused, 429/502/503/504), never of a "
@@ -147,19 +147,13 @@ def source(
     )
 
 
-def _retries(text: str) -> int:
-    """--prometheus-retries, 0-10 (a type, not `choices`, so SCALER_PROMETHEUS_RETRIES is
-    checked too: argparse parses a string default with the type only)."""
-    if re.fullmatch(r"[0-9]+", text.strip()) is None or not 0 <= int(text) <= 10:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of retries, 0-10")
-    return int(text)
-
-
 def check_url(url: str, flag: str) -> None:
     """A Prometheus URL is http:// or https:// and a host, as a trigger's serverAddress must be:
     anything else would fail every query of every target, each naming it only in its error."""
-    if re.match(r"^https?://[^\s/:]+", url.strip()) is None:
+    try:
+        spec.http_url(url.strip())
+    except ValueError:
         raise ConfigError(
             f"{flag} {url!r}: give an http:// or https:// URL of Prometheus, e.g. "
             "http://prometheus.monitoring:9090"
-        )
+        ) from None

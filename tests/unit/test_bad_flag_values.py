@@ -43,7 +43,7 @@ def test_a_log_level_is_read_in_any_case() -> None:
     [
         ("SCALER_LOG_FORMAT", "--log-format: 'garbage': use one of text, json"),
         ("SCALER_CHECKPOINTS", "--checkpoints: 'garbage': use one of on, off"),
-        ("SCALER_PROMETHEUS_RETRIES", "--prometheus-retries: 'garbage': give a whole number"),
+        ("SCALER_PROMETHEUS_RETRIES", "--prometheus-retries: 'garbage': not a plain decimal"),
     ],
 )
 def test_a_bad_value_in_the_environment_is_refused_as_the_flag_would_be(

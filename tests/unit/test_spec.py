@@ -119,6 +119,7 @@ BAD = [
     ({"costPerReplicaHour": "cheap"}, "costPerReplicaHour"),
     ({"currency": "dollars"}, "currency"),
     ({"serverAddress": "prometheus:9090"}, "serverAddress"),
+    ({"serverAddress": "http://:9090"}, "serverAddress"),
     ({"metricName": "Has Spaces"}, "metricName"),
     ({"maxReplica": "4"}, "maxReplica"),
 ]
