@@ -687,15 +687,10 @@ def known_targets(settings: Settings) -> list[TargetSpec]:
     for problem in problems:
         logger.warning("--targets %s: %s: %s", settings.targets_file, problem.where, problem.error)
     if not found and not problems:
-        pointing = (
-            f" with scalerAddress {settings.scaler_address}" if settings.scaler_address else ""
-        )
         logger.warning(
             "--targets %s: %s, so nothing is warmed up before SERVING; is it the right file?",
             settings.targets_file,
-            f"none of its {len(objects)} ScaledObjects has an external trigger{pointing}"
-            if objects
-            else "it holds no ScaledObject",
+            targets.nothing_to_serve(len(objects), settings.scaler_address),
         )
     return [t.spec for t in found]
 

@@ -83,6 +83,16 @@ def read_file(path: Path) -> list[dict[str, Any]]:
     return [obj for obj in found if obj.get("kind") == "ScaledObject"]
 
 
+def nothing_to_serve(count: int, scaler_address: str | None) -> str:
+    """Why `count` ScaledObjects (0: none at all) gave `from_objects` no target and no problem:
+    a wrong file, or a wrong --scaler-address, said in words for serve's warning and retrain's
+    refusal."""
+    if count == 0:
+        return "it holds no ScaledObject"
+    pointing = f" with scalerAddress {scaler_address}" if scaler_address else ""
+    return f"none of its {count} ScaledObjects has an external or external-push trigger{pointing}"
+
+
 def from_objects(
     objects: Iterable[dict[str, Any]], *, scaler_address: str | None = None
 ) -> tuple[list[Target], list[Problem]]:

@@ -276,7 +276,11 @@ def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]
             raise ConfigError(f"{args.targets}: no ScaledObject in it")
         found, problems = manifests.from_objects(objects, scaler_address=args.scaler_address)
         if not found and not problems:
-            raise ConfigError(f"{args.targets}: {_no_trigger(len(objects), args.scaler_address)}")
+            why = manifests.nothing_to_serve(len(objects), args.scaler_address)
+            # a wrong file or address would otherwise train nothing and exit 0
+            raise ConfigError(
+                f"{args.targets}: {why}; give the ScaledObjects whose trigger points at this scaler"
+            )
         return found, problems
     if not args.scaler_address:
         raise ConfigError(
@@ -305,16 +309,6 @@ def unique(found: list[Target]) -> list[Target]:
                 kept.trigger,
             )
     return list(first.values())
-
-
-def _no_trigger(count: int, address: str | None) -> str:
-    """Why a file of ScaledObjects gives nothing to train, and the fix: a wrong file or address
-    would otherwise be a run that trains nothing and exits 0."""
-    pointing = f" with scalerAddress {address}" if address else ""
-    return (
-        f"none of its {count} ScaledObjects has an external or external-push trigger{pointing}; "
-        "give the ScaledObjects whose trigger points at this scaler"
-    )
 
 
 def write_summary(outcomes: list[Outcome], json_path: Path | None, shard: Shard) -> None:

@@ -44,7 +44,11 @@ def test_the_file_s_external_triggers_are_warmed_up_without_a_warning(
         ("garbage\n", None, "it holds no ScaledObject"),
         ("kind: Deployment\nmetadata: {name: x}\n", None, "it holds no ScaledObject"),
         (TRIGGER.replace("external", "prometheus"), None, "none of its 1 ScaledObjects has"),
-        (TRIGGER, "other:9000", "has an external trigger with scalerAddress other:9000"),
+        (
+            TRIGGER,
+            "other:9000",
+            "has an external or external-push trigger with scalerAddress other:9000",
+        ),
     ],
 )
 def test_a_file_without_a_target_is_warned_about_naming_it(
