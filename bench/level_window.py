@@ -49,7 +49,8 @@ HALF_LIVES = (900.0, 1800.0, HOUR, 2 * HOUR)
 LevelWindow = tuple[str, float]
 """How the level reads the recent load: ("flat", seconds), a ratio of sums over the window, or
 ("ewm", half-life in seconds), a ratio of exponentially weighted sums."""
-TODAY: LevelWindow = ("flat", HOUR)
+TODAY: LevelWindow = seasonal.TODAY
+"""The window every fit reads: the last hour, flat."""
 LEVEL_WINDOWS: tuple[LevelWindow, ...] = (
     ("flat", 900.0),
     ("flat", 1800.0),
