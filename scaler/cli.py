@@ -848,17 +848,26 @@ def setup_logging(level: str, fmt: str) -> None:
 
 
 class _JsonFormatter(logging.Formatter):
+    """One JSON object a line. A record's traceback (`logger.exception`, or the text a fit
+    worker formatted before sending it: workers._Kept) goes under "exc", its stack under
+    "stack": a log pipeline must not lose why a target failed."""
+
     def format(self, record: logging.LogRecord) -> str:
         import json
 
-        return json.dumps(
-            {
-                "ts": record.created,
-                "level": record.levelname,
-                "logger": record.name,
-                "msg": record.getMessage(),
-            }
-        )
+        line: dict[str, object] = {
+            "ts": record.created,
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line["exc"] = record.exc_text
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(line)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

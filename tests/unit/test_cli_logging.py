@@ -45,3 +45,26 @@ def test_json_format_too(root_restored: None, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr("sys.stderr", out)
     logging.getLogger("scaler.test").info("hello")
     assert '"msg": "hello"' in out.getvalue()
+
+
+def test_json_format_keeps_the_traceback(
+    root_restored: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`logger.exception` in JSON: the traceback is a field of the one line, not lost."""
+    import json
+
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stderr", out)
+    cli.setup_logging("info", "json")
+    try:
+        raise ValueError("the fit's reason")
+    except ValueError:
+        logging.getLogger("scaler.test").exception("fit failed")
+    forwarded = {"name": "scaler.w", "levelname": "ERROR", "levelno": 40, "msg": "from a worker"}
+    logging.getLogger().handle(logging.makeLogRecord({**forwarded, "exc_text": "Traceback: w"}))
+    logging.getLogger("scaler.test").info("here", stack_info=True)
+    first, second, third = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["msg"] == "fit failed"
+    assert "Traceback" in first["exc"] and "ValueError: the fit's reason" in first["exc"]
+    assert second["exc"] == "Traceback: w"
+    assert "exc" not in third and "test_json_format_keeps_the_traceback" in third["stack"]
