@@ -16,15 +16,15 @@ forecasts), threshold = the load's p99 / 20 as `scaler backtest` defaults, no dr
 - `quantile`: the default: the affordable quantile's peak (P95 sliding to the median as the
   budget empties);
 - `level`: the same with the level insurance at the band (policy.level_ratio,
-  `level_points=1`, `scaler backtest --level`; off by default);
+  `level_points=1`, `scaler backtest --level`, a trigger's `levelInsurance: "true"`; off by
+  default);
 - `lvl2`: the level insured at the widest band of the first two points instead of one;
 - `free_hold`: the same with the lead time's hold free (`charge_hold=False`, the old rule);
-- `hit_level`, `hit_mean_level`: the level only while its replicas saved steps as often as the
-  forecast's highest prewarm replica, or its mean one, did (decision.levelhits).
 Other variants (insuring the lead time only, marginal allocation, cost-ordered and linear
 insurance, a median-lag gate for the level, insuring expected rises only, keeping what the last
 cold start bought) were measured and refuted; they were removed after c20d6b8, where
-`git checkout c20d6b8` reruns them (docs/policy.md keeps their figures).
+`git checkout c20d6b8` reruns them, and the level's hit-rate gate after fcb7513 (docs/policy.md
+keeps their figures).
 Prints one Markdown row per load: frontier ratio / under-provisioned steps / GPU-hours x
 reactive / prewarm replica-hours / the costliest window's spend as a share of its reactive
 hours (the variant's own window) / the same over any rolling day, per variant. A benchmark, not
@@ -61,8 +61,6 @@ VARIANTS = {
     "level": {"level_points": 1},
     "free_hold": {"charge_hold": False},
     "lvl2": {"level_points": 2},
-    "hit_level": {"level_points": 1, "level_hit_gate": "top"},
-    "hit_mean_level": {"level_points": 1, "level_hit_gate": "mean"},
 }
 
 

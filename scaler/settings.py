@@ -147,15 +147,6 @@ class EngineSettings:
     recorded (scaler/decision/unrecorded.py)."""
     fit_workers: int = 1
     """Processes that fit models off the serving process; 0 fits in a thread (tests, demo)."""
-    level_points: int = 0
-    """Forecast points whose band insures the reactive floor's load (policy.level_ratio, reason
-    level); 0, the default, insures nothing: the same experiment as `scaler backtest --level`,
-    off because it is a trade, not a win (docs/policy.md "Level insurance")."""
-    level_hit_gate: bool = False
-    """With level_points, buy the level only while its replicas saved steps at least as often
-    as the forecast's highest prewarm replica over the last budget window
-    (scaler/decision/levelhits.py; `scaler backtest --level --level-hit-gate`). Off: an
-    experiment (docs/policy.md "A hit-rate gate for the level")."""
     fit_timeout: float = 900.0
     """Seconds one fit may run in a worker process before the worker is killed and replaced
     (an `auto` selection on four weeks takes seconds to a minute)."""

@@ -24,8 +24,9 @@ nothing the next step's noise needs. It reads the band at the affordable quantil
 to nothing as the budget runs out. The floor (the HPA window's highest sample) is the statistic the
 model forecasts at its step (on a finer trace, each bucket's highest sample); the lead time's
 hold, a max over more samples, already carries the noise's upper tail and insuring it again
-over-bought on mongodb_rps_1min. Off by default (EngineSettings.level_points, `scaler backtest
---level`): a trade, not a win, measured in docs/policy.md.
+over-bought on mongodb_rps_1min. Off by default; a trigger turns it on with `levelInsurance:
+"true"` (`scaler backtest --level` measures it on a trace first): a trade, not a win, measured in
+docs/policy.md.
 
 desired is never below reactive (unless maxReplicas says so): a forecast may add capacity early,
 never take away capacity that current load needs. The affordable quantile is the calibrated one

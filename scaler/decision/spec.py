@@ -93,6 +93,11 @@ class TargetSpec:
     `lead_time` holds the default until a value is learned."""
     pod_selector: str | None = None
     """`podSelector`: label selector of the target's pods, for `leadTime: auto`."""
+    level_insurance: bool = False
+    """`levelInsurance: "true"`: also buy the reactive floor's load times how far the band
+    reaches above its median (policy.level_ratio, reason level), paid from the budget. It pays
+    where the forecast's median lags the load's level and costs where the budget binds:
+    measure it with `scaler backtest --level` first (docs/policy.md "Level insurance")."""
     fingerprint: str = field(default="", compare=False)
     """Short hash of the metadata; tells two triggers of one ScaledObject apart."""
 
@@ -316,6 +321,7 @@ KNOWN_KEYS = frozenset(
         "model",
         "mode",
         "metricName",
+        "levelInsurance",
     }
 )
 
@@ -520,6 +526,7 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
         holidays=_get(meta, "holidays", _country, None, "an ISO 3166 code such as 'US'"),
         lead_time_auto=meta.get("leadTime", "").strip(_SPACE) == "auto",
         pod_selector=_get(meta, "podSelector", _selector, None, "e.g. 'app=llm-serve'"),
+        level_insurance=_get(meta, "levelInsurance", _boolean, False, "use 'true' or 'false'"),
         fingerprint=fp,
     )
     if spec.max_replicas < spec.min_replicas:

@@ -206,13 +206,6 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "holidays' rebounds, vic_electricity 0.04, nyc_taxi 0.03)",
     )
     policy_flags.add_argument(
-        "--level-hit-gate",
-        action="store_true",
-        help="experiment, with --level: buy the level only while its replicas saved steps at "
-        "least as often as the forecast's highest prewarm replica over the last budget window "
-        "(scaler/decision/levelhits.py; docs/policy.md)",
-    )
-    policy_flags.add_argument(
         "--free-hold",
         action="store_true",
         help="ablation: hold the lead time's highest load for free instead of paying the hold "
@@ -221,9 +214,9 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     policy_flags.add_argument(
         "--level",
         action="store_true",
-        help="experiment: also insure the reactive floor's load at the forecast's band (reason "
-        "level); off by default, it helps load whose median lags its level and costs where the "
-        "budget binds (docs/policy.md)",
+        help="as the trigger's `levelInsurance: \"true\"`: also insure the reactive floor's "
+        "load at the forecast's band (reason level); off by default, it helps load whose median "
+        "lags its level and costs where the budget binds (docs/policy.md)",
     )
     policy_flags.add_argument(
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
@@ -422,7 +415,6 @@ def replay_config(
         drift_margin=not args.no_drift_margin,
         drift_run_test=not args.no_run_test,
         drop_margin=args.drop_margin,
-        level_hit_gate="top" if args.level_hit_gate else "",
         charge_hold=not args.free_hold,
         level_points=policy.LEVEL_POINTS if args.level else 0,
     )

@@ -28,7 +28,7 @@ from models.base import DAY, WEEK, Forecaster, Series
 from models.calibrate import CalibratedModel, Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler.decision import budget, drift, levelhits, margin, policy, resolution
+from scaler.decision import budget, drift, margin, policy, resolution
 from scaler.errors import ConfigError
 from scaler.offline import baselines, yardstick
 
@@ -99,15 +99,10 @@ class ReplayConfig:
     False: the whole lead-time hold is free, as before (the ablation, docs/budget.md)."""
     level_points: int = 0
     """Forecast points whose calibrated band insures the load's level, the reactive floor
-    (policy.level_ratio, reason level); 0, the default, insures nothing. An experiment, not the
-    default: it brought llm_serving below 1 and cost nasa, twitter and mongodb 0.03-0.05
-    (docs/policy.md "Level insurance"); `scaler backtest --level` runs it."""
-    level_hit_gate: str = ""
-    """With level_points, insure the level only while its replicas saved steps at least as
-    often as the forecast's prewarm did over the last budget window (decision.levelhits):
-    "top" compares with the forecast's highest prewarm replica (the one the budget's slide
-    takes first, and the one the live engine's gate compares with: EngineSettings.level_hit_gate),
-    "mean" with all of them (offline only); "" (the default) insures it everywhere."""
+    (policy.level_ratio, reason level); 0, the default, insures nothing. The trigger's
+    `levelInsurance: "true"` is 1 (policy.LEVEL_POINTS; `scaler backtest --level`): it helps
+    load whose median lags its level (llm_serving 0.97 -> 0.85) and costs 0.01-0.03 where the
+    budget binds (docs/policy.md "Level insurance")."""
 
     def limits(self) -> policy.Limits:
         return policy.Limits(
@@ -206,11 +201,6 @@ def simulate(
     fallback_steps = episodes = retrains = 0
     starts: list[int] = []
     held = config.min_replicas
-    hits = levelhits.HitGate(
-        lead_time=config.lead_time,
-        window=config.budget_window,
-        marginal=config.level_hit_gate != "mean",
-    )
     for t in range(len(series)):
         now = series.start + t * step
         if t == 0:
@@ -253,8 +243,6 @@ def simulate(
                 if config.drift:  # the null of each new model, measured once
                     tracker.adopt(origin.model, known)
         fell_back[t] = config.drift and tracker.monitor.in_fallback
-        if config.level_hit_gate and math.isfinite(load[t - 1]):
-            hits.observe(now - step, policy.replicas_for(load[t - 1], config.threshold))
         if not math.isfinite(load[t - 1]):
             desired[t], reactive[t] = held, 0
             reasons.append(policy.Reason.NO_DATA.value)
@@ -267,7 +255,7 @@ def simulate(
             fallback_steps += 1
         base = policy.floor_load(load[max(0, t - free) : t].tolist())
         hold_load = policy.floor_load(load[max(0, t - floor) : t].tolist())
-        peak = level = insured = None
+        peak = level = None
         if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
                 config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
@@ -279,8 +267,7 @@ def simulate(
             p50 = origin.forecast.p50[:ahead]
             upper = band.upper(p50, quantile)
             if config.level_points > 0:
-                insured = base * policy.level_ratio(upper, p50, points=config.level_points)
-                level = hits.level_load(insured) if config.level_hit_gate else insured
+                level = base * policy.level_ratio(upper, p50, points=config.level_points)
             peak = policy.finite_peak(upper)
         decision = policy.decide(
             load=base,
@@ -291,14 +278,6 @@ def simulate(
             held_load=hold_load if config.charge_hold else None,
             level_load=level,
         )
-        if config.level_hit_gate:
-            hits.record_decision(
-                now,
-                decision,
-                held_load=hold_load if config.charge_hold else None,
-                insured=insured,
-                threshold=config.threshold,
-            )
         if fallback is policy.Reason.DRIFT_FALLBACK and config.drift_margin:
             decision = margin.decide(
                 load=decision.load,

@@ -40,7 +40,7 @@ import numpy as np
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel, Calibration
 from scaler.clock import Clock
-from scaler.decision import budget, drift, levelhits, margin, policy, unrecorded
+from scaler.decision import budget, drift, margin, policy, unrecorded
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, CircuitOpen, ScalerError, TooManyTargets
 from scaler.record import decisionrecord
@@ -427,9 +427,8 @@ class Engine:
         )
         upper = table.upper(forecast.p50, quantile)
         peak = policy.finite_peak(upper[forecast.times() <= now + spec.lookahead + 1e-9])
-        state.level_ratio = policy.level_ratio(
-            upper, forecast.p50, points=self.settings.level_points
-        )
+        points = policy.LEVEL_POINTS if spec.level_insurance else 0
+        state.level_ratio = policy.level_ratio(upper, forecast.p50, points=points)
         fallback = policy.Reason.DRIFT_FALLBACK if tracker.monitor.in_fallback else None
         return peak, fallback
 
@@ -474,7 +473,6 @@ class Engine:
         floor, held = policy.floor_load(recent), policy.floor_load(held_recent)
         allowance = state.ledger.allowance(now, step) if state.ledger_known else 0
         quantile = state.read_quantile
-        gate = self._level_hits(state, now=now, load=load)
         if fallback is policy.Reason.DRIFT_FALLBACK and state.history is not None:
             assert quantile is not None  # drift is only judged on a forecast
             # reactive plus the recent-growth margin; with the monitor's drop_margin off,
@@ -491,7 +489,6 @@ class Engine:
                 after_drop=state.drift is not None and state.drift.monitor.no_margin,
             )
         else:
-            insured = floor * state.level_ratio
             predictive = policy.decide(
                 load=floor,
                 forecast_peak=peak,
@@ -499,12 +496,8 @@ class Engine:
                 allowance=allowance,
                 fallback=fallback,
                 held_load=held,
-                level_load=insured if gate is None else gate.level_load(insured),
+                level_load=floor * state.level_ratio,
             )
-            if gate is not None:
-                gate.record_decision(
-                    now, predictive, held_load=held, insured=insured, threshold=spec.threshold
-                )
         cost = state.ledger.charge(now, predictive.prewarm, step)
         used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), step)
         self.telemetry.reactive_spent.labels(spec.key).inc(used)
@@ -526,25 +519,6 @@ class Engine:
         self._publish(state, now=now, cost=cost, load=load)
         state.updated.set()  # wakes StreamIsActive; it decides what to send
         state.updated = asyncio.Event()
-
-    def _level_hits(
-        self, state: TargetState, *, now: float, load: float
-    ) -> levelhits.HitGate | None:
-        """The target's hit-rate gate for the level insurance (decision.levelhits, as the
-        replay's `level_hit_gate`), the newest sample scored into it; None when it is off."""
-        if not (self.settings.level_hit_gate and self.settings.level_points > 0):
-            return None
-        gate, spec = state.level_hits, state.spec
-        if gate is None or (gate.lead_time, gate.window) != (
-            spec.lead_time,
-            spec.prewarm_budget_window,
-        ):  # first use, or leadTime: auto learnt another lead time: start over
-            gate = state.level_hits = levelhits.HitGate(
-                lead_time=spec.lead_time, window=spec.prewarm_budget_window
-            )
-        if math.isfinite(load):
-            gate.observe(now, policy.replicas_for(load, spec.threshold))
-        return gate
 
     def _publish(self, state: TargetState, *, now: float, cost: float, load: float) -> None:
         spec, d, p = state.spec, state.decision, state.predictive

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel, Calibration
-from scaler.decision import budget, drift, levelhits, policy
+from scaler.decision import budget, drift, policy
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery
 
@@ -62,9 +62,6 @@ class TargetState:
     """How far this step's calibrated band reaches above its median at the read quantile
     (policy.level_ratio): the reactive floor's load times it is insured (reason level); 1
     without one."""
-    level_hits: levelhits.HitGate | None = None
-    """The level insurance's hit-rate gate (EngineSettings.level_hit_gate), made on first use;
-    a fresh replica starts it empty (shut until the level has been scored)."""
     drift: drift.DriftTracker | None = None
     """Forecasts awaiting their actuals, and the drift state they add up to."""
     lead_time_source: str = "metadata"

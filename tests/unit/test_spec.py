@@ -430,3 +430,11 @@ def test_the_readme_states_each_range_the_parser_enforces() -> None:
         assert f"{bounds.show(bounds.low)} - {bounds.show(bounds.high)}" in row, key
     for key in ("query", "serverAddress"):
         assert f"<= {specs.VALUE_CHARS[key]} chars" in rows[f"`{key}`"], key
+
+
+def test_level_insurance_is_off_unless_the_trigger_says_true() -> None:
+    base = {"query": "q", "threshold": "1"}
+    assert not specs.parse("ns", "a", base).level_insurance
+    assert specs.parse("ns", "a", {**base, "levelInsurance": "true"}).level_insurance
+    with pytest.raises(SpecError, match=r"levelInsurance.*'true' or 'false'"):
+        specs.parse("ns", "a", {**base, "levelInsurance": "yes"})
