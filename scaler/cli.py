@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from scaler import helptext, quiet, threads
 from scaler.clock import Clock, WallClock
-from scaler.decision.spec import TargetSpec, duration_arg
+from scaler.decision.spec import TargetSpec, duration_arg, format_duration
 from scaler.errors import ConfigError, ScalerError
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import champions, discovered, warmup
@@ -136,10 +136,15 @@ def size_within(low: int, high: int) -> Callable[[str], int]:
 
 
 def duration_within(low: float, high: float) -> Callable[[str], float]:
+    """argparse `type=` for a Prometheus duration within [low, high] seconds; the error shows
+    the range as the help text does (1s-10m, not 600s)."""
+
     def parse(text: str) -> float:
         seconds = duration_arg(text)
         if not low <= seconds <= high:
-            raise argparse.ArgumentTypeError(f"{text} is outside [{low:g}s, {high:g}s]")
+            raise argparse.ArgumentTypeError(
+                f"{text} is outside [{format_duration(low)}, {format_duration(high)}]"
+            )
         return seconds
 
     return parse

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from scaler.decision.spec import duration_arg
+from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
 
 CHOICES = ("peaks", "points")
@@ -73,6 +73,7 @@ def _every(text: str) -> float:
     seconds = duration_arg(text)
     if not MIN_EVERY <= seconds <= MAX_EVERY:
         raise argparse.ArgumentTypeError(
-            f"--peaks-every {text} is outside [{MIN_EVERY:g}s, {MAX_EVERY:g}s]"
+            f"--peaks-every {text} is outside "
+            f"[{format_duration(MIN_EVERY)}, {format_duration(MAX_EVERY)}]"
         )
     return seconds

@@ -83,7 +83,7 @@ BAD_SERVE = {
     "port out of range": (["--grpc-port", "70000"], {}, "--grpc-port: 70000 is not a TCP port"),
     "http port out of range": (["--http-port=65536"], {}, "--http-port: 65536 is not a TCP port"),
     "port from the environment": ([], {"SCALER_GRPC_PORT": "xyz"}, "'xyz' is not a port number"),
-    "step of 0": (["--step", "0s"], {}, "--step: 0s is outside [1s, 600s]"),
+    "step of 0": (["--step", "0s"], {}, "--step: 0s is outside [1s, 10m]"),
     "staleness of 0": (["--staleness", "0s"], {}, "--staleness: 0s is outside"),
     "decision log a directory": (["--decision-log", "{tmp}"], {}, "--decision-log {tmp}: cannot"),
     "host not of this machine": (["--host", "999.1.1.1"], {}, "could not bind the gRPC port"),

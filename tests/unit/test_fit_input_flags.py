@@ -41,8 +41,8 @@ def test_retrain_fits_on_the_same_peaks_as_serve_by_default() -> None:
     ("flags", "says"),
     [
         (("--fit-input", "mean"), "invalid choice: 'mean'"),
-        (("--peaks-every", "0s"), "--peaks-every 0s is outside [1s, 3600s]"),
-        (("--peaks-every", "2h"), "outside [1s, 3600s]"),
+        (("--peaks-every", "0s"), "--peaks-every 0s is outside [1s, 1h]"),
+        (("--peaks-every", "2h"), "outside [1s, 1h]"),
     ],
 )
 def test_a_bad_fit_input_flag_is_refused_by_name(
