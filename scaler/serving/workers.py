@@ -14,9 +14,11 @@ last of them has gone. Workers must therefore be started from a thread that live
 pool (the event loop's). Each worker leads its own process group, so a kill also reaches what the
 job started (Prophet's Stan binary).
 
-A worker inherits no logging setup. What a job logs (at the parent's level) travels back with
-its outcome, at most MAX_RECORDS a job, and is logged in the parent by its own handlers, so a
-fit's lines read the same (text or JSON) whether it ran in a worker or in the serving process.
+A worker inherits no logging setup. What a job logs (at the parent's level) is sent to the
+parent as it is logged, at most MAX_RECORDS a job, and logged there by the parent's own handlers,
+so a fit's lines read the same (text or JSON) whether it ran in a worker or in the serving
+process, and the lines of a job whose worker is killed (a timeout, the OOM killer) are not lost
+with it.
 
 This module knows processes and pipes only; what a job is and how failures are charged is the
 caller's business (scaler/serving/fitting.py).
@@ -266,15 +268,19 @@ class WorkerPool:
                 readable.set_result(None)
 
         fd = worker.conn.fileno()
-        loop.add_reader(fd, wake)
-        try:
-            await asyncio.wait_for(readable, within)
-        finally:
-            loop.remove_reader(fd)
-        kind, value, records = worker.conn.recv()  # EOFError when the worker died
-        for record in records:  # what the job logged, through this process's handlers
-            logging.getLogger(record.name).handle(record)
-        return kind, value
+        deadline = loop.time() + within
+        while True:
+            loop.add_reader(fd, wake)
+            try:
+                await asyncio.wait_for(readable, max(0.0, deadline - loop.time()))
+            finally:
+                loop.remove_reader(fd)
+            kind, value, records = worker.conn.recv()  # EOFError when the worker died
+            for record in records:  # what the job logged, through this process's handlers
+                logging.getLogger(record.name).handle(record)
+            if kind != "log":
+                return kind, value
+            readable = loop.create_future()  # a line logged mid-job: wait on for the outcome
 
     def _discard(self, worker: _Worker) -> None:
         self._busy.discard(worker)
@@ -286,7 +292,7 @@ def _worker_main(
     conn: Connection, parent: int, memory_limit: int, preload: tuple[str, ...], level: int
 ) -> None:
     _die_with_parent(parent)
-    kept = _Kept()
+    kept = _Kept(conn)
     logging.basicConfig(level=level, handlers=[kept], force=True)
     with contextlib.suppress(OSError):
         os.setpgrp()  # a kill of the group reaches what a job starts
@@ -298,15 +304,15 @@ def _worker_main(
         for module in preload:
             importlib.import_module(module)
     except BaseException as exc:
-        conn.send((f"preload failed: {exc!r}", None, kept.take()))
+        kept.send(f"preload failed: {exc!r}", None)
         return
-    conn.send(("ready", os.getpid(), kept.take()))
+    kept.send("ready", os.getpid())
     while True:
         try:
             fn, args, kwargs = conn.recv()
         except (EOFError, OSError):
             return
-        conn.send((*_outcome(fn, args, kwargs), kept.take()))
+        kept.send(*_outcome(fn, args, kwargs))
 
 
 MAX_RECORDS = 200
@@ -315,29 +321,34 @@ not fill the pipe (the rest are counted in one last record)."""
 
 
 class _Kept(logging.Handler):
-    """The worker's log records, kept until the job's outcome carries them to the parent: the
-    message formatted here (its arguments may not pickle), a traceback as text."""
+    """The worker's side of its pipe: each log record is sent to the parent as it is logged
+    (the message formatted here, since its arguments may not pickle; a traceback as text), at
+    most MAX_RECORDS a job, and the job's outcome after them, with a count of any dropped."""
 
-    def __init__(self) -> None:
+    def __init__(self, conn: Connection) -> None:
         super().__init__()
-        self.records: list[logging.LogRecord] = []
+        self.conn = conn
+        self.sent = 0
         self.dropped = 0
 
     def emit(self, record: logging.LogRecord) -> None:
-        if len(self.records) >= MAX_RECORDS:
+        if self.sent >= MAX_RECORDS:
             self.dropped += 1
             return
         record.msg, record.args = record.getMessage(), None
         if record.exc_info:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
             record.exc_info = None
-        self.records.append(record)
+        self.sent += 1
+        with contextlib.suppress(OSError):  # the parent is gone: the watchdog ends this process
+            self.conn.send(("log", None, [record]))
 
-    def take(self) -> list[logging.LogRecord]:
-        out, self.records = self.records, []
+    def send(self, kind: str, value: Any) -> None:
+        """The job's outcome (or the worker's start-up), closing its records."""
+        records = []
         if self.dropped:
             note = f"{self.dropped} more log records of this fit worker's job were dropped"
-            out.append(
+            records.append(
                 logging.makeLogRecord(
                     {
                         "name": __name__,
@@ -347,8 +358,12 @@ class _Kept(logging.Handler):
                     }
                 )
             )
-            self.dropped = 0
-        return out
+        self.sent = self.dropped = 0
+        self.acquire()  # not mid-record of a thread the job started
+        try:
+            self.conn.send((kind, value, records))
+        finally:
+            self.release()
 
 
 def _outcome(fn: Callable[..., Any], args: Any, kwargs: Any) -> tuple[str, Any]:

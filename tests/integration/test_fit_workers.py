@@ -212,8 +212,8 @@ def test_readyz_fails_while_no_fit_worker_can_start_and_says_why(memory: int) ->
 def test_what_a_job_logs_in_a_worker_is_logged_by_the_parent_and_nothing_else(
     tmp_path: Path,
 ) -> None:
-    """A fit worker is spawned and inherits no logging setup. Its records reach the parent with
-    the job's outcome and go through the parent's handlers (text or JSON alike), at most
+    """A fit worker is spawned and inherits no logging setup. Its records reach the parent as
+    they are logged and go through the parent's handlers (text or JSON alike), at most
     MAX_RECORDS a job; Prophet's import-time ERROR about plotly, which reached stderr as bare
     text (one unparsable line in a JSON pipeline per worker start), is silenced there too."""
     script = tmp_path / "pool.py"
@@ -244,3 +244,32 @@ def test_what_a_job_logs_in_a_worker_is_logged_by_the_parent_and_nothing_else(
         "WARNING scaler.serving.workers: 50 more log records of this fit worker's job were dropped"
     )
     assert "plotly" not in done.stderr
+
+
+def test_what_a_job_logged_before_its_worker_was_killed_is_not_lost(tmp_path: Path) -> None:
+    """A fit that runs past its bound has its worker killed; the lines it logged until then
+    (which model it was fitting, and why) reach the parent as they were logged, before the
+    timeout is reported, not with an outcome that never comes."""
+    script = tmp_path / "pool.py"
+    script.write_text(
+        "import asyncio, logging, time\n"
+        "from scaler.serving.workers import JobTimeout, WorkerPool\n"
+        "def stuck():\n"
+        "    logging.getLogger('models.fit').info('fitting prophet on 28 days')\n"
+        "    time.sleep(60)\n"
+        "if __name__ == '__main__':  # a spawned worker imports this file again\n"
+        "    logging.basicConfig(level=logging.INFO, format='%(name)s: %(message)s')\n"
+        "    pool = WorkerPool(size=1, memory_limit=0, timeout=3)\n"
+        "    try:\n"
+        "        asyncio.run(pool.run(stuck))\n"
+        "    except JobTimeout as exc:\n"
+        "        logging.getLogger('parent').warning('%s', exc)\n"
+        "    finally:\n"
+        "        pool.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    lines = done.stderr.splitlines()
+    assert lines[0] == "models.fit: fitting prophet on 28 days"
+    assert lines[1].startswith("parent: the fit ran past its bound of 3s")
