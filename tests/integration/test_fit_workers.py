@@ -145,14 +145,16 @@ def test_without_a_memory_bound_a_worker_killed_by_the_os_mid_fit_is_replaced() 
 
 def test_a_fit_past_its_time_bound_has_its_worker_killed_and_replaced() -> None:
     telemetry = Telemetry(CollectorRegistry())
-    settings = EngineSettings(fit_workers=1, fit_timeout=3.0)
+    # 15 s: a real seasonal fit takes about 3 s of CPU, more on a machine running the suite
+    # beside other work (3 s here once failed the healthy targets too)
+    settings = EngineSettings(fit_workers=1, fit_timeout=15.0)
     fitter = fitting.Fitter(settings, telemetry, fit=stalling_fit)
     stalled = target("stalled", lead_time=ABSURD_LEAD_TIME)
     others = [target("b"), target("c")]
     started = time.monotonic()
     fit_all(fitter, [stalled, *others])
     assert time.monotonic() - started < 60
-    assert_charged_alone(stalled, others, says="ran past its bound of 3s")
+    assert_charged_alone(stalled, others, says="ran past its bound of 15s")
     assert sample(telemetry.fit_worker_restarts, "timeout") == 1
 
 
