@@ -227,9 +227,9 @@ def why(r: Record) -> str:
         "budget_capped": f"{need}, but the budget allowed only {num(r.get('prewarm'))} prewarm",
         "hold": f"{need}; the load of the last lead time is held past the HPA's 5 minutes, "
         f"{num(r.get('prewarm'))} replicas above reactive paid from the budget",
-        "level": f"{need}, below the level the load is at: the last lead time's load is "
-        f"insured at the forecast's band, {num(r.get('prewarm'))} replicas above reactive "
-        "paid from the budget",
+        "level": f"{need}, below the level the load is at: the load of the HPA's 5 minutes is "
+        f"insured at the forecast's band (levelInsurance), {num(r.get('prewarm'))} replicas "
+        "above reactive paid from the budget",
         "prewarm_capped": f"{need}, capped at maxPrewarmReplicas "
         f"{num(r.get('max_prewarm_replicas'))} above reactive",
         "max_replicas": f"{need}; maxReplicas {num(r.get('max_replicas'))} cut the request",
