@@ -211,6 +211,16 @@ def test_readyz_fails_while_no_fit_worker_can_start_and_says_why(memory: int) ->
         assert (status, text) == (200, "ready\n")
 
 
+def run_pool_script(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run as its own program: a WorkerPool in a process whose logging is set up as
+    the script says (a spawned worker imports the file again, so jobs are module functions)."""
+    path = tmp_path / "pool.py"
+    path.write_text(script)
+    return subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=120, check=True
+    )
+
+
 def test_what_a_job_logs_in_a_worker_is_logged_by_the_parent_and_nothing_else(
     tmp_path: Path,
 ) -> None:
@@ -218,8 +228,8 @@ def test_what_a_job_logs_in_a_worker_is_logged_by_the_parent_and_nothing_else(
     they are logged and go through the parent's handlers (text or JSON alike), at most
     MAX_RECORDS a job; Prophet's import-time ERROR about plotly, which reached stderr as bare
     text (one unparsable line in a JSON pipeline per worker start), is silenced there too."""
-    script = tmp_path / "pool.py"
-    script.write_text(
+    done = run_pool_script(
+        tmp_path,
         "import asyncio, logging\n"
         "from scaler.serving.workers import WorkerPool\n"
         "def chatty(n):\n"
@@ -233,10 +243,7 @@ def test_what_a_job_logs_in_a_worker_is_logged_by_the_parent_and_nothing_else(
         "    try:\n"
         "        print(asyncio.run(pool.run(chatty, 2)), asyncio.run(pool.run(chatty, 250)))\n"
         "    finally:\n"
-        "        pool.close()\n"
-    )
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+        "        pool.close()\n",
     )
     assert done.stdout.strip() == "2 250"
     lines = done.stderr.splitlines()
@@ -252,8 +259,8 @@ def test_what_a_job_logged_before_its_worker_was_killed_is_not_lost(tmp_path: Pa
     """A fit that runs past its bound has its worker killed; the lines it logged until then
     (which model it was fitting, and why) reach the parent as they were logged, before the
     timeout is reported, not with an outcome that never comes."""
-    script = tmp_path / "pool.py"
-    script.write_text(
+    done = run_pool_script(
+        tmp_path,
         "import asyncio, logging, time\n"
         "from scaler.serving.workers import JobTimeout, WorkerPool\n"
         "def stuck():\n"
@@ -267,10 +274,7 @@ def test_what_a_job_logged_before_its_worker_was_killed_is_not_lost(tmp_path: Pa
         "    except JobTimeout as exc:\n"
         "        logging.getLogger('parent').warning('%s', exc)\n"
         "    finally:\n"
-        "        pool.close()\n"
-    )
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+        "        pool.close()\n",
     )
     lines = done.stderr.splitlines()
     assert lines[0] == "models.fit: fitting prophet on 28 days"
