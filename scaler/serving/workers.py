@@ -275,12 +275,12 @@ class WorkerPool:
                 await asyncio.wait_for(readable, max(0.0, deadline - loop.time()))
             finally:
                 loop.remove_reader(fd)
-            kind, value, records = worker.conn.recv()  # EOFError when the worker died
-            for record in records:  # what the job logged, through this process's handlers
-                logging.getLogger(record.name).handle(record)
+            kind, value = worker.conn.recv()  # EOFError when the worker died
             if kind != "log":
                 return kind, value
-            readable = loop.create_future()  # a line logged mid-job: wait on for the outcome
+            # what the job logged, through this process's handlers; then wait on for the outcome
+            logging.getLogger(value.name).handle(value)
+            readable = loop.create_future()
 
     def _discard(self, worker: _Worker) -> None:
         self._busy.discard(worker)
@@ -323,7 +323,8 @@ not fill the pipe (the rest are counted in one last record)."""
 class _Kept(logging.Handler):
     """The worker's side of its pipe: each log record is sent to the parent as it is logged
     (the message formatted here, since its arguments may not pickle; a traceback as text), at
-    most MAX_RECORDS a job, and the job's outcome after them, with a count of any dropped."""
+    most MAX_RECORDS a job, and the job's outcome after them, preceded by a count of any
+    dropped."""
 
     def __init__(self, conn: Connection) -> None:
         super().__init__()
@@ -341,27 +342,18 @@ class _Kept(logging.Handler):
             record.exc_info = None
         self.sent += 1
         with contextlib.suppress(OSError):  # the parent is gone: the watchdog ends this process
-            self.conn.send(("log", None, [record]))
+            self.conn.send(("log", record))
 
     def send(self, kind: str, value: Any) -> None:
         """The job's outcome (or the worker's start-up), closing its records."""
-        records = []
-        if self.dropped:
-            note = f"{self.dropped} more log records of this fit worker's job were dropped"
-            records.append(
-                logging.makeLogRecord(
-                    {
-                        "name": __name__,
-                        "levelno": logging.WARNING,
-                        "levelname": "WARNING",
-                        "msg": note,
-                    }
-                )
-            )
-        self.sent = self.dropped = 0
         self.acquire()  # not mid-record of a thread the job started
         try:
-            self.conn.send((kind, value, records))
+            if self.dropped:
+                note = f"{self.dropped} more log records of this fit worker's job were dropped"
+                fields = {"name": __name__, "levelno": logging.WARNING, "levelname": "WARNING"}
+                self.conn.send(("log", logging.makeLogRecord({**fields, "msg": note})))
+            self.sent = self.dropped = 0
+            self.conn.send((kind, value))
         finally:
             self.release()
 
