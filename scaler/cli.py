@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from scaler import helptext, quiet, threads
 from scaler.clock import Clock, WallClock
+from scaler.decision import spec
 from scaler.decision.spec import TargetSpec, duration_arg, format_duration
 from scaler.errors import ConfigError, ScalerError
 from scaler.record.decisionlog import DecisionLog
@@ -54,7 +55,6 @@ def _bool(text: str | None) -> bool:
 MEMORY_UNITS = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 FIT_MEMORY_RANGE = (256 * 2**20, 1024 * 2**30)
 """Bounds of --fit-memory: below 256 MiB a worker cannot even import the models."""
-FIT_TIMEOUT_RANGE = (10.0, 86400.0)
 FIT_WORKERS_RANGE = (0, 64)
 STEP_RANGE = (1.0, 600.0)
 """Bounds of --step: KEDA polls every 30 s by default, and a decision made less often than every
@@ -364,7 +364,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     )
     e.add_argument(
         "--fit-timeout",
-        type=duration_within(*FIT_TIMEOUT_RANGE),
+        type=duration_within(spec.FIT_TIMEOUT.low, spec.FIT_TIMEOUT.high),
         default=env("FIT_TIMEOUT", "15m"),
         help="a fit running longer has its worker killed and replaced, and its target backs "
         "off (env SCALER_FIT_TIMEOUT; 10s-1d; default 15m)",
@@ -534,7 +534,7 @@ async def run_server(
     if discovery is not None:
         found = discovery.initial()
         targets += found
-        pinned = [spec.key for spec in found]
+        pinned = [target.key for target in found]
     store = (
         None
         if settings.store is None

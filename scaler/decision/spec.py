@@ -194,6 +194,9 @@ MODEL_STEP = Range(60, HOUR, duration=True)
 """The step models are fitted at, offline (backtest --step, retrain --model-step): finer than a
 minute, weeks of history are millions of points to fit; coarser than an hour, the daily cycle
 has under 24 points and the lead time falls inside one step. The live engine's is 5m."""
+FIT_TIMEOUT = Range(10, DAY, duration=True)
+"""A fit's time bound, serve's and retrain's --fit-timeout: 0s killed every fit worker; an `auto`
+selection on four weeks takes seconds to a minute."""
 BUDGET = Range(0, budget.MAX_BUDGET)
 """prewarmBudget as an amount (budget.parse_budget reads it, and its share form): replica-hours
 or money per window; 10,000 replicas for a week is 1.7 million replica-hours."""

@@ -39,8 +39,6 @@ HISTORY = spec.Range(2 * 86400, 365 * 86400, duration=True)
 """--history: a window of one day holds a step less than a day of load, which every model
 refuses, so 1d or less fails every target; past a year is range queries for nothing the
 weekly seasonality uses (100y was taken)."""
-FIT_TIMEOUT = spec.Range(10, 86400, duration=True)
-"""--fit-timeout, as serve's: 0s killed every fit worker (and was ignored with --workers 0)."""
 
 
 def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
@@ -153,7 +151,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     )
     g.add_argument(
         "--fit-timeout",
-        type=spec.duration_flag(FIT_TIMEOUT, "as serve's --fit-timeout"),
+        type=spec.duration_flag(spec.FIT_TIMEOUT, "as serve's --fit-timeout"),
         metavar="DURATION",
         default=env("FIT_TIMEOUT", None) or defaults.fit_timeout,
         help="per target, fit and backtest (10s-1d; 15m); past it the worker is killed",
