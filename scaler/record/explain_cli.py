@@ -2,7 +2,9 @@
 figures, from a running scaler (`--server URL`, its GET /explain) or from a decision log
 (`--log FILE`, with its rotated FILE.1, FILE.2, ...). The words are scaler/record/explain.py's.
 
-A corrupt or unreadable line is reported as FILE:LINE with the fix, and the rest is read.
+A corrupt or unreadable line is reported as FILE:LINE with the fix (the first 20 of a file; the
+rest are counted), and the rest is read; a file whose first 1000 lines hold no record is taken
+for something else and left.
 Exit status: 0 explained, 1 nothing in the period, 2 an unknown target, bad arguments or no
 readable source.
 """
@@ -17,6 +19,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,12 @@ from scaler.record.decisionrecord import Record
 
 REQUIRED = ("target", "at", "step", "desired", "reactive", "prewarm", "reason")
 HTTP_TIMEOUT = 10.0
+REPORTED = 20
+"""Bad lines of one file named on stderr; the rest are counted."""
+NOT_A_LOG = 1000
+"""Bad lines, before any record, after which a file is taken for something else and left."""
+MAX_LINE = 1 << 20
+"""Characters of one line read at most (a record is a few hundred)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -115,41 +124,81 @@ def read_log(path: Path) -> list[Record]:
     for file in files:
         try:
             with file.open(encoding="utf-8", errors="replace") as fh:
-                for number, text in enumerate(fh, 1):
-                    record = parse_line(text, where=f"{file}:{number}")
-                    if record is not None:
-                        records.append(record)
+                records.extend(_records_of(fh.readline, name=str(file)))
         except OSError as exc:
             message = f"{file}: cannot read it ({exc.strerror}); check its permissions"
             print(message, file=sys.stderr)
     return records
 
 
-def parse_line(text: str, *, where: str) -> Record | None:
-    """One record, or None (and a message naming `where` and the fix) when it is not one."""
+def _records_of(readline: Callable[[int], str], *, name: str) -> Iterator[Record]:
+    """The records of one open file, read by its `readline`. The first REPORTED bad lines are
+    named on stderr, the rest counted; a file whose first NOT_A_LOG lines hold no record is
+    left at that point (a binary file, a pipe of something else), and a line is read MAX_LINE
+    characters at most, so nothing that is not a decision log is read forever or whole."""
+    bad = good = 0
+    for number, text in enumerate(_bounded_lines(readline), 1):
+        if text is None:
+            problem: str | None = f"longer than {MAX_LINE} characters"
+            record = None
+        else:
+            record, problem = parse_line(text)
+        if record is not None:
+            good += 1
+            yield record
+            continue
+        if problem is None:
+            continue
+        bad += 1
+        if bad <= REPORTED:
+            _bad(f"{name}:{number}", problem)
+        if good == 0 and bad >= NOT_A_LOG:
+            print(
+                f"{name}: none of its first {NOT_A_LOG} lines is a decision record, so the "
+                "rest is not read; give the file `scaler serve --decision-log` writes",
+                file=sys.stderr,
+            )
+            break
+    if bad > REPORTED:
+        print(f"{name}: {bad - REPORTED} more bad lines skipped", file=sys.stderr)
+
+
+def _bounded_lines(readline: Callable[[int], str]) -> Iterator[str | None]:
+    """The lines `readline` reads, each MAX_LINE characters at most; None for a longer one,
+    whose rest is skipped."""
+    while True:
+        text = readline(MAX_LINE + 1)
+        if not text:
+            return
+        if len(text) <= MAX_LINE or text.endswith("\n"):
+            yield text
+            continue
+        while text and not text.endswith("\n"):
+            text = readline(MAX_LINE + 1)
+        yield None
+
+
+def parse_line(text: str) -> tuple[Record | None, str | None]:
+    """(the record, None), or (None, what is wrong with the line); (None, None) for a blank
+    line."""
     if not text.strip():
-        return None
+        return None, None
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
-        _bad(where, f"not JSON ({exc.msg} at column {exc.colno})")
-        return None
+        return None, f"not JSON ({exc.msg} at column {exc.colno})"
     if not isinstance(record, dict):
-        _bad(where, "not a JSON object")
-        return None
+        return None, "not a JSON object"
     version = record.get("v")
     if version != decisionrecord.VERSION:
-        _bad(
-            where,
+        return None, (
             f"record version {version!r}, this scaler reads version {decisionrecord.VERSION} "
-            "(lines before the versioned format, or from a newer scaler: use the matching one)",
+            "(lines before the versioned format, or from a newer scaler: use the matching one)"
         )
-        return None
     missing = [name for name in REQUIRED if record.get(name) is None]
     if missing:
-        _bad(where, f"missing {', '.join(missing)}")
-        return None
-    return record
+        return None, f"missing {', '.join(missing)}"
+    return record, None
 
 
 def _bad(where: str, problem: str) -> None:

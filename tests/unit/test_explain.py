@@ -3,6 +3,7 @@ wording of `scaler explain`."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import random
@@ -210,3 +211,61 @@ def test_a_log_path_that_is_a_directory_or_missing_names_the_fix(tmp_path: Path)
         explain_cli.read_log(tmp_path)
     with pytest.raises(ConfigError, match="no such file"):
         explain_cli.read_log(tmp_path / "decisions.jsonl")
+
+
+class _EndlessGarbage:
+    """A pipe of something that is not a decision log, and never ends."""
+
+    def __init__(self) -> None:
+        self.lines_read = 0
+
+    def readline(self, size: int, /) -> str:
+        self.lines_read += 1
+        return "\x8f\x02 binary \x00\n"
+
+
+def test_a_file_that_is_not_a_decision_log_is_left_after_its_first_lines_not_read_forever(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    garbage = _EndlessGarbage()
+    assert list(explain_cli._records_of(garbage.readline, name="/dev/urandom")) == []
+    assert garbage.lines_read == explain_cli.NOT_A_LOG
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == explain_cli.REPORTED + 2  # the named lines, the verdict, the count
+    assert err[0].startswith("/dev/urandom:1: not JSON")
+    assert "none of its first 1000 lines is a decision record" in err[-2]
+    assert (
+        err[-1]
+        == f"/dev/urandom: {explain_cli.NOT_A_LOG - explain_cli.REPORTED} more bad lines skipped"
+    )
+
+
+def test_bad_lines_among_records_are_named_up_to_a_count_and_every_record_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(path)
+    write(log, schedule(3000, seed=3))
+    log.close()
+    records = lines(path)
+    text = "".join(json.dumps(r) + "\nnot json\n" for r in records)
+    text += "x" * (explain_cli.MAX_LINE + 10) + "\n" + json.dumps(records[0]) + "\n"
+    path.write_text(text)
+    assert len(explain_cli.read_log(path)) == len(records) + 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (
+        f"{path}:2: not JSON (Expecting value at column 1); skipped (a line cut short by a crash "
+        "or an edit; the rest is read)"
+    )
+    assert len(err) == explain_cli.REPORTED + 1
+    assert err[-1] == f"{path}: {len(records) + 1 - explain_cli.REPORTED} more bad lines skipped"
+
+
+def test_a_line_longer_than_the_bound_is_named_and_the_next_one_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = "y" * (3 * explain_cli.MAX_LINE) + "\n\n"
+    lines_ = list(explain_cli._bounded_lines(io.StringIO(text + "{}\n").readline))
+    assert lines_ == [None, "\n", "{}\n"]
+    assert list(explain_cli._records_of(io.StringIO(text).readline, name="f")) == []
+    assert capsys.readouterr().err.startswith(f"f:1: longer than {explain_cli.MAX_LINE} characters")
