@@ -231,12 +231,48 @@ def last_good(
     top = store.champion_version(key)
     if top is None:
         return None
-    for version in reversed([v for v in store.versions(key) if v <= top]):
+    versions = store.versions(key)
+    if top not in versions:
+        logger.warning(
+            "%s: the champion pointer names v%d, which is not in the store; the newest older "
+            "version serves until a promotion rewrites the pointer",
+            key,
+            top,
+        )
+    for version in reversed([v for v in versions if v <= top]):
         try:
             return store.get(key, version)
         except skip as exc:
             logger.warning("%s: skipping v%d for an older version: %s", key, version, exc)
     return None
+
+
+def next_version(versions: list[int], champion: int | None) -> int:
+    """The version a new artefact gets: past every stored one and past the champion pointer's,
+    so a number is never reused even when the file it named was deleted by hand (replicas
+    reload a champion by its number, and checkpoints are keyed by it)."""
+    return max([*versions, champion or 0]) + 1
+
+
+def damaged_pointer(
+    store: ModelStore, key: StoreKey, where: str, problem: str, *, below: int | None = None
+) -> int | None:
+    """The champion when its pointer cannot be read: the newest stored version (older than
+    `below`, the version a promotion is about to name; None without one), logged with the fix.
+    Only an outside hand damages a pointer (every write is atomic); taking the newest version
+    keeps a retrain from judging its challenger against no champion at all, and the next
+    promotion rewrites the pointer."""
+    versions = [v for v in store.versions(key) if below is None or v < below]
+    newest = versions[-1] if versions else None
+    logger.warning(
+        "%s: champion pointer %s is damaged (%s); v%s, the newest version, is taken as champion "
+        "until a promotion rewrites the pointer (`scaler retrain` does when its challenger wins)",
+        key,
+        where,
+        problem,
+        newest,
+    )
+    return newest
 
 
 def validated(key: StoreKey, version: int | None, data: Any) -> dict[str, Any]:

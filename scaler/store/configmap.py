@@ -72,7 +72,7 @@ class ConfigMapStore:
                 "limit; use the directory store (--store DIR on a volume)"
             )
         for _ in range(ATTEMPTS):
-            version = max(self.versions(key), default=0) + 1
+            version = base.next_version(self.versions(key), self.champion_version(key))
             labels = self._labels(key, "version")
             record = {"version": str(version), "key": json.dumps(key.to_dict()), "meta": meta_text}
             cm = ConfigMap(
@@ -117,7 +117,7 @@ class ConfigMapStore:
     def champion_version(self, key: StoreKey) -> int | None:
         with _as_store_error(key, None):
             pointer = self.maps.get(_pointer_name(key))
-        return _champion_of(key, pointer)
+        return self._champion_in(key, pointer)
 
     def champion(self, key: StoreKey) -> Stored | None:
         # An API outage is not a bad artefact: only a rejected one falls back to an older version.
@@ -128,7 +128,7 @@ class ConfigMapStore:
         for _ in range(ATTEMPTS):
             with _as_store_error(key, version):
                 pointer = self.maps.get(_pointer_name(key))
-            current = _champion_of(key, pointer)
+            current = self._champion_in(key, pointer, below=version)
             if current != expected:
                 logger.info("%s: v%d not promoted, champion is v%s now", key, version, current)
                 return False
@@ -181,7 +181,7 @@ class ConfigMapStore:
                 continue
             role = cm.labels.get(ROLE)
             if role == "pointer":
-                pointers[key] = _champion_of(key, cm)
+                pointers[key] = self._champion_in(key, cm)
             elif role == RETRAIN_ROLE:
                 try:
                     records[key] = json.loads(cm.data.get("outcome", ""))
@@ -264,6 +264,18 @@ class ConfigMapStore:
         timed = [cm for cm in found if cm.data.get("at", "").isdigit()]
         return sorted(timed, key=lambda cm: int(cm.data["at"]))
 
+    def _champion_in(
+        self, key: StoreKey, pointer: ConfigMap | None, *, below: int | None = None
+    ) -> int | None:
+        """The pointer's version; when it is damaged, the newest version older than `below`."""
+        if pointer is None:
+            return None
+        text = pointer.data.get("champion", "")
+        if not text.isdigit():
+            where = f"ConfigMap {pointer.name}"
+            return base.damaged_pointer(self, key, where, f"it holds {text[:20]!r}", below=below)
+        return int(text)
+
     def _labels(self, key: StoreKey, role: str) -> dict[str, str]:
         return MANAGED | {ROLE: role, KEY: key.digest}
 
@@ -291,16 +303,6 @@ def _as_store_error(key: StoreKey | None, version: int | None) -> Iterator[None]
         raise _Taken(f"{where}: {exc}") from exc
     except KubeError as exc:
         raise StoreError(f"{where}: {exc}") from exc
-
-
-def _champion_of(key: StoreKey, pointer: ConfigMap | None) -> int | None:
-    if pointer is None:
-        return None
-    text = pointer.data.get("champion", "")
-    if not text.isdigit():
-        logger.warning("%s: champion pointer %s holds %r", key, pointer.name, text[:20])
-        return None
-    return int(text)
 
 
 def _pointer_name(key: StoreKey) -> str:

@@ -57,7 +57,7 @@ class DirectoryStore:
         with self._locked(key):
             if not (folder / "key.json").exists():
                 _write_json(folder / "key.json", key.to_dict(), key)
-            version = max(self.versions(key), default=0) + 1
+            version = base.next_version(self.versions(key), self.champion_version(key))
             record = {
                 "version": version,
                 "key": key.to_dict(),
@@ -97,15 +97,17 @@ class DirectoryStore:
         return sorted(int(m.group(1)) for m in map(_VERSION.fullmatch, names) if m)
 
     def champion_version(self, key: StoreKey) -> int | None:
+        return self._champion_below(key, None)
+
+    def _champion_below(self, key: StoreKey, below: int | None) -> int | None:
+        """The pointer's version; when it is damaged, the newest version older than `below`."""
         path = self._folder(key) / "champion.json"
         try:
             return int(json.loads(path.read_text())["version"])
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            # Written atomically, so only an outside hand damages it: say so, serve nothing new.
-            logger.warning("%s: champion pointer %s unreadable (%s)", key, path, exc)
-            return None
+            return base.damaged_pointer(self, key, str(path), repr(exc), below=below)
 
     def champion(self, key: StoreKey) -> Stored | None:
         # A file that cannot be read is as bad as a rejected one: fall back to an older version.
@@ -114,7 +116,7 @@ class DirectoryStore:
     def promote(self, key: StoreKey, version: int, *, expected: int | None) -> bool:
         self.get(key, version)  # ArtefactRejected before the pointer moves
         with self._locked(key):
-            current = self.champion_version(key)
+            current = self._champion_below(key, version)
             if current != expected:
                 logger.info("%s: v%d not promoted, champion is v%s now", key, version, current)
                 return False

@@ -127,6 +127,24 @@ def test_a_damaged_champion_is_skipped_for_the_last_good_version(
     assert champion is not None and champion.version == good
 
 
+def test_a_damaged_pointer_names_the_newest_version_and_the_next_promotion_repairs_it(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    models = store(tmp_path)
+    first = models.put(KEY, fitted(0))
+    models.promote(KEY, first, expected=None)
+    second = models.put(KEY, fitted(1))
+    models.promote(KEY, second, expected=first)
+    pointer = kube_api.get("v1", "configmaps", NAMESPACE, f"{configmap.PREFIX}-{KEY.slug}")
+    pointer["data"]["champion"] = "edited by hand"
+    kube_api.tamper(pointer, plural="configmaps")
+    assert models.champion_version(KEY) == second
+    held = models.champion_version(KEY)
+    third = models.put(KEY, fitted(0))
+    assert models.promote(KEY, third, expected=held)
+    assert models.champion_version(KEY) == third
+
+
 def test_an_unreachable_api_is_a_store_error_naming_the_key(tmp_path: Path) -> None:
     with KubeAPI() as gone:
         gone.kubeconfig(tmp_path / "kubeconfig")

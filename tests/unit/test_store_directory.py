@@ -178,3 +178,39 @@ def test_an_artefact_with_a_nan_is_never_stored(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         store.put(KEY, data)
     assert store.versions(KEY) == []
+
+
+@pytest.mark.parametrize("pointer", ['{"vers', "", '{"version": "x"}', "[1]"])
+def test_a_damaged_pointer_names_the_newest_version_and_the_next_promotion_repairs_it(
+    tmp_path: Path, pointer: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = DirectoryStore(tmp_path)
+    first = store.put(KEY, fitted(0))
+    store.promote(KEY, first, expected=None)
+    second = store.put(KEY, fitted(1))
+    store.promote(KEY, second, expected=first)
+    path = tmp_path / KEY.slug / "champion.json"
+    path.write_text(pointer)
+    assert store.champion_version(KEY) == second
+    champion = store.champion(KEY)
+    assert champion is not None and champion.version == second
+    assert f"champion pointer {path} is damaged" in caplog.text
+    assert "until a promotion rewrites the pointer" in caplog.text
+    # what `scaler retrain` does: read the pointer, store the challenger, promote against it
+    held = store.champion_version(KEY)
+    third = store.put(KEY, fitted(0))
+    assert store.promote(KEY, third, expected=held)
+    assert json.loads(path.read_text())["previous"] == second
+    assert store.champion_version(KEY) == third
+
+
+def test_a_version_number_is_never_reused_when_the_champion_file_was_deleted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = DirectoryStore(tmp_path)
+    first = store.put(KEY, fitted(0))
+    store.promote(KEY, first, expected=None)
+    (tmp_path / KEY.slug / f"v{first:06d}.json").unlink()
+    assert store.champion(KEY) is None
+    assert f"names v{first}, which is not in the store" in caplog.text
+    assert store.put(KEY, fitted(1)) == first + 1
