@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
 from scaler.offline import model_switches, prometheus_history, replay
 from scaler.offline.backtest import (
+    OUTPUTS,
     BacktestConfig,
     factory,
     run,
@@ -147,7 +149,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--budget-window",
-        type=duration_arg,
+        type=spec.duration_flag(spec.BUDGET_WINDOW, "as the trigger's `prewarmBudgetWindow`"),
         default=replay.ReplayConfig.budget_window,
         metavar="DURATION",
         help="rolling window of the budget (default 24h)",
@@ -275,16 +277,20 @@ QUERY_STEP = spec.Range(10, HOUR, duration=True)
 
 
 def _prepare_out(out: Path) -> None:
-    """--out DIR, created now: a file in its place or a path that cannot be created fails the
-    run before the walk, not after it."""
+    """--out DIR, created now and written to once: a file in its place, a path that cannot be
+    created, a folder this user cannot write or an output name taken by a folder fails the run
+    before the walk, not after it."""
+    fix = f"give a directory to write {', '.join(OUTPUTS)} into"
     try:
         out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
     except OSError as e:
         why = "a file is in the way" if isinstance(e, FileExistsError) else e.strerror
-        raise ConfigError(
-            f"--out {out}: cannot make the output folder ({why}); give a directory to write "
-            "forecasts.csv, decisions.csv, summary.json and backtest.png into"
-        ) from None
+        raise ConfigError(f"--out {out}: cannot write the output folder ({why}); {fix}") from None
+    for name in OUTPUTS:
+        if (out / name).is_dir():
+            raise ConfigError(f"--out {out}: {name} there is a directory; move it, or {fix}")
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
@@ -431,6 +437,11 @@ def config_from(args: argparse.Namespace) -> BacktestConfig:
     if unknown:
         raise ConfigError(
             f"--compare {','.join(unknown)}: not a model; use {','.join(catalog.CANDIDATES)}"
+        )
+    if args.holidays and "prophet" not in (args.model, *compare):
+        raise ConfigError(
+            f"--holidays {args.holidays}: holidays are Prophet's, and neither --model "
+            f"({args.model}) nor --compare has prophet; add --model prophet or --compare prophet"
         )
     return BacktestConfig(
         lead_time=args.lead_time,

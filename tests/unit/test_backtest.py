@@ -184,6 +184,14 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
         (("--limit", "1m"), "--limit 1m: shorter than one model step (5m), so nothing is scored"),
         (("--query-step", "0s"), "'0s': must be from 10s to 1h (a step finer than 10s"),
         (("--query-step", "1d"), "'1d': must be from 10s to 1h"),
+        # Before, 0s made the replay purely reactive and printed nonsense shares, exit 0.
+        (("--budget-window", "0s"), "'0s': must be from 1h to 7d (as the trigger's"),
+        (("--budget-window", "8d"), "'8d': must be from 1h to 7d (as the trigger's"),
+        # Before, holidays were silently ignored by every model graded.
+        (
+            ("--holidays", "US", "--model", "seasonal", "--compare", "ets"),
+            "--holidays US: holidays are Prophet's, and neither --model (seasonal) nor --compare",
+        ),
     ],
 )
 def test_a_flag_out_of_range_or_a_run_that_would_score_nothing_exits_2_with_the_fix(
@@ -205,5 +213,33 @@ def test_an_out_folder_that_cannot_be_made_is_refused_before_the_walk(
         out.write_text("a file where the folder goes")
     assert exit_code(["backtest", str(trace), "--out", str(out)]) == 2
     captured = capsys.readouterr()
-    assert f"--out {out}: cannot make the output folder" in captured.err
+    assert f"--out {out}: cannot write the output folder" in captured.err
     assert "backtest at quantile" not in captured.out  # refused before the walk graded anything
+
+
+def test_an_output_name_taken_by_a_folder_is_refused_before_the_walk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    (tmp_path / "out" / "backtest.png").mkdir(parents=True)
+    assert exit_code(["backtest", str(trace), "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert "backtest.png there is a directory; move it" in captured.err
+    assert "backtest at quantile" not in captured.out
+    assert list((tmp_path / "out").iterdir()) == [tmp_path / "out" / "backtest.png"]
+
+
+def test_a_run_without_decisions_removes_an_earlier_runs_decisions_from_its_folder(
+    tmp_path: Path,
+) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "decisions.csv").write_text("timestamp,desired\n1995-07-04 00:00:00,3\n")
+    flags = ["--compare", "none", "--model", "seasonal", "--no-decisions", "--out", str(out)]
+    assert exit_code(["backtest", str(trace), *flags]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "backtest.png",
+        "forecasts.csv",
+        "summary.json",
+    ]
