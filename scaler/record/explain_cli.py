@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -29,6 +30,9 @@ from scaler.record import decisionrecord, explain
 from scaler.record.decisionrecord import Record
 
 REQUIRED = ("target", "at", "step", "desired", "reactive", "prewarm", "reason")
+NUMBERS = ("at", "step", "desired", "reactive", "prewarm")
+"""Required fields the totals sum or order by: each a finite number from 0 up."""
+OPTIONAL_NUMBERS = ("since", "next_by")
 HTTP_TIMEOUT = 10.0
 REPORTED = 20
 """Bad lines of one file named on stderr; the rest are counted."""
@@ -72,6 +76,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         since = explain.parse_time(args.since, now=now)
         until = explain.parse_time(args.until, now=now)
+        if since >= now:
+            raise explain.ExplainError(
+                f"--since {args.since} is not in the past; give a time before now or a "
+                "duration ago, e.g. 6h"
+            )
         if until <= since:
             raise explain.ExplainError(
                 f"--until {args.until} is not after --since {args.since}; swap them"
@@ -123,7 +132,7 @@ def read_log(path: Path) -> list[Record]:
     records: list[Record] = []
     for file in files:
         try:
-            with file.open(encoding="utf-8", errors="replace") as fh:
+            with file.open(encoding="utf-8-sig", errors="replace") as fh:  # an editor's BOM
                 records.extend(_records_of(fh.readline, name=str(file)))
         except OSError as exc:
             message = f"{file}: cannot read it ({exc.strerror}); check its permissions"
@@ -198,6 +207,14 @@ def parse_line(text: str) -> tuple[Record | None, str | None]:
     missing = [name for name in REQUIRED if record.get(name) is None]
     if missing:
         return None, f"missing {', '.join(missing)}"
+    for name in ("target", "reason"):
+        if not isinstance(record[name], str):
+            return None, f"{name} is {record[name]!r}, not a string"
+    for name in (*NUMBERS, *(n for n in OPTIONAL_NUMBERS if record.get(n) is not None)):
+        value = record[name]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or value < 0:
+            return None, f"{name} is {value!r}, not a number from 0 up"
     return record, None
 
 

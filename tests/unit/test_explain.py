@@ -18,6 +18,7 @@ from scaler.errors import ConfigError
 from scaler.record import decisionrecord, explain, explain_cli
 from scaler.record.decisionlog import DecisionLog
 from tests.unit.decision_records import STEP, decide, target
+from tests.unit.exits import exit_code
 
 HOUR = 3600.0
 T0 = datetime(2026, 11, 28, 0, 0, tzinfo=UTC).timestamp()  # a Saturday
@@ -269,3 +270,57 @@ def test_a_line_longer_than_the_bound_is_named_and_the_next_one_read(
     assert lines_ == [None, "\n", "{}\n"]
     assert list(explain_cli._records_of(io.StringIO(text).readline, name="f")) == []
     assert capsys.readouterr().err.startswith(f"f:1: longer than {explain_cli.MAX_LINE} characters")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("at", "2026-12-03T05:00:00Z", "at is '2026-12-03T05:00:00Z', not a number from 0 up"),
+        ("at", float("nan"), "at is nan, not a number from 0 up"),
+        ("next_by", "x", "next_by is 'x', not a number from 0 up"),
+        ("desired", -3, "desired is -3, not a number from 0 up"),
+        ("desired", "5", "desired is '5', not a number from 0 up"),
+        ("prewarm", True, "prewarm is True, not a number from 0 up"),
+        ("target", 5, "target is 5, not a string"),
+    ],
+)
+def test_a_record_with_a_field_of_the_wrong_kind_is_named_and_skipped_not_summed(
+    field: str, value: object, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(path)
+    write(log, schedule(600, seed=5))
+    log.close()
+    records = lines(path)
+    records[3][field] = value
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert len(explain_cli.read_log(path)) == len(records) - 1
+    assert f"{path}:4: {problem}; skipped" in capsys.readouterr().err
+
+
+def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_record(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(path)
+    write(log, schedule(600, seed=5))
+    log.close()
+    count = len(lines(path))
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert len(explain_cli.read_log(path)) == count
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "message"),
+    [
+        ("2099-01-01", "now", "--since 2099-01-01 is not in the past; give a time before now"),
+        ("0s", "now", "--since 0s is not in the past"),
+        ("2h", "6h", "--until 6h is not after --since 2h; swap them"),
+    ],
+)
+def test_a_period_that_cannot_hold_a_decision_names_the_fix(
+    since: str, until: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "decisions.jsonl"
+    path.write_text("")
+    argv = ["explain", "a/b", "--log", str(path), "--since", since, "--until", until]
+    assert exit_code(argv) == 2
+    assert message in capsys.readouterr().err
