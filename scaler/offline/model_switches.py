@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from models import seasonal, select
+from scaler.errors import ConfigError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,7 +39,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def apply(args: argparse.Namespace) -> None:
-    """Set the switches as `args` (from `add_arguments`) say."""
+    """Set the switches as `args` (from `add_arguments`) say; ConfigError for a pair that
+    contradicts itself."""
+    if args.level_regression_alone and not args.level_regression:
+        raise ConfigError(
+            "--level-regression-alone with --no-level-regression: there is no regression to "
+            "take alone; drop one of them"
+        )
     select.POOLED_CANDIDATE = args.pool_phases
     seasonal.SeasonalBaseline.regress_level = args.level_regression
     seasonal.COMBINE = not args.level_regression_alone

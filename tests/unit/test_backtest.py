@@ -187,6 +187,10 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
         # Before, 0s made the replay purely reactive and printed nonsense shares, exit 0.
         (("--budget-window", "0s"), "'0s': must be from 1h to 7d (as the trigger's"),
         (("--budget-window", "8d"), "'8d': must be from 1h to 7d (as the trigger's"),
+        (
+            ("--level-regression-alone", "--no-level-regression"),
+            "--level-regression-alone with --no-level-regression: there is no regression",
+        ),
         # Before, holidays were silently ignored by every model graded.
         (
             ("--holidays", "US", "--model", "seasonal", "--compare", "ets"),
