@@ -821,6 +821,13 @@ def test_the_monitoring_scrapes_through_the_policy() -> None:
     assert admits(scaler_policy(), PROMETHEUS, target, container)
 
 
+def test_the_scrape_keeps_the_scaled_objects_namespace_the_replicas_alert_joins_on() -> None:
+    # Without it Prometheus renames scaler_target_info's `namespace` to exported_namespace and
+    # target:kube_deployment_status_replicas:max (deploy/prometheus/rules.yaml) matches nothing.
+    monitor = one("ServiceMonitor", ACTIVE)
+    assert all(e.get("honorLabels") is True for e in monitor.spec["endpoints"])
+
+
 # ---- how KEDA reaches the scaler --------------------------------------------------------------
 
 
@@ -1005,6 +1012,17 @@ def test_the_scaled_object_targets_the_example_deployment_without_fighting_the_h
     ]
     assert target, f"{so} scales {ref['name']}, which deploy/{overlay} does not define beside it"
     assert "replicas" not in target[0].spec, "`replicas:` would undo the HPA on every apply"
+
+
+def test_the_example_pod_selector_selects_the_scaled_deployments_pods() -> None:
+    so, trigger = the_trigger(ACTIVE)
+    deployment = one("Deployment", ACTIVE, so.spec["scaleTargetRef"]["name"])
+    labels = deployment.spec["template"]["metadata"]["labels"]
+    terms = [t.split("=", 1) for t in trigger["metadata"]["podSelector"].split(",")]
+    assert terms and all(labels.get(k) == v for k, v in terms), (
+        f"podSelector {trigger['metadata']['podSelector']} matches no pod of {deployment} "
+        f"(labels {labels}), so leadTime: auto would learn from nothing"
+    )
 
 
 # ---- guardrails -------------------------------------------------------------------------------
