@@ -65,6 +65,8 @@ RETRAINS = (WEEKLY, SHARDED, CONFIGMAP_STORE)
 DISCOVERY = "discovery"
 # Discovery plus Kubernetes Events on the targets' ScaledObjects (`serve --kube-events`).
 EVENTS = "events"
+# The scaler and its retrain job on ConfigMaps, for clusters without ReadWriteMany storage.
+CONFIGMAP_SCALER = "configmap-store"
 
 # Kinds that need CRDs these tests cannot load offline, by apiVersion.
 OTHER_CRDS = {
@@ -199,7 +201,9 @@ def build(name: str) -> tuple[Doc, ...]:
     return tuple(Doc(name, i, b) for i, b in enumerate(bodies))
 
 
-DOCS = [doc for name in (*BUILDS, *RETRAINS, DISCOVERY, EVENTS) for doc in build(name)]
+DOCS = [
+    doc for name in (*BUILDS, *RETRAINS, DISCOVERY, EVENTS, CONFIGMAP_SCALER) for doc in build(name)
+]
 
 
 def needs_other_crds(doc: Doc) -> bool:
@@ -1350,6 +1354,31 @@ def test_discovery_changes_nothing_else_in_the_base() -> None:
     base = {(d.kind, d.name): without_token(d) for d in build(BASE)}
     found = {(d.kind, d.name): without_token(d) for d in build(DISCOVERY)}
     assert {k: v for k, v in found.items() if not k[0].startswith("ClusterRole")} == base
+
+
+# ---- without ReadWriteMany storage (deploy/configmap-store) -------------------------------------
+
+
+def test_the_configmap_store_scaler_claims_no_volume_and_reads_configmaps_of_its_namespace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert all_of("PersistentVolumeClaim", CONFIGMAP_SCALER) == []
+    for pod in (
+        scaler_deployment(CONFIGMAP_SCALER).spec["template"]["spec"],
+        one("CronJob", CONFIGMAP_SCALER).spec["jobTemplate"]["spec"]["template"]["spec"],
+    ):
+        assert not [v for v in pod.get("volumes", []) if "persistentVolumeClaim" in v], pod
+    pod = scaler_deployment(CONFIGMAP_SCALER).spec["template"]["spec"]
+    verbs = ("get", "list", "create", "update", "delete")  # store/configmap.py calls each
+    assert held_by(pod["serviceAccountName"], CONFIGMAP_SCALER) == {
+        ("keda", "", "configmaps", verb) for verb in verbs
+    }
+    assert pod["automountServiceAccountToken"] is True  # the token the store calls the API with
+    _, settings = scaler_settings(monkeypatch, CONFIGMAP_SCALER)
+    assert settings.store == "configmap:keda" and not settings.checkpoints
+    job = one("CronJob", CONFIGMAP_SCALER).spec["jobTemplate"]["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in job["containers"][0]["env"]}
+    assert env["SCALER_STORE"] == settings.store  # the job writes where the scaler reads
 
 
 # ---- Kubernetes Events (deploy/events) ---------------------------------------------------------
