@@ -55,6 +55,11 @@ logger = logging.getLogger(__name__)
 
 SPEND_RECORD = "spend-record"
 """The endpoint name of the ledger's spend record (the Prometheus that scrapes the scaler)."""
+BAD_QUERY_RETRY = 300.0
+"""Seconds a query the source refused (BadQuery) waits before it is asked again: its answer
+stays INVALID_ARGUMENT meanwhile. Each step it was re-sent, and one whose answer is too large
+(hundreds of series) was downloaded again each time. An edit of the metadata is a new target,
+asked at once; a refusal that goes away by itself (a series count that falls) is seen within."""
 DEFAULT_ENDPOINT = "default"
 """The endpoint name of targets without `serverAddress` (the default Prometheus / the file)."""
 
@@ -237,7 +242,7 @@ class Engine:
 
     # ---- one target --------------------------------------------------------------------------
     async def _guarded_refresh(self, state: TargetState, now: float) -> None:
-        if state.decided_at >= now:
+        if state.decided_at >= now or now < state.bad_query_until:
             return
         deadline = self.settings.refresh_deadline
         try:
@@ -249,7 +254,7 @@ class Engine:
             message = f"refresh took longer than its {deadline:g}s deadline ({isolation.DEADLINE})"
             self._note_error(state, "Deadline", f"{self._endpoint(state.spec)}: {message}")
         except BadQuery as exc:
-            state.bad_query = exc
+            state.bad_query, state.bad_query_until = exc, now + BAD_QUERY_RETRY
             self._note_error(state, type(exc).__name__, str(exc))
             state.updated.set()  # a waiting StreamIsActive answers with the error
             state.updated = asyncio.Event()

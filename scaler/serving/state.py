@@ -55,6 +55,8 @@ class TargetState:
     error: str | None = None
     bad_query: BadQuery | None = None
     """Set while the source says the target's query is wrong (a configuration error)."""
+    bad_query_until: float = -math.inf
+    """Until when a wrong query is not asked again (engine.BAD_QUERY_RETRY after the refusal)."""
     read_quantile: float | None = None
     """The quantile this step's forecast (and a drift margin) was read at: the affordable one
     before the step's charge; None when there was no forecast."""

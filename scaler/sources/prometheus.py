@@ -43,7 +43,6 @@ import requests
 import requests.auth
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
-from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
@@ -52,6 +51,7 @@ from scaler.errors import BadQuery, ConfigError, MalformedAnswer, NoData, Source
 from scaler.settings import PrometheusAuth
 from scaler.sources import matrix
 from scaler.sources.base import Sample
+from scaler.sources.bounded import AnswerTooLarge, BoundedAdapter
 from scaler.sources.credentials import Connection, Credentials
 
 logger = logging.getLogger(__name__)
@@ -75,6 +75,11 @@ INSTANT_SHAPE = (
     '{"data": {"result": [{"metric": {...}, "value": [time, "number"]}]}} '
     '(or a scalar\'s [time, "number"])'
 )
+
+MAX_ANSWER_BYTES = 32 * 2**20
+"""Largest answer body read (scaler.sources.bounded): about a million samples, past anything one
+series asks (MAX_POINTS a request) or a ledger batch of ScaledObjects over a day holds; parsed,
+it is a few hundred MB of Python objects, the scaler's whole memory limit in deploy/."""
 
 SPENT_COUNTER = "scaler_prewarm_replica_hours_total"
 REACTIVE_COUNTER = "scaler_reactive_replica_hours_total"
@@ -327,7 +332,9 @@ class PrometheusSource:
         # Keep a connection for every request in flight: the library's adapter pools 10, and
         # at start-up the bulkhead runs 16 at once, so each extra one was a new TCP connection
         # thrown away after use. The longer prefix wins over the adapter the library mounts.
-        adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_CONNECTIONS)
+        adapter = BoundedAdapter(
+            max_bytes=MAX_ANSWER_BYTES, max_retries=retry, pool_maxsize=POOL_CONNECTIONS
+        )
         session.mount(connection.url.rstrip("/") + "/", adapter)
         return _Client(
             url=connection.url,
@@ -396,6 +403,18 @@ class PrometheusSource:
         kind: str,
     ) -> Exception:
         fix = LEDGER_URL_FIX if kind == "ledger" else URL_FIX
+        if isinstance(e, AnswerTooLarge) and kind != "ledger":
+            return BadQuery(
+                query or spec.query,
+                f"{url} answered with over {MAX_ANSWER_BYTES // 2**20} MiB, so it was not read "
+                "on; the query returns many series or points: aggregate it to one series with "
+                "sum() or max()",
+            )
+        if isinstance(e, AnswerTooLarge):
+            return MalformedAnswer(
+                f"{url} answered the prewarm ledger's query with over "
+                f"{MAX_ANSWER_BYTES // 2**20} MiB, so it was not read on; {fix}"
+            )
         if isinstance(e, requests.HTTPError):
             return _http_error(spec, url, e, query=query or spec.query, fix=fix, tries=tries)
         if isinstance(e, requests.Timeout):

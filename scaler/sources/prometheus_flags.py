@@ -12,11 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scaler.decision import spec
-from scaler.decision.spec import duration_arg, parse_headers
+from scaler.decision.spec import parse_headers
 from scaler.errors import ConfigError
 from scaler.settings import PrometheusAuth, PrometheusSettings
 from scaler.sources.credentials import Credentials
 from scaler.sources.prometheus import OnRequest, PrometheusSource
+
+TIMEOUT = spec.Range(1, 300, duration=True)
+"""--prometheus-timeout: 0s failed every request; past 5 minutes a sick Prometheus holds a
+request's thread (and a slot of its endpoint's bulkhead) for as long."""
 
 Env = Callable[[str], str | None]
 
@@ -85,9 +89,12 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
     )
     g.add_argument(
         "--prometheus-timeout",
-        type=duration_arg,
+        type=spec.duration_flag(TIMEOUT, "a whole request, from connecting to its last byte"),
+        metavar="1s-5m",
         default=env("PROMETHEUS_TIMEOUT") or "10s",
-        help="per request (env SCALER_PROMETHEUS_TIMEOUT; default %(default)s)",
+        help="a whole request, from connecting to its last byte: a Prometheus that answers "
+        "slower, or trickles its answer, has failed it (env SCALER_PROMETHEUS_TIMEOUT; "
+        "default %(default)s; serve also cuts each target's refresh at 30s)",
     )
     g.add_argument(
         "--prometheus-retries",

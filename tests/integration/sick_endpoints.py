@@ -27,6 +27,8 @@ class SickEndpoint:
     def __init__(self) -> None:
         self.stopped = threading.Event()
         self.port = 0
+        self.served = 0
+        """Requests answered (`answering` counts them)."""
         self._closers: list[socket.socket] = []
 
     @property
@@ -129,6 +131,7 @@ def answering(status: int, body: bytes, content_type: str = "application/json") 
 
     class Handler(_Quiet):
         def do_GET(self) -> None:
+            endpoint.served += 1
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
@@ -137,7 +140,8 @@ def answering(status: int, body: bytes, content_type: str = "application/json") 
 
         do_POST = do_GET  # noqa: N815
 
-    return _HTTPEndpoint(Handler)
+    endpoint = _HTTPEndpoint(Handler)
+    return endpoint
 
 
 def delayed(upstream: str, delay: float) -> SickEndpoint:

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from dataclasses import replace
 
 import grpc
@@ -236,6 +236,21 @@ def test_a_real_promql_syntax_error_is_invalid_argument_quoting_prometheus(
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_a_query_prometheus_refused_is_not_asked_again_every_step(
+    scaler: RunningScaler, stub: pb_grpc.ExternalScalerStub
+) -> None:
+    with sick_endpoints.answering(400, sick_endpoints.BAD_DATA) as endpoint:
+        refusing = target("refused-once", "sum(up)", serverAddress=endpoint.url)
+        register(stub, [refusing])
+        err = refused(lambda: stub.GetMetrics(request(refusing)), says="rejected it")
+        asked = endpoint.served
+        time.sleep(STALENESS)  # dozens of steps
+        with pytest.raises(grpc.RpcError) as again:
+            stub.GetMetrics(request(refusing))
+    assert err.code() == again.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert endpoint.served == asked, "the refused query was sent again before BAD_QUERY_RETRY"
+
+
 def test_an_empty_result_and_an_unreachable_server_stay_unavailable_with_the_reason(
     stub: pb_grpc.ExternalScalerStub,
 ) -> None:
@@ -272,35 +287,30 @@ def test_a_slow_answer_just_inside_the_timeout_is_used_and_costs_no_one_an_answe
     assert slow.url not in scaler.engine.isolation.open_endpoints()
 
 
-def test_an_answer_that_trickles_forever_is_cut_by_the_refresh_deadline_not_the_read_timeout(
+def test_an_answer_that_trickles_forever_is_cut_at_the_request_timeout_and_no_one_else_pays(
     scaler: RunningScaler,
     stub: pb_grpc.ExternalScalerStub,
     healthy: list[pb.ScaledObjectRef],
 ) -> None:
     with sick_endpoints.trickling(every=TIMEOUT / 3) as endpoint:
-        # Without the deadline: the source alone, whose per-read timeout never fires, is still
-        # reading well after the refresh deadline.
+        # The source alone: no read waits longer than the timeout, yet the request ends at it
+        # (requests' own timeout is per read, and held the thread for as long as bytes came).
         source = PrometheusSource(endpoint.url, timeout=TIMEOUT)
         probe = spec.parse("gpu", "t", {"query": "up", "threshold": "1"})
-
-        def read() -> None:
-            with suppress(SourceUnavailable):  # the endpoint closes at the end of the test
-                source.latest(probe, at=time.time())
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        reader.join(DEADLINE * 1.5)
-        assert reader.is_alive()
-        # With it: the target is refused, naming the deadline, and no one else pays.
+        began = time.monotonic()
+        with pytest.raises(SourceUnavailable, match=f"did not answer within {TIMEOUT:g}s"):
+            source.latest(probe, at=time.time())
+        alone = time.monotonic() - began
+        source.close()
+        # In the scaler: the target is refused, naming the endpoint, and no one else pays.
         trickle = target("trickle", "sum(up)", serverAddress=endpoint.url)
         with Watcher(scaler.address, healthy) as watcher:
             began = time.monotonic()
             register(stub, [trickle])
-            err = refused(lambda: stub.GetMetrics(request(trickle)), says="deadline")
+            err = refused(lambda: stub.GetMetrics(request(trickle)), says="within")
             took = time.monotonic() - began
             time.sleep(STALENESS)
-    reader.join(5)  # the endpoint hung up: the reader ends too
-    source.close()
+    assert TIMEOUT <= alone < TIMEOUT + 1.0
     assert err.code() == grpc.StatusCode.UNAVAILABLE
     assert endpoint.url in str(err.details())
     assert took < DEADLINE * 2

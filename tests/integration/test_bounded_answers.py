@@ -1,0 +1,94 @@
+"""An answer too large to read is refused after its first MAX_ANSWER_BYTES, naming the fix, not
+read and parsed whole; a healthy answer is read as before, compressed or not (the adapter in
+scaler/sources/bounded.py, through PrometheusSource and a real HTTP server on loopback)."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from scaler.decision import spec
+from scaler.errors import BadQuery
+from scaler.sources import prometheus
+from scaler.sources.prometheus import PrometheusSource
+from tests.integration import sick_endpoints
+
+NOW = 1_700_000_000.0
+PROBE = spec.parse("gpu", "llm", {"query": "rate(requests_total[2m])", "threshold": "1"})
+
+
+def vector(series: int) -> bytes:
+    """A Prometheus instant answer with `series` series: what a query without sum() gives."""
+    result = [
+        {
+            "metric": {"pod": f"llm-{i:07d}", "instance": f"10.0.{i // 250}.{i % 250}:8000"},
+            "value": [NOW, "12.5"],
+        }
+        for i in range(series)
+    ]
+    return json.dumps(
+        {"status": "success", "data": {"resultType": "vector", "result": result}}
+    ).encode()
+
+
+def test_an_answer_past_the_cap_is_a_bad_query_naming_sum_not_read_whole() -> None:
+    body = vector(400_000)
+    assert len(body) > prometheus.MAX_ANSWER_BYTES
+    with sick_endpoints.answering(200, body) as endpoint:
+        source = PrometheusSource(endpoint.url, timeout=30.0)
+        with pytest.raises(BadQuery, match=r"over 32 MiB, so it was not read on; .* sum\(\)"):
+            source.latest(PROBE, at=NOW)
+        source.close()
+
+
+def test_a_single_series_answer_reads_as_before() -> None:
+    with sick_endpoints.answering(200, vector(1)) as endpoint:
+        source = PrometheusSource(endpoint.url, timeout=5.0)
+        sample = source.latest(PROBE, at=NOW)
+        source.close()
+    assert (sample.at, sample.value) == (NOW, 12.5)
+
+
+@pytest.fixture()
+def gzipped() -> Iterator[tuple[str, list[float]]]:
+    """An endpoint answering gzip-compressed, on a kept-alive connection; the times it served."""
+    served: list[float] = []
+    body = gzip.compress(vector(1))
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            served.append(time.monotonic())
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", served
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_compressed_answer_is_decoded_and_the_connection_kept_for_the_next(
+    gzipped: tuple[str, list[float]],
+) -> None:
+    url, served = gzipped
+    source = PrometheusSource(url, timeout=5.0)
+    samples = [source.latest(PROBE, at=NOW) for _ in range(3)]
+    source.close()
+    assert [s.value for s in samples] == [12.5] * 3
+    assert len(served) == 3
