@@ -415,6 +415,13 @@ def settings_from(args: argparse.Namespace) -> Settings:
     )
     if tls.key is not None and tls.cert is None:
         raise ConfigError("--tls-key is set but --tls-cert is not; give both")
+    if args.staleness < 2 * args.step:
+        raise ConfigError(
+            f"--staleness {format_duration(args.staleness)} is under twice --step "
+            f"{format_duration(args.step)}: a decision is up to a step old when KEDA asks, and "
+            "its newest sample older still, so healthy targets would flap UNAVAILABLE; give "
+            f"--staleness {format_duration(2 * args.step)} or more"
+        )
     return Settings(
         server=ServerSettings(
             grpc_port=args.grpc_port,

@@ -85,6 +85,16 @@ BAD_SERVE = {
     "port from the environment": ([], {"SCALER_GRPC_PORT": "xyz"}, "'xyz' is not a port number"),
     "step of 0": (["--step", "0s"], {}, "--step: 0s is outside [1s, 10m]"),
     "staleness of 0": (["--staleness", "0s"], {}, "--staleness: 0s is outside"),
+    "staleness under two steps": (
+        ["--staleness", "10s"],
+        {},
+        "--staleness 10s is under twice --step 30s: a decision is up to a step old",
+    ),
+    "prometheus timeout of 0": (
+        ["--prometheus-timeout", "0s"],
+        {},
+        "'0s': must be from 1s to 5m (a whole request",
+    ),
     "decision log a directory": (["--decision-log", "{tmp}"], {}, "--decision-log {tmp}: cannot"),
     "host not of this machine": (["--host", "999.1.1.1"], {}, "could not bind the gRPC port"),
     "http port in use": (["--http-port", "{busy}"], {}, "could not bind the HTTP port"),
