@@ -128,7 +128,17 @@ class ProphetModel:
         if self._start_from is not None:
             options["init"] = self._start_from.rescaled(times, z)
         try:
-            model.fit(frame, **options)
+            try:
+                model.fit(frame, **options)
+            except (RuntimeError, ValueError):
+                if "tol_rel_grad" not in options:
+                    raise
+                # Prophet retries a failed L-BFGS with Newton, passing our options on, and
+                # cmdstan's Newton refuses tol_rel_grad: so that fallback always failed. Fit
+                # again as Prophet's own call, whose fallback works.
+                del options["tol_rel_grad"]
+                model = self._prophet(weekly=period >= WEEK)
+                model.fit(frame, **options)
             in_sample = model.predict(frame[["ds"]])["yhat"].to_numpy(dtype=np.float64)
         except (RuntimeError, ValueError) as exc:
             raise FitError(f"prophet did not fit: {exc}") from exc

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import resource
 
+import cmdstanpy
 import numpy as np
 import pytest
 
@@ -93,3 +94,25 @@ def test_a_rescaled_optimum_is_the_same_trend_line_in_the_new_windows_scales() -
     assert 8.0 * init["beta"] == pytest.approx(old.y_scale * old.beta)
     assert 8.0 * init["sigma_obs"] == pytest.approx(old.y_scale * old.sigma_obs)
     assert 8.0 * init["delta"] / (20 * DAY) == pytest.approx(old.y_scale * old.delta / old.t_scale)
+
+
+def test_a_failed_lbfgs_still_falls_back_to_newton_with_the_quick_tolerance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CmdStan's L-BFGS failing (as it does now and then on real load) must leave Prophet's own
+    fallback to Newton working: Newton refuses tol_rel_grad, which the quick fit passes."""
+    real = cmdstanpy.CmdStanModel.optimize
+    algorithms: list[str] = []
+
+    def optimize(self: cmdstanpy.CmdStanModel, *args: object, **kwargs: object) -> object:
+        algorithms.append(str(kwargs.get("algorithm")))
+        if kwargs.get("algorithm") == "LBFGS":
+            raise RuntimeError("Error during optimization! (simulated)")
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cmdstanpy.CmdStanModel, "optimize", optimize)
+    assert prophet.TOL_REL_GRAD != prophet.CMDSTAN_TOL_REL_GRAD  # the quick fit is the default
+    model = prophet.ProphetModel()
+    model.fit(history(seed=3, days=8))
+    assert algorithms[-1] == "Newton"
+    assert np.isfinite(model.predict(history(seed=3, days=8), 6)).all()
