@@ -290,6 +290,21 @@ def _metric_name(text: str) -> str:
     return text
 
 
+_USERINFO = re.compile(r"^(https?://)[^/?#@]*@", re.IGNORECASE)
+CREDENTIALS_IN_URL = (
+    "credentials in a URL are clear text wherever it is written, and errors and logs quote it; "
+    "give the scaler --prometheus-username and --prometheus-password-file instead (a trigger "
+    "opts in with authModes: basic)"
+)
+
+
+def without_credentials(url: str) -> str | None:
+    """`url` with its user:password@ shown as ***@, or None when it carries none."""
+    if not _USERINFO.match(url):
+        return None
+    return _USERINFO.sub(r"\1***@", url, count=1)
+
+
 def http_url(text: str) -> str:
     """A Prometheus URL, as `serverAddress` and the scaler's URL flags take it: http:// or
     https:// and a host; without the trailing slash."""
@@ -434,6 +449,9 @@ def check_shape(meta: Mapping[str, str]) -> None:
 def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
     """Validate scalerMetadata into a TargetSpec; SpecError names the key, value and fix."""
     check_shape(meta)
+    redacted = without_credentials(meta.get("serverAddress", "").strip(_SPACE))
+    if redacted is not None:
+        raise SpecError("serverAddress", echo(redacted), CREDENTIALS_IN_URL)
     query = meta.get("query", "").strip()
     if not query:
         raise SpecError(

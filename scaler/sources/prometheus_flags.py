@@ -157,6 +157,9 @@ def source(
 def check_url(url: str, flag: str) -> None:
     """A Prometheus URL is http:// or https:// and a host, as a trigger's serverAddress must be:
     anything else would fail every query of every target, each naming it only in its error."""
+    redacted = spec.without_credentials(url.strip())
+    if redacted is not None:
+        raise ConfigError(f"{flag} {redacted!r}: {spec.CREDENTIALS_IN_URL}")
     try:
         spec.http_url(url.strip())
     except ValueError:

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from scaler.decision import spec as specs
-from scaler.errors import SpecError
+from scaler.errors import ConfigError, SpecError
 from scaler.serving.state import forecast_steps
 from scaler.settings import EngineSettings
+from scaler.sources import prometheus_flags
 
 BASE = {"query": "sum(rate(http_requests_total[2m]))", "threshold": "50"}
 
@@ -438,3 +439,19 @@ def test_level_insurance_is_off_unless_the_trigger_says_true() -> None:
     assert specs.parse("ns", "a", {**base, "levelInsurance": "true"}).level_insurance
     with pytest.raises(SpecError, match=r"levelInsurance.*'true' or 'false'"):
         specs.parse("ns", "a", {**base, "levelInsurance": "yes"})
+
+
+@pytest.mark.parametrize("url", ["http://admin:s3cret@prom:9090", "https://s3cret@prom/api"])
+def test_credentials_in_server_address_are_refused_without_quoting_them(url: str) -> None:
+    with pytest.raises(SpecError) as err:
+        specs.parse("gpu", "llm-serve", {**BASE, "serverAddress": url})
+    assert err.value.key == "serverAddress"
+    assert "s3cret" not in str(err.value) and "***@" in str(err.value)
+    assert "--prometheus-password-file" in str(err.value)
+
+
+def test_credentials_in_a_prometheus_url_flag_are_refused_without_quoting_them() -> None:
+    with pytest.raises(ConfigError) as err:
+        prometheus_flags.check_url("http://admin:s3cret@prom:9090", "--prometheus-url")
+    assert "s3cret" not in str(err.value)
+    assert str(err.value).startswith("--prometheus-url 'http://***@prom:9090': credentials")
