@@ -680,7 +680,7 @@ def _place(values: FloatArray, chunk: _Grid, points: list[Any]) -> None:
     if not points:
         return
     stamps = np.fromiter((float(stamp) for stamp, _ in points), np.float64, len(points))
-    found = np.array([float(text) for _, text in points], dtype=np.float64)
+    found = np.array([_to_float(text) for _, text in points], dtype=np.float64)
     if not np.isfinite(stamps).all():
         raise ValueError("a sample time is not a finite number")
     found[~np.isfinite(found)] = np.nan  # as _to_float: a Series holds no inf
@@ -728,7 +728,11 @@ def _several_series(spec: TargetSpec, url: str, count: int) -> BadQuery:
 
 
 def _to_float(text: str) -> float:
-    """A Prometheus sample value; "NaN", "+Inf" and "-Inf" all become NaN (Series holds no inf)."""
+    """A Prometheus sample value; "NaN", "+Inf" and "-Inf" all become NaN (Series holds no inf).
+    The API sends every value as a string: a JSON number or `true` (which float() reads as 1.0)
+    is another service's answer, a TypeError here."""
+    if not isinstance(text, str):
+        raise TypeError(f"a sample value is {text!r}, not a string")
     value = float(text)
     return value if math.isfinite(value) else math.nan
 

@@ -18,9 +18,10 @@ import pytest
 
 from models.base import DAY, WEEK, FloatArray
 from scaler.decision import spec
-from scaler.errors import BadQuery, NoData, SourceUnavailable
+from scaler.errors import BadQuery, MalformedAnswer, NoData, SourceUnavailable
 from scaler.sources import prometheus
 from scaler.sources.prometheus import PrometheusSource
+from tests.integration import sick_endpoints
 from tests.integration.prometheus_server import (
     BackfilledTrace,
     PrometheusServer,
@@ -323,3 +324,20 @@ def test_history_with_a_finer_resolution_holds_each_buckets_peak(
     assert (with_the_left_end > series.values).sum() > 5  # the bucket before is left out
     plain = source.history(target(nasa.selector), start=start, end=end, step=bucket)
     np.testing.assert_array_equal(plain.values, inside[0])  # no resolution: the point at T
+
+
+@pytest.mark.parametrize(("value", "read"), [("true", "True"), ("12.5", "12.5"), ("null", "None")])
+def test_a_sample_value_that_is_not_a_string_is_a_malformed_answer_not_a_load(
+    value: str, read: str
+) -> None:
+    """Prometheus sends every value as a string; float(true) would have read a load of 1.0."""
+    body = (
+        '{"status":"success","data":{"resultType":"vector","result":'
+        f'[{{"metric":{{}},"value":[1700000000,{value}]}}]}}}}'
+    ).encode()
+    with sick_endpoints.answering(200, body) as endpoint:
+        source = PrometheusSource(endpoint.url, timeout=5.0)
+        probe = spec.parse("gpu", "llm", {"query": "sum(up)", "threshold": "1"})
+        with pytest.raises(MalformedAnswer, match=f"a sample value is {read}, not a string"):
+            source.latest(probe, at=1_700_000_000.0)
+        source.close()
