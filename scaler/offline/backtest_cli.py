@@ -117,7 +117,9 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--warmup",
-        type=duration_arg,
+        type=spec.duration_flag(
+            WARMUP, "the first fit needs over a day of load and a calibration window after it"
+        ),
         default=None,
         metavar="DURATION",
         help="unscored history at the start (default 14d, or half a shorter trace)",
@@ -274,6 +276,11 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
 
 QUERY_STEP = spec.Range(10, HOUR, duration=True)
 """--query-step: the resolution decisions are replayed and scored at."""
+
+
+WARMUP = spec.Range(2 * DAY, 3650 * DAY, duration=True)
+"""--warmup: with less, the first days have no model (models.base.season_for) and the grades
+compare a handful of late forecasts with the reference's many."""
 
 
 def _prepare_out(out: Path) -> None:

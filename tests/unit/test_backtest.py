@@ -179,6 +179,9 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
         (("--step", "1s"), "'1s': must be from 1m to 1h (the live engine's is 5m)"),
         (("--step", "1d"), "'1d': must be from 1m to 1h (the live engine's is 5m)"),
         # Before, these printed a table of nan and zeros and exited 0.
+        # Before, these scored with no model for the first day and graded -167 % to -413 %.
+        (("--warmup", "0s"), "'0s': must be from 2d to 3650d (the first fit needs over a day"),
+        (("--warmup", "1d"), "'1d': must be from 2d to 3650d"),
         (("--warmup", "4d"), "--warmup 4d: {trace} covers 4d, so nothing is left to score"),
         (("--warmup", "9d"), "--warmup 9d: {trace} covers 4d, so nothing is left to score"),
         (("--limit", "1m"), "--limit 1m: shorter than one model step (5m), so nothing is scored"),
