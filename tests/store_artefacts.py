@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 from models import artefact
+from scaler.store.base import ModelStore, StoreKey
 from tests.contract import synthetic
 
 
@@ -17,3 +18,12 @@ def _fitted(seed: int) -> dict[str, Any]:
 def fitted(seed: int = 0) -> dict[str, Any]:
     """A fresh copy of a valid artefact; seeds give different models."""
     return dict(_fitted(seed))
+
+
+def promoted_twice(store: ModelStore, key: StoreKey) -> tuple[int, int]:
+    """Two versions stored and promoted in turn (seeds 0 and 1): (first, second)."""
+    first = store.put(key, fitted(0))
+    store.promote(key, first, expected=None)
+    second = store.put(key, fitted(1))
+    store.promote(key, second, expected=first)
+    return first, second

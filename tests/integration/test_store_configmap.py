@@ -23,7 +23,7 @@ from scaler.store.base import ArtefactRejected, StoreError, StoreKey
 from scaler.store.configmap import ConfigMapStore
 from scaler.store.location import open_store
 from tests.integration.kube_api import KubeAPI
-from tests.store_artefacts import fitted
+from tests.store_artefacts import fitted, promoted_twice
 
 KEY = StoreKey("gpu", "llm-serve", "s0-llm")
 NAMESPACE = "keda"
@@ -112,10 +112,7 @@ def test_a_damaged_champion_is_skipped_for_the_last_good_version(
     kube_api: KubeAPI, tmp_path: Path
 ) -> None:
     models = store(tmp_path)
-    good = models.put(KEY, fitted(0))
-    models.promote(KEY, good, expected=None)
-    bad = models.put(KEY, fitted(1))
-    models.promote(KEY, bad, expected=good)
+    good, bad = promoted_twice(models, KEY)
     name = f"{configmap.PREFIX}-{KEY.slug}-v{bad:06d}"
     damaged = kube_api.get("v1", "configmaps", NAMESPACE, name)
     blob = base64.b64decode(damaged["binaryData"][configmap.ARTEFACT])
@@ -131,10 +128,7 @@ def test_a_damaged_pointer_names_the_newest_version_and_the_next_promotion_repai
     kube_api: KubeAPI, tmp_path: Path
 ) -> None:
     models = store(tmp_path)
-    first = models.put(KEY, fitted(0))
-    models.promote(KEY, first, expected=None)
-    second = models.put(KEY, fitted(1))
-    models.promote(KEY, second, expected=first)
+    _, second = promoted_twice(models, KEY)
     pointer = kube_api.get("v1", "configmaps", NAMESPACE, f"{configmap.PREFIX}-{KEY.slug}")
     pointer["data"]["champion"] = "edited by hand"
     kube_api.tamper(pointer, plural="configmaps")

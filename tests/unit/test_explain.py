@@ -45,6 +45,15 @@ def write(log: DecisionLog, plan: list[tuple[int, int]], *, start: float = T0) -
     return times
 
 
+def written_log(tmp_path: Path, steps: int, seed: int) -> tuple[Path, list[dict[str, Any]]]:
+    """A decision log of `steps` random decisions, closed, and its records."""
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(path)
+    write(log, schedule(steps, seed=seed))
+    log.close()
+    return path, lines(path)
+
+
 def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -244,11 +253,7 @@ def test_a_file_that_is_not_a_decision_log_is_left_after_its_first_lines_not_rea
 def test_bad_lines_among_records_are_named_up_to_a_count_and_every_record_is_kept(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "decisions.jsonl"
-    log = DecisionLog(path)
-    write(log, schedule(3000, seed=3))
-    log.close()
-    records = lines(path)
+    path, records = written_log(tmp_path, 3000, seed=3)
     text = "".join(json.dumps(r) + "\nnot json\n" for r in records)
     text += "x" * (explain_cli.MAX_LINE + 10) + "\n" + json.dumps(records[0]) + "\n"
     path.write_text(text)
@@ -287,11 +292,7 @@ def test_a_line_longer_than_the_bound_is_named_and_the_next_one_read(
 def test_a_record_with_a_field_of_the_wrong_kind_is_named_and_skipped_not_summed(
     field: str, value: object, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "decisions.jsonl"
-    log = DecisionLog(path)
-    write(log, schedule(600, seed=5))
-    log.close()
-    records = lines(path)
+    path, records = written_log(tmp_path, 600, seed=5)
     records[3][field] = value
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     assert len(explain_cli.read_log(path)) == len(records) - 1
@@ -299,11 +300,8 @@ def test_a_record_with_a_field_of_the_wrong_kind_is_named_and_skipped_not_summed
 
 
 def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_record(tmp_path: Path) -> None:
-    path = tmp_path / "decisions.jsonl"
-    log = DecisionLog(path)
-    write(log, schedule(600, seed=5))
-    log.close()
-    count = len(lines(path))
+    path, records = written_log(tmp_path, 600, seed=5)
+    count = len(records)
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     assert len(explain_cli.read_log(path)) == count
 

@@ -13,7 +13,7 @@ import pytest
 from scaler.errors import ConfigError
 from scaler.store.base import ArtefactRejected, Status, StoreError, StoreKey
 from scaler.store.directory import DirectoryStore
-from tests.store_artefacts import fitted
+from tests.store_artefacts import fitted, promoted_twice
 
 KEY = StoreKey("gpu", "llm-serve", "s0-llm")
 
@@ -84,10 +84,7 @@ def test_a_damaged_champion_is_skipped_and_the_last_good_version_serves(
     tmp_path: Path, damage: object
 ) -> None:
     store = DirectoryStore(tmp_path)
-    good = store.put(KEY, fitted(0))
-    store.promote(KEY, good, expected=None)
-    bad = store.put(KEY, fitted(1))
-    store.promote(KEY, bad, expected=good)
+    good, bad = promoted_twice(store, KEY)
     path = tmp_path / KEY.slug / f"v{bad:06d}.json"
     path.write_text(damage(path.read_text()))  # type: ignore[operator]
     with pytest.raises(ArtefactRejected, match=f"{KEY} v{bad}: artefact rejected"):
@@ -185,10 +182,7 @@ def test_a_damaged_pointer_names_the_newest_version_and_the_next_promotion_repai
     tmp_path: Path, pointer: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = DirectoryStore(tmp_path)
-    first = store.put(KEY, fitted(0))
-    store.promote(KEY, first, expected=None)
-    second = store.put(KEY, fitted(1))
-    store.promote(KEY, second, expected=first)
+    _, second = promoted_twice(store, KEY)
     path = tmp_path / KEY.slug / "champion.json"
     path.write_text(pointer)
     assert store.champion_version(KEY) == second
