@@ -415,6 +415,17 @@ def settings_from(args: argparse.Namespace) -> Settings:
     )
     if tls.key is not None and tls.cert is None:
         raise ConfigError("--tls-key is set but --tls-cert is not; give both")
+    if tls.cert is None and (tls.client_ca is not None or tls.require_client_cert):
+        raise ConfigError(
+            "--tls-client-ca and --tls-require-client-cert are set but --tls-cert is not, so "
+            "the ExternalScaler would be plaintext and open to anyone; give --tls-cert and "
+            "--tls-key too"
+        )
+    if tls.client_ca is not None and not tls.require_client_cert:
+        raise ConfigError(
+            "--tls-client-ca is set without --tls-require-client-cert: gRPC would accept any "
+            "client, with a certificate from another CA or none; add --tls-require-client-cert"
+        )
     if args.staleness < 2 * args.step:
         raise ConfigError(
             f"--staleness {format_duration(args.staleness)} is under twice --step "

@@ -24,6 +24,7 @@ from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
 from scaler.errors import ConfigError, SpecError, TooManyTargets
+from scaler.serving.certificates import Certificates
 from scaler.serving.engine import Answer, Engine, Unavailable
 from scaler.serving.state import TargetState
 from scaler.settings import ServerSettings, TLSSettings
@@ -191,32 +192,9 @@ class _Timing(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
 
 
 def server_credentials(tls: TLSSettings) -> grpc.ServerCredentials:
-    """TLS (and mTLS when a client CA is given) credentials; ConfigError names the bad file."""
-
-    def read(path: object, what: str) -> bytes:
-        try:
-            with open(str(path), "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise ConfigError(
-                f"{what} {path}: {exc.strerror}; check the path or the mounted secret"
-            ) from exc
-        if b"-----BEGIN" not in data:
-            raise ConfigError(f"{what} {path} is not a PEM file; expected -----BEGIN ...")
-        return data
-
-    if tls.key is None:
-        raise ConfigError("--tls-cert is set but --tls-key is not; give both")
-    cert = read(tls.cert, "TLS certificate")
-    key = read(tls.key, "TLS key")
-    ca = read(tls.client_ca, "client CA") if tls.client_ca else None
-    if tls.require_client_cert and ca is None:
-        raise ConfigError(
-            "--tls-require-client-cert needs --tls-client-ca to verify clients against"
-        )
-    return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=ca, require_client_auth=tls.require_client_cert
-    )
+    """TLS (and mTLS when a client CA is given) credentials that read renewed files on new
+    connections (scaler.serving.certificates); ConfigError names a bad file."""
+    return Certificates(tls).credentials()
 
 
 async def create_server(

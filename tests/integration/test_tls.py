@@ -19,6 +19,7 @@ from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
+from scaler import cli
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.errors import ConfigError
 from scaler.serving.server import create_health_server, server_credentials
@@ -226,3 +227,68 @@ def test_unreadable_certificate_is_a_config_error_naming_the_file(pki: PKI, tmp_
         server_credentials(
             TLSSettings(cert=pki.paths["cert"], key=pki.paths["key"], require_client_cert=True)
         )
+
+
+def test_a_key_that_is_not_the_certificates_or_a_broken_client_ca_is_refused_naming_them(
+    pki: PKI, tmp_path: Path
+) -> None:
+    """grpcio reported either as a gRPC port it could not bind ("is it in use?")."""
+    other_key = tmp_path / "other.key"
+    other_key.write_bytes(pki.client.key)
+    with pytest.raises(ConfigError, match=r"tls\.crt and key .*other\.key cannot be used together"):
+        server_credentials(TLSSettings(cert=pki.paths["cert"], key=other_key))
+    broken_ca = tmp_path / "ca.crt"
+    broken_ca.write_text(
+        "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n"
+    )
+    with pytest.raises(ConfigError, match=r"client CA .*ca\.crt cannot be loaded"):
+        server_credentials(
+            TLSSettings(
+                cert=pki.paths["cert"],
+                key=pki.paths["key"],
+                client_ca=broken_ca,
+                require_client_cert=True,
+            )
+        )
+
+
+def test_a_renewed_certificate_is_presented_to_new_connections_and_a_half_written_one_is_not(
+    pki: PKI, tmp_path: Path
+) -> None:
+    """cert-manager renews in place; credentials read once kept the old certificate until it
+    expired. A renewal from another CA shows which certificate the server presents."""
+    renewed_ca = _issue("renewed-ca", issuer=None, ca=True)
+    renewed = _pair(*_issue("scaler", issuer=renewed_ca, ca=False))
+    renewed_ca_pem = renewed_ca[0].public_bytes(serialization.Encoding.PEM)
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(pki.server.cert)
+    key.write_bytes(pki.server.key)
+    old_trust = grpc.ssl_channel_credentials(root_certificates=pki.ca)
+    new_trust = grpc.ssl_channel_credentials(root_certificates=renewed_ca_pem)
+    settings = fast_settings(f"file:{bundled_trace()}", tls=TLSSettings(cert=cert, key=key))
+    with RunningScaler(settings) as running:
+        assert _call(running.address, old_trust) == 1
+        cert.write_bytes(renewed.cert)  # half-way: the new certificate, the old key
+        assert _call(running.address, old_trust) == 1  # the files in use stay
+        key.write_bytes(renewed.key)
+        assert _call(running.address, new_trust) == 1
+        with pytest.raises(grpc.RpcError):
+            _call(running.address, old_trust)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--tls-client-ca", "ca.crt", "--tls-require-client-cert"], "would be plaintext"),
+        (
+            ["--tls-cert", "c.crt", "--tls-key", "c.key", "--tls-client-ca", "ca.crt"],
+            "without --tls-require-client-cert: gRPC would accept",
+        ),
+    ],
+)
+def test_client_certificate_flags_that_would_verify_nothing_are_refused(
+    flags: list[str], message: str
+) -> None:
+    args = cli.build_parser().parse_args(["serve", *flags])
+    with pytest.raises(ConfigError, match=message):
+        cli.settings_from(args)

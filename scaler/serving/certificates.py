@@ -1,0 +1,154 @@
+"""The gRPC server's TLS files: read and checked at start-up, and read again when they change.
+
+cert-manager renews a certificate in place, in the mounted Secret (Kubernetes swaps the files'
+symlink). Credentials built once (`grpc.ssl_server_credentials`) kept presenting the old
+certificate until it expired and every KEDA handshake failed, while health said SERVING. Here
+gRPC asks `Certificates` on each new connection; it stats the files, and only when one changed
+reads and checks them again. A renewal caught half-written (a key that does not match its
+certificate yet) keeps the files in use, logged once, and is read again on a later connection.
+
+Checked with Python's ssl: a certificate and key that do not make a pair, or a client CA that is
+not a certificate, are refused at start-up naming the files (grpcio reported either as a gRPC
+port it could not bind).
+
+Must not: decide who may connect (grpcio verifies clients against the client CA).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from scaler.errors import ConfigError
+from scaler.settings import TLSSettings
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Material:
+    """The PEM bytes of one consistent set of files."""
+
+    cert: bytes
+    key: bytes
+    ca: bytes | None
+
+    def configuration(self) -> grpc.ServerCertificateConfiguration:
+        return grpc.ssl_server_certificate_configuration(
+            [(self.key, self.cert)], root_certificates=self.ca
+        )
+
+
+Stamp = tuple[tuple[int, int, int], ...]
+"""(inode, size, mtime in ns) of each file: what changes when a file is replaced or written."""
+
+
+class Certificates:
+    """The TLS files of `tls`, checked (ConfigError naming the file and the fix), and the
+    gRPC server credentials that read them again when they change."""
+
+    def __init__(self, tls: TLSSettings) -> None:
+        if tls.cert is None or tls.key is None:
+            raise ConfigError("--tls-cert and --tls-key go together; give both")
+        if tls.require_client_cert and tls.client_ca is None:
+            raise ConfigError(
+                "--tls-require-client-cert needs --tls-client-ca to verify clients against"
+            )
+        self.tls = tls
+        self._paths = [p for p in (tls.cert, tls.key, tls.client_ca) if p is not None]
+        self._lock = threading.Lock()
+        self.material = load(tls)  # first: its errors name the file and the fix
+        self._stamp = self._stamps()
+        self._refused: Stamp | None = None
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.dynamic_ssl_server_credentials(
+            self.material.configuration(),
+            self.fetch,  # type: ignore[arg-type]  # grpc's docs: None keeps the current one
+            require_client_authentication=self.tls.require_client_cert,
+        )
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        """gRPC's fetcher, called on each new connection from its own threads: the new
+        configuration when the files changed and check out, else None (keep the one in use).
+        Never raises: a fetcher's exception would fail the handshake."""
+        try:
+            with self._lock:
+                return self._fetch()
+        except Exception:  # a bug here must cost a renewal, not every connection
+            logger.exception("TLS files: re-reading them failed; the ones in use stay")
+            return None
+
+    def _fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        try:
+            stamp = self._stamps()
+        except OSError:
+            return None  # mid-swap: a file is briefly missing
+        if stamp == self._stamp or stamp == self._refused:
+            return None
+        try:
+            material = load(self.tls)
+        except ConfigError as exc:
+            self._refused = stamp
+            logger.warning("TLS files changed but do not check out, the ones in use stay: %s", exc)
+            return None
+        self._stamp, self._refused = stamp, None
+        if material == self.material:
+            return None
+        self.material = material
+        logger.info("TLS files changed: new connections get the renewed certificate")
+        return material.configuration()
+
+    def _stamps(self) -> Stamp:
+        stats = [os.stat(p) for p in self._paths]
+        return tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
+
+
+def load(tls: TLSSettings) -> Material:
+    """The files of `tls`, read and checked with Python's ssl; ConfigError names the file."""
+    assert tls.cert is not None and tls.key is not None
+    cert = _read(tls.cert, "TLS certificate (--tls-cert)")
+    key = _read(tls.key, "TLS key (--tls-key)")
+    ca = _read(tls.client_ca, "client CA (--tls-client-ca)") if tls.client_ca else None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(tls.cert, tls.key)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(
+            f"TLS certificate {tls.cert} and key {tls.key} cannot be used together "
+            f"({_reason(exc)}); give the certificate chain and the private key it was issued for"
+        ) from None
+    if tls.client_ca is not None:
+        try:
+            context.load_verify_locations(cafile=tls.client_ca)
+        except (ssl.SSLError, OSError) as exc:
+            raise ConfigError(
+                f"client CA {tls.client_ca} cannot be loaded ({_reason(exc)}); give the PEM "
+                "certificate of the CA that signs KEDA's client certificate"
+            ) from None
+    return Material(cert=cert, key=key, ca=ca)
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ConfigError(
+            f"{what} {path}: {exc.strerror}; check the path or the mounted secret"
+        ) from exc
+    if b"-----BEGIN" not in data:
+        raise ConfigError(f"{what} {path} is not a PEM file; expected -----BEGIN ...")
+    return data
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return str(exc.reason)
+    return str(exc)
