@@ -27,7 +27,8 @@ from scaler.serving import champions, discovered, warmup
 from scaler.serving import server as grpc_server
 from scaler.serving.engine import Engine
 from scaler.serving.explain_http import explain_app
-from scaler.serving.telemetry import Telemetry, serve_http
+from scaler.serving.httpport import serve_http
+from scaler.serving.telemetry import Telemetry
 from scaler.settings import (
     EngineSettings,
     PrometheusSettings,

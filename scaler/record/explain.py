@@ -35,8 +35,17 @@ class ExplainError(ScalerError):
 
 def parse_time(text: str, *, now: float) -> float:
     """An ISO time (UTC when no offset is given), `now`, a duration before now (`6h`), or
-    `@EPOCH` seconds."""
-    text = text.strip()
+    `@EPOCH` seconds; from 1970 to a year after `now` (a duration of 1e320s was minus
+    infinity, and /explain answered 500)."""
+    value = _parse_time(text.strip(), now=now)
+    if not 0 <= value <= now + 366 * 86400:
+        raise ExplainError(
+            f"time {text.strip()!r} is out of range; give one from 1970 to a year from now"
+        )
+    return value
+
+
+def _parse_time(text: str, *, now: float) -> float:
     if text == "now":
         return now
     if text.startswith("@"):

@@ -12,11 +12,6 @@ Money is in the target's `currency` (`_cost` suffix). docs/observability.md list
 from __future__ import annotations
 
 import contextlib
-import functools
-import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import (
     CollectorRegistry,
@@ -26,10 +21,8 @@ from prometheus_client import (
     Histogram,
     PlatformCollector,
     ProcessCollector,
-    make_wsgi_app,
 )
 
-from scaler.errors import ConfigError
 from scaler.serving import target_metrics
 
 
@@ -193,57 +186,3 @@ class Telemetry:
         ):
             with contextlib.suppress(KeyError):
                 metric.remove(target)
-
-
-StartResponse = Callable[..., Any]
-WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
-SHUTDOWN_POLL = 0.05
-"""Seconds between the HTTP server's checks for a shutdown request."""
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def serve_http(
-    registry: CollectorRegistry,
-    *,
-    host: str,
-    port: int,
-    unready: Callable[[], str | None],
-    routes: Mapping[str, WSGIApp] | None = None,
-) -> tuple[WSGIServer, int]:
-    """Serve /metrics, /healthz (alive) and /readyz in a daemon thread; /readyz answers 503
-    with `unready()`'s reason while that is not None. `routes` adds apps by path (/explain)."""
-    metrics = make_wsgi_app(registry)
-
-    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        path = environ.get("PATH_INFO", "")
-        if routes and path in routes:
-            return routes[path](environ, start_response)
-        if path == "/healthz":
-            start_response("200 OK", [("Content-Type", "text/plain")])
-            return [b"ok\n"]
-        if path == "/readyz":
-            reason = unready()
-            start_response(
-                "200 OK" if reason is None else "503 Service Unavailable",
-                [("Content-Type", "text/plain")],
-            )
-            return [b"ready\n" if reason is None else f"{reason}\n".encode()]
-        result: Iterable[bytes] = metrics(environ, start_response)
-        return result
-
-    bind = host.strip("[]") if host not in ("[::]", "") else "0.0.0.0"
-    try:
-        server = make_server(bind, port, app, handler_class=_QuietHandler)
-    except OSError as e:
-        raise ConfigError(
-            f"could not bind the HTTP port {bind}:{port} ({e.strerror}); pick another "
-            "--http-port (SCALER_HTTP_PORT), or -1 to serve no metrics"
-        ) from None
-    # A short poll interval: shutdown() waits for it, and it counts against the grace period.
-    serve = functools.partial(server.serve_forever, poll_interval=SHUTDOWN_POLL)
-    threading.Thread(target=serve, name="http", daemon=True).start()
-    return server, server.server_port

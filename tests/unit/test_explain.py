@@ -205,6 +205,9 @@ def test_times_are_iso_durations_or_epochs_and_anything_else_names_the_fix() -> 
     assert explain.parse_time("now", now=now) == now
     with pytest.raises(explain.ExplainError, match=r"ISO time .* duration"):
         explain.parse_time("last saturday", now=now)
+    for absurd in ("1" + "0" * 320 + "s", "9999999999d", "@1e308", "2099-01-01"):
+        with pytest.raises(explain.ExplainError, match="out of range; give one from 1970"):
+            explain.parse_time(absurd, now=now)
 
 
 def test_namespace_name_matches_every_trigger_and_a_fingerprint_only_its_own() -> None:
@@ -309,7 +312,8 @@ def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_record(tmp_path: Pat
 @pytest.mark.parametrize(
     ("since", "until", "message"),
     [
-        ("2099-01-01", "now", "--since 2099-01-01 is not in the past; give a time before now"),
+        ("2099-01-01", "now", "time '2099-01-01' is out of range; give one from 1970"),
+        ("@9999999999", "now", "out of range"),
         ("0s", "now", "--since 0s is not in the past"),
         ("2h", "6h", "--until 6h is not after --since 2h; swap them"),
     ],
