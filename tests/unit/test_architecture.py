@@ -27,6 +27,7 @@ CONFINED = {
     "yaml": {"scaler/kube/targets.py"},
     "grpc": {
         "scaler/serving/server.py",
+        "scaler/serving/certificates.py",  # the server's TLS credentials, re-read on renewal
         "scaler/offline/demo.py",
     },  # demo: the in-process stand-in for KEDA
     "grpc_health": {"scaler/serving/server.py"},

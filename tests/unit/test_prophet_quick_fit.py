@@ -14,6 +14,9 @@ from models import prophet
 from models.base import DAY, Series
 from tests.contract import synthetic
 
+QUICK_TOL_REL_GRAD = prophet.TOL_REL_GRAD
+"""The quick fit's tolerance as imported: `fitted` patches the module's for each fit."""
+
 
 def history(seed: int, days: float = 15) -> Series:
     data = synthetic.load(days, seed=seed, scale=80.0)
@@ -30,7 +33,7 @@ def fitted(
 ) -> tuple[prophet.ProphetModel, float]:
     """The calibration probe (all but the last 4 days) and the final fit from it, as
     models.calibrate fits them; and the CmdStan CPU seconds of the two."""
-    tolerance = prophet.TOL_REL_GRAD if quick else prophet.CMDSTAN_TOL_REL_GRAD
+    tolerance = QUICK_TOL_REL_GRAD if quick else prophet.CMDSTAN_TOL_REL_GRAD
     monkeypatch.setattr(prophet, "TOL_REL_GRAD", tolerance)
     monkeypatch.setattr(prophet, "WARM_START", quick)
     began = children_cpu()
@@ -60,9 +63,13 @@ def test_a_quick_fit_costs_cmdstan_under_half_the_cpu_of_the_exact_fit(
 ) -> None:
     data = history(3, days=28)  # the retrain job's four weeks at 5 minutes
     fitted(history(5), quick=True, monkeypatch=monkeypatch)  # CmdStan's binary in the cache
-    _, quick = fitted(data, quick=True, monkeypatch=monkeypatch)
-    _, exact = fitted(data, quick=False, monkeypatch=monkeypatch)
-    assert quick < exact / 2
+    # The least of two runs each, interleaved: CPU seconds grow on a machine busy with other
+    # tests (a single pair once read 0.79 against 1.56).
+    quick, exact = [], []
+    for _ in range(2):
+        quick.append(fitted(data, quick=True, monkeypatch=monkeypatch)[1])
+        exact.append(fitted(data, quick=False, monkeypatch=monkeypatch)[1])
+    assert min(quick) < min(exact) / 2
 
 
 def test_under_the_ablation_a_warm_start_is_ignored_and_the_fit_is_prophets_own(
