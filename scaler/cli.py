@@ -23,7 +23,7 @@ from scaler.decision import spec
 from scaler.decision.spec import TargetSpec, duration_arg, format_duration
 from scaler.errors import ConfigError, ScalerError
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import champions, discovered, warmup
+from scaler.serving import certificates, champions, discovered, warmup
 from scaler.serving import server as grpc_server
 from scaler.serving.engine import Engine
 from scaler.serving.explain_http import explain_app
@@ -414,19 +414,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         client_ca=args.tls_client_ca,
         require_client_cert=args.tls_require_client_cert,
     )
-    if tls.key is not None and tls.cert is None:
-        raise ConfigError("--tls-key is set but --tls-cert is not; give both")
-    if tls.cert is None and (tls.client_ca is not None or tls.require_client_cert):
-        raise ConfigError(
-            "--tls-client-ca and --tls-require-client-cert are set but --tls-cert is not, so "
-            "the ExternalScaler would be plaintext and open to anyone; give --tls-cert and "
-            "--tls-key too"
-        )
-    if tls.client_ca is not None and not tls.require_client_cert:
-        raise ConfigError(
-            "--tls-client-ca is set without --tls-require-client-cert: gRPC would accept any "
-            "client, with a certificate from another CA or none; add --tls-require-client-cert"
-        )
+    certificates.check_flags(tls)
     if args.staleness < 2 * args.step:
         raise ConfigError(
             f"--staleness {format_duration(args.staleness)} is under twice --step "

@@ -50,16 +50,12 @@ Stamp = tuple[tuple[int, int, int], ...]
 
 
 class Certificates:
-    """The TLS files of `tls`, checked (ConfigError naming the file and the fix), and the
-    gRPC server credentials that read them again when they change."""
+    """The TLS files of `tls` (with a certificate: TLSSettings.enabled), checked (ConfigError
+    naming the file and the fix), and the gRPC server credentials that read them again when
+    they change."""
 
     def __init__(self, tls: TLSSettings) -> None:
-        if tls.cert is None or tls.key is None:
-            raise ConfigError("--tls-cert and --tls-key go together; give both")
-        if tls.require_client_cert and tls.client_ca is None:
-            raise ConfigError(
-                "--tls-require-client-cert needs --tls-client-ca to verify clients against"
-            )
+        check_flags(tls)
         self.tls = tls
         self._paths = [p for p in (tls.cert, tls.key, tls.client_ca) if p is not None]
         self._lock = threading.Lock()
@@ -108,6 +104,30 @@ class Certificates:
     def _stamps(self) -> Stamp:
         stats = [os.stat(p) for p in self._paths]
         return tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
+
+
+def check_flags(tls: TLSSettings) -> None:
+    """ConfigError for a combination of TLS flags that would not do what it says: every one
+    `scaler serve` refuses at start-up, before any file is read."""
+    if tls.key is not None and tls.cert is None:
+        raise ConfigError("--tls-key is set but --tls-cert is not; give both")
+    if tls.cert is not None and tls.key is None:
+        raise ConfigError("--tls-cert is set but --tls-key is not; give both")
+    if tls.cert is None and (tls.client_ca is not None or tls.require_client_cert):
+        raise ConfigError(
+            "--tls-client-ca and --tls-require-client-cert are set but --tls-cert is not, so "
+            "the ExternalScaler would be plaintext and open to anyone; give --tls-cert and "
+            "--tls-key too"
+        )
+    if tls.require_client_cert and tls.client_ca is None:
+        raise ConfigError(
+            "--tls-require-client-cert needs --tls-client-ca to verify clients against"
+        )
+    if tls.client_ca is not None and not tls.require_client_cert:
+        raise ConfigError(
+            "--tls-client-ca is set without --tls-require-client-cert: gRPC would accept any "
+            "client, with a certificate from another CA or none; add --tls-require-client-cert"
+        )
 
 
 def load(tls: TLSSettings) -> Material:
