@@ -15,9 +15,8 @@ from urllib.parse import parse_qs
 
 from scaler.record import decisionrecord, explain
 from scaler.record.decisionlog import DecisionLog
+from scaler.serving.httpport import StartResponse, WSGIApp
 
-StartResponse = Callable[..., Any]
-WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 DEFAULT_SINCE = "24h"
 
 
