@@ -8,7 +8,6 @@ import gzip
 import http.server
 import json
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -56,16 +55,17 @@ def test_a_single_series_answer_reads_as_before() -> None:
 
 
 @pytest.fixture()
-def gzipped() -> Iterator[tuple[str, list[float]]]:
-    """An endpoint answering gzip-compressed, on a kept-alive connection; the times it served."""
-    served: list[float] = []
+def gzipped() -> Iterator[tuple[str, list[int]]]:
+    """An endpoint answering gzip-compressed, keeping connections alive; the client port of
+    each request it served (one port: one connection)."""
+    served: list[int] = []
     body = gzip.compress(vector(1))
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
-            served.append(time.monotonic())
+            served.append(self.client_address[1])
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Encoding", "gzip")
@@ -84,7 +84,7 @@ def gzipped() -> Iterator[tuple[str, list[float]]]:
 
 
 def test_a_compressed_answer_is_decoded_and_the_connection_kept_for_the_next(
-    gzipped: tuple[str, list[float]],
+    gzipped: tuple[str, list[int]],
 ) -> None:
     url, served = gzipped
     source = PrometheusSource(url, timeout=5.0)
@@ -92,3 +92,4 @@ def test_a_compressed_answer_is_decoded_and_the_connection_kept_for_the_next(
     source.close()
     assert [s.value for s in samples] == [12.5] * 3
     assert len(served) == 3
+    assert len(set(served)) == 1, "each answer read whole releases its connection to the pool"
