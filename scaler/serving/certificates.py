@@ -9,21 +9,26 @@ certificate yet) keeps the files in use, logged once, and is read again on a lat
 
 Checked with Python's ssl: a certificate and key that do not make a pair, or a client CA that is
 not a certificate, are refused at start-up naming the files (grpcio reported either as a gRPC
-port it could not bind).
+port it could not bind). An expired certificate is refused too (at start-up, and as a renewal):
+every KEDA handshake would fail while health said SERVING. The expiry of the certificate in use
+is exported (`scaler_tls_certificate_expiry_timestamp_seconds`) for an alert well before then.
 
 Must not: decide who may connect (grpcio verifies clients against the client CA).
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+from cryptography import x509
 
 from scaler.errors import ConfigError
 from scaler.settings import TLSSettings
@@ -38,6 +43,8 @@ class Material:
     cert: bytes
     key: bytes
     ca: bytes | None
+    expires: float
+    """When the server's certificate (the chain's first) stops being valid, epoch seconds."""
 
     def configuration(self) -> grpc.ServerCertificateConfiguration:
         return grpc.ssl_server_certificate_configuration(
@@ -130,8 +137,9 @@ def check_flags(tls: TLSSettings) -> None:
         )
 
 
-def load(tls: TLSSettings) -> Material:
-    """The files of `tls`, read and checked with Python's ssl; ConfigError names the file."""
+def load(tls: TLSSettings, now: float | None = None) -> Material:
+    """The files of `tls`, read and checked with Python's ssl, the certificate valid at `now`
+    (default: the wall clock); ConfigError names the file."""
     assert tls.cert is not None and tls.key is not None
     cert = _read(tls.cert, "TLS certificate (--tls-cert)")
     key = _read(tls.key, "TLS key (--tls-key)")
@@ -152,7 +160,30 @@ def load(tls: TLSSettings) -> Material:
                 f"client CA {tls.client_ca} cannot be loaded ({_reason(exc)}); give the PEM "
                 "certificate of the CA that signs KEDA's client certificate"
             ) from None
-    return Material(cert=cert, key=key, ca=ca)
+    expires = expiry(cert, tls.cert)
+    if expires <= (time.time() if now is None else now):
+        raise ConfigError(
+            f"TLS certificate {tls.cert} expired at {_utc(expires)}, so KEDA would refuse every "
+            "handshake; renew it (cert-manager: `kubectl describe certificate` says why it did "
+            "not) or give the renewed file"
+        )
+    return Material(cert=cert, key=key, ca=ca, expires=expires)
+
+
+def expiry(cert: bytes, path: Path) -> float:
+    """The end of the validity of the first certificate in the PEM `cert` (the server's own;
+    its chain follows it), epoch seconds."""
+    try:
+        first = x509.load_pem_x509_certificates(cert)[0]
+    except ValueError as exc:
+        raise ConfigError(
+            f"TLS certificate {path} cannot be parsed ({exc}); give a PEM certificate chain"
+        ) from None
+    return first.not_valid_after_utc.timestamp()
+
+
+def _utc(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _read(path: Path, what: str) -> bytes:

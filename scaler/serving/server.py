@@ -27,6 +27,7 @@ from scaler.errors import ConfigError, SpecError, TooManyTargets
 from scaler.serving.certificates import Certificates
 from scaler.serving.engine import Answer, Engine, Unavailable
 from scaler.serving.state import TargetState
+from scaler.serving.telemetry import Telemetry
 from scaler.settings import ServerSettings, TLSSettings
 
 logger = logging.getLogger(__name__)
@@ -191,10 +192,18 @@ class _Timing(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         )
 
 
-def server_credentials(tls: TLSSettings) -> grpc.ServerCredentials:
+def server_credentials(
+    tls: TLSSettings, telemetry: Telemetry | None = None
+) -> grpc.ServerCredentials:
     """TLS (and mTLS when a client CA is given) credentials that read renewed files on new
-    connections (scaler.serving.certificates); ConfigError names a bad file."""
-    return Certificates(tls).credentials()
+    connections (scaler.serving.certificates), the expiry of the certificate in use exported on
+    `telemetry`; ConfigError names a bad file."""
+    certificates = Certificates(tls)
+    if telemetry is not None:
+        telemetry.tls_expiry.labels(str(tls.cert)).set_function(
+            lambda: certificates.material.expires
+        )
+    return certificates.credentials()
 
 
 async def create_server(
@@ -208,7 +217,9 @@ async def create_server(
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"{settings.host}:{settings.grpc_port}"
-    credentials = server_credentials(settings.tls) if settings.tls.enabled else None
+    credentials = (
+        server_credentials(settings.tls, engine.telemetry) if settings.tls.enabled else None
+    )
     port = _bind(server, address, credentials)
     if port == 0:
         raise ConfigError(

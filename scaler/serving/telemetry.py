@@ -156,6 +156,13 @@ class Telemetry:
             target,
             registry=registry,
         )
+        self.tls_expiry = Gauge(
+            "scaler_tls_certificate_expiry_timestamp_seconds",
+            "When the gRPC server's certificate in use expires (epoch seconds; no series "
+            "without --tls-cert). A renewal is read on the next connection after it is written.",
+            ["file"],
+            registry=registry,
+        )
 
         self.per_target = target_metrics.PerTarget(registry)
         """The per-target metrics of issue 9: spend, budget in both units, model, scorecard."""

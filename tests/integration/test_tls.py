@@ -43,8 +43,13 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def _issue(
-    name: str, *, issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None, ca: bool
+    name: str,
+    *,
+    issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None,
+    ca: bool,
+    days: float = 1,
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A certificate valid from 5 minutes ago for `days` from now (negative: expired)."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
@@ -54,8 +59,10 @@ def _issue(
         .issuer_name(issuer[0].subject if issuer else subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_before(
+            min(now, now + datetime.timedelta(days=days)) - datetime.timedelta(minutes=5)
+        )
+        .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
     )
     if not ca:
@@ -292,3 +299,42 @@ def test_client_certificate_flags_that_would_verify_nothing_are_refused(
     args = cli.build_parser().parse_args(["serve", *flags])
     with pytest.raises(ConfigError, match=message):
         cli.settings_from(args)
+
+
+def _expiry_gauge(running: RunningScaler, cert: Path) -> float | None:
+    assert running.engine is not None
+    return running.engine.telemetry.registry.get_sample_value(
+        "scaler_tls_certificate_expiry_timestamp_seconds", {"file": str(cert)}
+    )
+
+
+def test_an_expired_certificate_is_refused_at_start_up_and_as_a_renewal(
+    pki: PKI, tmp_path: Path
+) -> None:
+    """An expired certificate failed every KEDA handshake while health said SERVING; its
+    expiry is exported so an alert fires before that, and follows a renewal."""
+    ca = _issue("ca", issuer=None, ca=True)
+    ca_pem = ca[0].public_bytes(serialization.Encoding.PEM)
+    expired = _pair(*_issue("scaler", issuer=ca, ca=False, days=-1))
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(expired.cert)
+    key.write_bytes(expired.key)
+    with pytest.raises(ConfigError, match=r"tls\.crt expired at 20\d\d-.* UTC.*renew it"):
+        server_credentials(TLSSettings(cert=cert, key=key))
+
+    first = _issue("scaler", issuer=ca, ca=False, days=2)
+    renewed = _issue("scaler", issuer=ca, ca=False, days=30)
+    cert.write_bytes(_pair(*first).cert)
+    key.write_bytes(_pair(*first).key)
+    trust = grpc.ssl_channel_credentials(root_certificates=ca_pem)
+    settings = fast_settings(f"file:{bundled_trace()}", tls=TLSSettings(cert=cert, key=key))
+    with RunningScaler(settings) as running:
+        assert _expiry_gauge(running, cert) == first[0].not_valid_after_utc.timestamp()
+        cert.write_bytes(expired.cert)
+        key.write_bytes(expired.key)
+        assert _call(running.address, trust) == 1  # the expired renewal is not presented
+        assert _expiry_gauge(running, cert) == first[0].not_valid_after_utc.timestamp()
+        cert.write_bytes(_pair(*renewed).cert)
+        key.write_bytes(_pair(*renewed).key)
+        assert _call(running.address, trust) == 1
+        assert _expiry_gauge(running, cert) == renewed[0].not_valid_after_utc.timestamp()
