@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from models import artefact
 from models.base import ModelError, Series
 from models.calibrate import calibration_window
@@ -123,13 +125,20 @@ class Outcome:
 
 
 def verdict(
-    loss: float, old: float, *, champion: int | None, problem: str = ""
+    loss: float, old: float, *, champion: int | None, problem: str = "", idle: bool = False
 ) -> tuple[bool, str]:
-    """Promote the challenger? And why, in words. Pure."""
+    """Promote the challenger? And why, in words. `idle`: the latest week's load was 0
+    throughout, so both are scored on nothing and a challenger that forecasts 0 wins. Pure."""
     if not math.isfinite(loss):
         return False, "challenger has no out-of-sample score; the champion stays"
     if champion is None:
         return True, "no champion yet"
+    if idle:
+        return False, (
+            f"v{champion} stays: the load was 0 over the whole latest week, so a challenger "
+            "fitted on it learned no load to forecast (a paused service, or a query that "
+            "matches an idle series: check it)"
+        )
     if problem:
         return True, f"champion v{champion} cannot be scored ({problem})"
     if not math.isfinite(old):
@@ -165,7 +174,21 @@ def challenge(
             )
         except ModelError as exc:
             problem = str(exc)
-    return {"artefact": data, "loss": loss, "champion_loss": old, "problem": problem}
+    return {
+        "artefact": data,
+        "loss": loss,
+        "champion_loss": old,
+        "problem": problem,
+        "idle": idle(history),
+    }
+
+
+def idle(history: Series) -> bool:
+    """Whether every sample of `history`'s latest week (its calibration window, where
+    challenger and champion are scored) is 0."""
+    window = history.since(history.end - calibration_window(history.span)).values
+    seen = window[~np.isnan(window)]
+    return seen.size > 0 and not np.any(seen)
 
 
 def live_fallback(source: PrometheusSource) -> LiveFallback:
@@ -314,7 +337,13 @@ class Retrainer:
         now: float,
     ) -> Outcome:
         data, loss, old = result["artefact"], float(result["loss"]), float(result["champion_loss"])
-        promote, reason = verdict(loss, old, champion=champion, problem=result["problem"])
+        promote, reason = verdict(
+            loss,
+            old,
+            champion=champion,
+            problem=result["problem"],
+            idle=bool(result.get("idle", False)),
+        )
         if champion is None and pointer is not None and promote:
             # The store fell back past every version it could not load: not a first model.
             reason = f"no readable champion: v{pointer} and every older version cannot be loaded"

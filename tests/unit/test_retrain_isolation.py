@@ -88,3 +88,44 @@ def test_a_champion_the_store_cannot_load_is_replaced_saying_so(tmp_path: Path) 
     second = run()
     assert second.promoted
     assert second.reason == "no readable champion: v1 and every older version cannot be loaded"
+
+
+class PausedLoad(DailyLoad):
+    """The daily cycle until `paused`, then 0 (a service paused for its latest week)."""
+
+    def __init__(self, paused: float) -> None:
+        self.paused = paused
+
+    def history(self, spec: object, **kwargs: Any) -> Series:
+        series = super().history(spec, **kwargs)
+        times = series.start + series.step * np.arange(len(series))
+        return Series(series.start, series.step, np.where(times >= self.paused, 0.0, series.values))
+
+
+def test_a_week_of_no_load_does_not_replace_the_champion_with_a_model_of_nothing(
+    tmp_path: Path,
+) -> None:
+    """Scored on a week of zeros, a challenger that forecasts 0 beat any champion: the next
+    week, when the service was back, it prewarmed nothing."""
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    settings = retrain.RetrainSettings(history=28 * 86400.0, workers=0, peaks_every=None)
+    store = DirectoryStore(tmp_path)
+    now = 40 * 86400.0
+
+    def run(source: DailyLoad) -> retrain.Outcome:
+        trainer = retrain.Retrainer(store, source, settings)  # type: ignore[arg-type]
+        try:
+            (outcome,) = asyncio.run(trainer.run([target], now=now))
+        finally:
+            trainer.close()
+        return outcome
+
+    assert run(DailyLoad()).promoted
+    paused = run(PausedLoad(paused=now - 8 * 86400.0))
+    assert not paused.promoted and paused.champion == 1, paused
+    assert paused.reason.startswith("v1 stays: the load was 0 over the whole latest week")
+    assert paused.challenger_loss is not None and paused.champion_loss is not None
+    assert paused.challenger_loss < paused.champion_loss  # what promoted it before
+    assert store.champion_version(target.key) == 1
+    partly = run(PausedLoad(paused=now - 2 * 86400.0))  # a part of the week: scored as ever
+    assert "load was 0" not in partly.reason and partly.champion_loss is not None
