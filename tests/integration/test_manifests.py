@@ -1356,6 +1356,35 @@ def test_discovery_changes_nothing_else_in_the_base() -> None:
     assert {k: v for k, v in found.items() if not k[0].startswith("ClusterRole")} == base
 
 
+def pod_spec(doc: Doc) -> dict[str, Any] | None:
+    """The pod template's spec of a Deployment, Job or CronJob (None for other kinds)."""
+    template = {
+        "Deployment": lambda s: s["template"],
+        "Job": lambda s: s["template"],
+        "CronJob": lambda s: s["jobTemplate"]["spec"]["template"],
+    }.get(doc.kind)
+    if template is None:
+        return None
+    spec: dict[str, Any] = template(doc.spec)["spec"]
+    return spec
+
+
+@pytest.mark.parametrize(
+    "doc", [d for d in DOCS if pod_spec(d) is not None], ids=lambda d: f"{d.build}:{d.name}"
+)
+def test_every_volume_of_a_pod_is_mounted_and_every_mount_is_a_volume(doc: Doc) -> None:
+    """A patch that deletes one mount by `name` (volumeMounts merge on mountPath) deleted every
+    mount of the container in deploy/configmap-store: the scaler lost its TLS files and /tmp,
+    and kubernetes-validate still passed."""
+    pod = pod_spec(doc)
+    assert pod is not None
+    volumes = {v["name"] for v in pod.get("volumes", [])}
+    containers = [*pod.get("initContainers", []), *pod["containers"]]
+    mounted = {m["name"] for c in containers for m in c.get("volumeMounts", [])}
+    assert mounted <= volumes, f"mounts of no volume: {sorted(mounted - volumes)}"
+    assert volumes <= mounted, f"volumes no container mounts: {sorted(volumes - mounted)}"
+
+
 # ---- without ReadWriteMany storage (deploy/configmap-store) -------------------------------------
 
 
