@@ -725,7 +725,7 @@ def rbac_wildcards(doc: Doc) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("where", (*BUILDS, *RETRAINS))
+@pytest.mark.parametrize("where", (*BUILDS, *RETRAINS, DISCOVERY, EVENTS, CONFIGMAP_SCALER))
 def test_no_rbac_grants_a_wildcard(where: str) -> None:
     roles = all_of("Role", where) + all_of("ClusterRole", where)
     assert [e for r in roles for e in rbac_wildcards(r)] == []
