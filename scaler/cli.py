@@ -38,6 +38,7 @@ from scaler.settings import (
 )
 from scaler.sources import fit_input, prometheus_flags
 from scaler.sources.base import Source, SpendRecord
+from scaler.store import base as store_base
 
 if TYPE_CHECKING:
     from scaler.kube.discovery import Discovery
@@ -298,6 +299,15 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "in-process, keep in memory)",
     )
     w.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        default=env("KEEP", None) or store_base.DEFAULT_KEEP,
+        help="versions the store keeps per target, the champion always (env SCALER_KEEP; 5): "
+        "serve prunes the versions it writes as `scaler retrain --keep` does, so give both the "
+        "same N",
+    )
+    w.add_argument(
         "--store-poll",
         type=duration_within(1.0, 3600.0),
         default=env("STORE_POLL", "60s"),
@@ -455,6 +465,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         scaler_address=scaler_address(args.scaler_address),
         watch_namespace=args.namespace or None,
         store=args.store or None,
+        store_keep=store_base.check_keep(args.keep),
         store_poll=args.store_poll,
         checkpoints=args.checkpoints == "on",
         decision_log=args.decision_log,
@@ -545,7 +556,9 @@ async def run_server(
     store = (
         None
         if settings.store is None
-        else champions.open_store(settings.store, kubeconfig=settings.kubeconfig)
+        else champions.open_store(
+            settings.store, kubeconfig=settings.kubeconfig, keep=settings.store_keep
+        )
     )
     registry = CollectorRegistry()
     telemetry = Telemetry(registry)

@@ -182,6 +182,9 @@ class Settings:
     store: str | None = None
     """Model store the champions are read from and new models written to: a directory, or
     `configmap:NAMESPACE`; None fits every model in-process and keeps it in memory."""
+    store_keep: int = 5
+    """Versions the store keeps per target, the champion always (`scaler retrain --keep`'s:
+    both prune, so they must agree)."""
     store_poll: float = 60.0
     """Seconds between reads of each target's champion pointer (hot reload)."""
     checkpoints: bool = True

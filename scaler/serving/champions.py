@@ -47,7 +47,7 @@ from scaler.errors import ConfigError, ScalerError
 from scaler.serving import checkpoints, driftstate
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
-from scaler.store.base import ModelStore, Status, Stored, StoreError, StoreKey
+from scaler.store.base import DEFAULT_KEEP, ModelStore, Status, Stored, StoreError, StoreKey
 
 logger = logging.getLogger(__name__)
 
@@ -56,14 +56,16 @@ EARLY_REFIT_GAP = 3600.0
 every day it lasts (scaler/decision/drift.py), a flapping one must not keep a fit worker busy."""
 
 
-def open_store(where: str, *, kubeconfig: Path | None = None) -> ModelStore:
+def open_store(
+    where: str, *, kubeconfig: Path | None = None, keep: int = DEFAULT_KEEP
+) -> ModelStore:
     """The store `--store` names: DIR, or configmap:NAMESPACE (scaler/store/location.py),
-    the latter through --kubeconfig when given."""
+    the latter through --kubeconfig when given, keeping `keep` versions per target."""
     from scaler.store import location
 
     if not where.startswith(location.CONFIGMAP) and Path(where).is_file():
         raise ConfigError(f"--store {where}: not a directory; give a directory or configmap:NS")
-    return location.open_store(where, kubeconfig=kubeconfig)
+    return location.open_store(where, kubeconfig=kubeconfig, keep=keep)
 
 
 def key_of(spec: TargetSpec) -> StoreKey:

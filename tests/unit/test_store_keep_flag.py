@@ -1,0 +1,36 @@
+"""`scaler serve --keep`: the versions the store keeps per target, as `scaler retrain --keep`.
+Without it serve pruned to 5 on every model it stored, undoing a retrain job's `--keep 10`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaler import cli
+from scaler.errors import ConfigError
+from scaler.serving import champions
+from scaler.settings import Settings
+from scaler.store.directory import DirectoryStore
+
+
+def serve_settings(*flags: str) -> Settings:
+    return cli.settings_from(cli.build_parser().parse_args(["serve", *flags]))
+
+
+def test_keep_reaches_the_store_serve_opens(tmp_path: Path) -> None:
+    assert serve_settings().store_keep == 5
+    settings = serve_settings("--store", str(tmp_path), "--keep", "10")
+    assert settings.store is not None
+    store = champions.open_store(settings.store, keep=settings.store_keep)
+    assert isinstance(store, DirectoryStore) and store.keep == 10
+
+
+def test_keep_reads_scaler_keep_as_retrain_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCALER_KEEP", "8")
+    assert serve_settings().store_keep == 8
+
+
+def test_a_keep_of_no_version_is_refused() -> None:
+    with pytest.raises(ConfigError, match="keep=0"):
+        serve_settings("--keep", "0")
