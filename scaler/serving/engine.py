@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from functools import partial
 
@@ -41,6 +41,7 @@ from models.base import Forecast, Series
 from models.calibrate import CalibratedModel, Calibration
 from scaler.clock import Clock
 from scaler.decision import budget, drift, margin, policy, unrecorded
+from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, CircuitOpen, ScalerError, TooManyTargets
 from scaler.record import decisionrecord
@@ -78,6 +79,44 @@ class Answer:
 
     desired: int
     active: bool
+
+
+SAME_POLL = 1.0
+"""Calls about one target less than this many seconds apart are one poll of KEDA's."""
+
+
+def superseded(
+    targets: Mapping[str, TargetState], pinned: Set[str], *, now: float, step: float
+) -> list[str]:
+    """Targets an edit of their trigger replaced: another target of the same ScaledObject and
+    metric name was registered after KEDA last asked about them and has been asked since, and
+    they have gone unasked for two of their polls (or steps). They would be decided for, logged
+    and billed until --idle-expiry. Two live triggers alike in namespace, name and metric are
+    both asked every poll, so neither is ever superseded, whatever the order of the calls.
+    Pinned (discovered) targets follow the cluster."""
+    newest: dict[tuple[str, str, str], TargetState] = {}
+    for state in targets.values():
+        identity = _trigger(state.spec)
+        if identity not in newest or state.registered > newest[identity].registered:
+            newest[identity] = state
+    found = []
+    for key, state in targets.items():
+        latest = newest[_trigger(state.spec)]
+        if (
+            latest is not state
+            and key not in pinned
+            and state.last_asked < latest.registered < latest.last_asked
+            and now - state.last_asked > 2 * max(state.poll_gap, step)
+        ):
+            found.append(key)
+    return found
+
+
+def _trigger(spec: TargetSpec) -> tuple[str, str, str]:
+    """Which trigger of which ScaledObject `spec` is: its metric name, or "" for the default one
+    (which holds the fingerprint, so an edit changes it)."""
+    default = specs.default_metric_name(spec.name, spec.fingerprint)
+    return spec.namespace, spec.name, "" if spec.metric_name == default else spec.metric_name
 
 
 def quantise(t: float, step: float) -> float:
@@ -155,6 +194,7 @@ class Engine:
                     share=spec.prewarm_budget_share,
                 ),
                 last_asked=now,
+                registered=now,
                 ledger_known=self.spend_record is None
                 or (spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None),
             )
@@ -162,6 +202,8 @@ class Engine:
             self.telemetry.targets.set(len(self.targets))
             logger.info("new target %s (%s)", spec.key, spec.query)
             self._wake.set()
+        if now - state.last_asked > SAME_POLL:
+            state.poll_gap = now - state.last_asked
         state.last_asked = now
         return state
 
@@ -571,6 +613,8 @@ class Engine:
         for key, state in list(self.targets.items()):
             if key not in self.pinned and now - state.last_asked > self.settings.idle_expiry:
                 self.forget(key)
+        for key in superseded(self.targets, self.pinned, now=now, step=self.settings.step):
+            self.forget(key, "superseded")
         self.telemetry.targets.set(len(self.targets))
         used = {self._endpoint(s.spec) for s in self.targets.values()} | {SPEND_RECORD}
         self.isolation.forget(used)

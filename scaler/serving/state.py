@@ -23,6 +23,11 @@ class TargetState:
     spec: TargetSpec
     ledger: budget.Ledger
     last_asked: float
+    registered: float = -math.inf
+    """When KEDA first asked about this target (the engine's clock)."""
+    poll_gap: float = 0.0
+    """Seconds between KEDA's last two polls of this target (calls within SAME_POLL of each
+    other are one poll: IsActive and GetMetrics)."""
     ledger_known: bool = True
     """False until the ledger has been rebuilt from the spend record; prewarm is 0 until then."""
     ledger_note: str | None = None

@@ -62,9 +62,21 @@ def test_explain_reads_a_running_server_then_the_rotated_log_it_wrote(tmp_path: 
         with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
             grpc.channel_ready_future(channel).result(timeout=30)
             stub = pb_grpc.ExternalScalerStub(channel)
-            for trigger in triggers:
-                request = pb.GetMetricsRequest(scaledObjectRef=trigger, metricName="m")
-                eventually(lambda r=request: stub.GetMetrics(r), timeout=30)  # type: ignore[misc]
+            requests = [pb.GetMetricsRequest(scaledObjectRef=t, metricName="m") for t in triggers]
+
+            def poll() -> None:
+                """Both triggers, as each KEDA poll asks them (one left unasked for two polls
+                while another trigger of its ScaledObject is asked is dropped as edited)."""
+                failed = []
+                for request in requests:
+                    try:
+                        stub.GetMetrics(request)
+                    except grpc.RpcError as exc:
+                        failed.append(exc)
+                if failed:
+                    raise failed[0]
+
+            eventually(poll, timeout=30)
             time.sleep(4)  # a few decisions
             answered = [
                 stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=t, metricName="m"))
