@@ -160,13 +160,16 @@ class DecisionLog:
 
     def recent(self, keys: list[str], *, since: float, until: float) -> list[Record]:
         """The kept lines of `keys` stamped in [since, until], plus the last one before
-        `since` (the decision in force when the period starts), oldest first."""
+        `since` (the decision in force when the period starts) and the first one after `until`
+        (where the period's last decision ended: without it, a silence up to it was read as
+        that decision held), oldest first."""
         out: list[Record] = []
         with self._lock:
             for key in keys:
                 lines = list(self._recent.get(key, ()))
                 before = [r for r in lines if r["at"] < since]
-                out += before[-1:] + [r for r in lines if since <= r["at"] <= until]
+                after = [r for r in lines if r["at"] > until]
+                out += before[-1:] + [r for r in lines if since <= r["at"] <= until] + after[:1]
         return sorted(out, key=lambda r: (r["at"], r["target"]))
 
     def seen_until(self, keys: list[str]) -> dict[str, float]:

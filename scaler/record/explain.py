@@ -132,10 +132,14 @@ def spans(
     out: list[Span] = []
     gaps: list[Gap] = []
     for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else None
         if line.get("event") == decisionrecord.STOP:
+            # The scaler stopped: until it decides again (a restart), nothing is known.
+            stopped = float(line["at"]) + float(line.get("step") or 0.0)  # the span before's end
+            if nxt is not None and float(nxt["at"]) > stopped:
+                gaps.append(Gap(stopped, float(nxt["at"])))
             continue
         at, step = float(line["at"]), float(line["step"])
-        nxt = lines[i + 1] if i + 1 < len(lines) else None
         if nxt is None:
             end = max(at, seen_until if seen_until is not None else at) + step
         elif nxt.get("event") == decisionrecord.STOP:

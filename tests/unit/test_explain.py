@@ -127,6 +127,53 @@ def test_a_killed_scaler_is_a_gap_not_a_bill_because_each_line_says_when_the_nex
     assert naive > served + 10 * (down - 900.0) / HOUR
 
 
+def test_a_clean_stop_and_a_restart_hours_later_is_a_named_gap(tmp_path: Path) -> None:
+    """A stop line closed the span, but the hours until the restart were in no gap: the report
+    did not say the scaler was down, as it does for a kill."""
+    plan = [(10, 0)] * 200
+    log = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    write(log, plan)
+    log.close()  # a clean stop: a stop line
+    down = 6 * HOUR
+    restarted = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    write(restarted, plan, start=T0 + len(plan) * STEP + down)
+    restarted.close()
+    records = lines(tmp_path / "d.jsonl")
+    assert [r["event"] for r in records].count("stop") == 2
+    spans, gaps = explain.spans(records)
+    assert len(gaps) == 1 and gaps[0].end - gaps[0].start >= down - STEP
+    assert explain.totals(spans).replica_hours == pytest.approx(10 * 2 * len(plan) * STEP / HOUR)
+    key = records[0]["target"]
+    text = "\n".join(explain.report(records, key=key, since=T0, until=T0 + 2 * down))
+    assert "no record" in text and "not counted" in text
+
+
+def test_the_server_s_records_of_a_period_bound_its_last_decision_by_the_next_one(
+    tmp_path: Path,
+) -> None:
+    """/explain for a period ending inside a silence (KEDA stopped asking, the target expired)
+    billed the silence: the first line after the period was dropped, so the period's last
+    decision ran to the newest time the server had seen."""
+    plan = [(10, 0)] * 40
+    log = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    write(log, plan)
+    silent = 3 * HOUR
+    back = T0 + len(plan) * STEP + silent
+    write(log, plan, start=back)
+    try:
+        key = lines(tmp_path / "d.jsonl")[0]["target"]
+        until = back - HOUR  # inside the silence
+        records = log.recent([key], since=T0, until=until)
+        assert records[-1]["at"] == back  # the next line, after the period
+        spans, gaps = explain.spans(records, seen_until=log.seen_until([key])[key])
+        known = explain.totals(explain.clip(spans, T0, until)).known_hours
+    finally:
+        log.close()
+    # what the last checkpoint (every 900 s) leaves unknown is not counted; the silence neither
+    assert 900.0 / HOUR <= known <= len(plan) * STEP / HOUR
+    assert gaps and gaps[0].start < until < gaps[0].end
+
+
 def test_rotation_keeps_the_log_within_keep_plus_one_files_of_max_size(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     log = DecisionLog(path, max_bytes=4096, keep=3, checkpoint=60.0)
