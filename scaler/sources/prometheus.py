@@ -82,8 +82,10 @@ series asks (MAX_POINTS a request) or a ledger batch of ScaledObjects over a day
 it is a few hundred MB of Python objects, the scaler's whole memory limit in deploy/."""
 
 SPENT_COUNTER = "scaler_prewarm_replica_hours_total"
+SHADOW_COUNTER = "scaler_shadow_prewarm_replica_hours_total"
 REACTIVE_COUNTER = "scaler_reactive_replica_hours_total"
-"""The spend counter every scaler replica exports (telemetry.Telemetry.prewarm_spent)."""
+"""The spend counters every scaler replica exports (telemetry.Telemetry.prewarm_spent, and
+shadow_prewarm: what a `mode: shadow` trigger would have spent, its ledger's record)."""
 
 T = TypeVar("T")
 
@@ -223,7 +225,8 @@ class PrometheusSource:
     def spent_samples(
         self, spec: TargetSpec, *, start: float, end: float, step: float, reactive: bool = False
     ) -> list[FloatArray]:
-        """(time, value) samples of SPENT_COUNTER (REACTIVE_COUNTER if `reactive`) for spec's
+        """(time, value) samples of SPENT_COUNTER (SHADOW_COUNTER for a shadow trigger,
+        REACTIVE_COUNTER if `reactive`) for spec's
         ScaledObject at start, start + step, ... <= end: one (n, 2) array of rows per series
         (per scaler pod and trigger key), none when nothing was ever recorded.
 
@@ -248,7 +251,7 @@ class PrometheusSource:
         each. The same series, so the same samples, as each target's own query. Asked with
         others, a target whose connection is misconfigured (ConfigError) is left out: its own
         read says why. Errors name the first target of the request."""
-        groups: dict[Connection, list[TargetSpec]] = {}
+        groups: dict[tuple[Connection, str], list[TargetSpec]] = {}
         for spec in specs:
             try:
                 connection = self.credentials.connection(spec, self.default_url)
@@ -256,16 +259,14 @@ class PrometheusSource:
                 if len(specs) == 1:
                     raise
                 continue
-            groups.setdefault(connection, []).append(spec)
+            groups.setdefault((connection, _counter(spec, reactive=reactive)), []).append(spec)
         found: dict[str, list[FloatArray]] = {}
-        for members in groups.values():
-            found.update(
-                self._spent_of(members, start=start, end=end, step=step, reactive=reactive)
-            )
+        for (_, counter), members in groups.items():
+            found.update(self._spent_of(members, start=start, end=end, step=step, counter=counter))
         return found
 
     def _spent_of(
-        self, specs: list[TargetSpec], *, start: float, end: float, step: float, reactive: bool
+        self, specs: list[TargetSpec], *, start: float, end: float, step: float, counter: str
     ) -> dict[str, list[FloatArray]]:
         # Every trigger key of these ScaledObjects (`namespace/name#<metadata hash>`): editing
         # a trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
@@ -276,7 +277,7 @@ class PrometheusSource:
         group = alternatives if len(objects) == 1 else f"(?:{alternatives})"
         pattern = group + re.escape("#") + "[0-9a-f]+"
         target = pattern.replace("\\", "\\\\").replace('"', '\\"')
-        query = f'{REACTIVE_COUNTER if reactive else SPENT_COUNTER}{{target=~"{target}"}}'
+        query = f'{counter}{{target=~"{target}"}}'
         series: dict[str, dict[str, list[FloatArray]]] = {key: {} for key in objects}
         began = time.monotonic()
         first = specs[0]
@@ -447,6 +448,14 @@ class _FileAuth(requests.auth.AuthBase):
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         request.headers.update(self.credentials.secret_headers(self.modes))
         return request
+
+
+def _counter(spec: TargetSpec, *, reactive: bool) -> str:
+    """The counter a ledger of `spec` is rebuilt from: a shadow trigger's own simulated spend,
+    never the active one's (and the other way round)."""
+    if reactive:
+        return REACTIVE_COUNTER
+    return SHADOW_COUNTER if spec.mode == "shadow" else SPENT_COUNTER
 
 
 def spend_key(spec: TargetSpec) -> str:

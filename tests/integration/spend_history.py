@@ -4,7 +4,8 @@ record a freshly started scaler rebuilds its prewarm ledger from.
 Two triggers on the llm trace, each with a 24-unit daily budget; both spent 20 replica-hours
 over the last 5 hours, recorded by two scaler pods, one of which restarted 2 hours before the
 end (a counter reset). `HOURS` is budgeted in replica-hours (4 left); `MONEY` at 1.2 USD per
-replica-hour, so the 20 replica-hours cost the whole 24 USD (nothing left). `SHARE` is budgeted
+replica-hour, so the 20 replica-hours cost the whole 24 USD (nothing left). `SHADOW` is `HOURS` in
+`mode: shadow`, its spend in the shadow counter. `SHARE` is budgeted
 at 10 % of the reactive replica-hours, which the same pods recorded at REACTIVE_PER_HOUR for
 longer than a day: 10 % of 300 replica-hours in the window, 10 left.
 """
@@ -23,7 +24,8 @@ QUERY = 'sum(trace_llm_serving_10min{job="trace",trace="llm_serving_10min"})'
 HOURS = {"query": QUERY, "threshold": "60", "model": "seasonal", "prewarmBudget": "24"}
 MONEY = {**HOURS, "costPerReplicaHour": "1.2"}
 SHARE = {**HOURS, "prewarmBudget": "10%"}
-NAMES = {"spender": HOURS, "spender-money": MONEY, "spender-share": SHARE}
+SHADOW = {**HOURS, "mode": "shadow"}
+NAMES = {"spender": HOURS, "spender-money": MONEY, "spender-share": SHARE, "spender-shadow": SHADOW}
 REACTIVE_PER_HOUR = 12.5
 """Reactive replica-hours per hour every trigger recorded: 300 in a day."""
 
@@ -45,13 +47,22 @@ def counters(*, end: float) -> list[CounterSeries]:
     times = np.arange(end - RECORDED, end + 1e-6, SCRAPE)
     spent = np.clip((times - (end - SPENDING)) / SPENDING, 0.0, 1.0) * SPENT_HOURS
     used = (times - times[0]) / 3600.0 * REACTIVE_PER_HOUR
-    families = {"scaler_prewarm_replica_hours": spent, "scaler_reactive_replica_hours": used}
     return [
         CounterSeries(family, {"job": "scaler", "pod": pod, "target": key(name)}, times, values)
-        for family, total in families.items()
-        for name in NAMES
+        for name, meta in NAMES.items()
+        for family, total in (
+            (_prewarm_family(meta), spent),
+            ("scaler_reactive_replica_hours", used),
+        )
         for pod, values in _pods(times, total, end=end).items()
     ]
+
+
+def _prewarm_family(meta: dict[str, str]) -> str:
+    """A shadow trigger records what it would have spent in its own counter."""
+    if meta.get("mode") == "shadow":
+        return "scaler_shadow_prewarm_replica_hours"
+    return "scaler_prewarm_replica_hours"
 
 
 def _pods(times: np.ndarray, total: np.ndarray, *, end: float) -> dict[str, np.ndarray]:

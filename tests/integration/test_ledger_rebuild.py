@@ -96,6 +96,24 @@ def test_a_restarted_scaler_has_only_what_earlier_pods_left_of_the_budget(
         assert gauge is not None and left - 0.05 < gauge <= left + 1e-6
 
 
+def test_a_restarted_scaler_rebuilds_a_shadow_triggers_ledger_from_its_simulated_spend(
+    prometheus_server: PrometheusServer,
+) -> None:
+    """A shadow trigger's ledger was rebuilt from the active spend counter, where it has no
+    series: every restart handed it a fresh budget, and its would-be prewarm was overstated."""
+    with fresh_scaler(prometheus_server) as (scaler, stub):
+        shadow, _ = served(scaler, stub, "spender-shadow")
+        assert shadow.spec.mode == "shadow" and shadow.ledger_known
+        reserve = unrecorded.unrecorded_spend(
+            max_prewarm_replicas=shadow.spec.max_prewarm_replicas,
+            step=scaler.settings.engine.step,
+            scrape_interval=scaler.settings.engine.ledger_scrape_interval,
+            sample_step=LEDGER_STEP,
+        )
+        left = spend_history.BUDGET - spend_history.SPENT_HOURS - reserve
+        assert left - 0.05 < shadow.ledger.remaining(scaler.clock.now()) <= left + 1e-6
+
+
 def test_a_restarted_scaler_rebuilds_the_reactive_hours_its_share_budget_is_a_share_of(
     prometheus_server: PrometheusServer,
 ) -> None:
