@@ -512,10 +512,13 @@ class Engine:
         )
         # The reactive floor: the highest load of the HPA's stabilisation window (free); the
         # highest of the last lead time is held past it as paid prewarm (policy.decide).
-        recent, held_recent = [load], [load]
+        # Both read the latest steps' samples too: the bucket in progress is in no history yet.
+        state.samples.append((now, load))
+        window = min(policy.STABILISATION, spec.lead_time)
+        recent = [v for t, v in state.samples if t > now - window]
+        held_recent = [v for t, v in state.samples if t > now - spec.lead_time]
         if state.history is not None:
             held_recent += state.history.since(now - spec.lead_time).values.tolist()
-            window = min(policy.STABILISATION, spec.lead_time)
             recent += state.history.since(now - window).values.tolist()
         floor, held = policy.floor_load(recent), policy.floor_load(held_recent)
         allowance = state.ledger.allowance(now, step) if state.ledger_known else 0

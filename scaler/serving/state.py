@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 from models.base import Forecast, Series
@@ -14,6 +15,9 @@ from models.calibrate import CalibratedModel, Calibration
 from scaler.decision import budget, drift, policy
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery
+
+SAMPLES_KEPT = 512
+"""Latest samples a target keeps: a 2-hour lead time (the most) at the 30 s step is 240."""
 
 
 @dataclass
@@ -78,6 +82,10 @@ class TargetState:
     """When leadTime: auto learns again."""
     forecast_kept: ForecastKept | None = None
     """The forecast of the latest step, kept for the steps of the same model step."""
+    samples: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=SAMPLES_KEPT))
+    """(time, load) of the latest steps' samples: the reactive floor and the hold are maxima
+    over them, with `history`, whose buckets end at the model step (a sample of the bucket in
+    progress is in no bucket yet)."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)
 
 
