@@ -245,7 +245,8 @@ def why(r: Record) -> str:
         "above reactive paid from the budget",
         "prewarm_capped": f"{need}, capped at maxPrewarmReplicas "
         f"{num(r.get('max_prewarm_replicas'))} above reactive",
-        "max_replicas": f"{need}; maxReplicas {num(r.get('max_replicas'))} cut the request",
+        "max_replicas": f"{need if peak is not None else floor}; "
+        f"maxReplicas {num(r.get('max_replicas'))} cut the request",
         "min_replicas": f"{floor}; minReplicas {num(r.get('min_replicas'))} raised the request",
         "drift_fallback": f"{drifted}: {no_forecast}",
         "drift_margin": f"{drifted}: reactive plus a margin from the load's recent growth, "
@@ -258,10 +259,24 @@ def why(r: Record) -> str:
     return words.get(reason, f"reason {reason}")
 
 
+def _bound(r: Record) -> str:
+    """What made the request differ from reactive + prewarm: maxReplicas or minReplicas."""
+    try:
+        asked, parts = float(r["desired"]), float(r["reactive"]) + float(r["prewarm"])
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if asked < parts:
+        return f", cut to maxReplicas {num(r.get('max_replicas'))}"
+    if asked > parts:
+        return f", raised to minReplicas {num(r.get('min_replicas'))}"
+    return ""
+
+
 def describe(r: Record) -> str:
     """One decision in a line: what was asked, why, the budget, the model and drift."""
     head = (
-        f"asked {num(r['desired'])} (reactive {num(r['reactive'])} + prewarm {num(r['prewarm'])})"
+        f"asked {num(r['desired'])} (reactive {num(r['reactive'])} + prewarm {num(r['prewarm'])}"
+        f"{_bound(r)})"
     )
     if r.get("mode") == "shadow":
         head = (

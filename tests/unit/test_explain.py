@@ -199,6 +199,16 @@ def test_a_decision_is_described_in_words_and_figures() -> None:
     assert "but the budget allowed only 1 prewarm" in explain.describe(capped)
 
 
+def test_a_request_cut_by_max_replicas_says_so_and_a_decision_with_no_forecast_shows_none() -> None:
+    """Explain read "asked 16 (reactive 18 + prewarm 0)", and with no model "forecast P? of ?"."""
+    state = target(prewarmBudget="24", maxReplicas="16")
+    record = decide(state, at=T0, reactive=18, prewarm=0, reason=Reason.MAX_REPLICAS)
+    record = {**record, "desired": 16, "forecast_peak": None}
+    text = explain.describe(record)
+    assert text.startswith("asked 16 (reactive 18 + prewarm 0, cut to maxReplicas 16): ")
+    assert "P?" not in text and "needs 18" in text and "maxReplicas 16 cut the request" in text
+
+
 @pytest.mark.parametrize("reason", [Reason.DRIFT_FALLBACK, Reason.NO_MODEL])
 def test_a_fallback_says_what_it_holds_and_reactive_only_when_it_holds_nothing(
     reason: Reason,
