@@ -39,6 +39,7 @@ from scaler.settings import (
 from scaler.sources import fit_input, prometheus_flags
 from scaler.sources.base import Source, SpendRecord
 from scaler.store import base as store_base
+from scaler.store import location
 
 if TYPE_CHECKING:
     from scaler.kube.discovery import Discovery
@@ -556,7 +557,7 @@ async def run_server(
     store = (
         None
         if settings.store is None
-        else champions.open_store(
+        else location.open_store(
             settings.store, kubeconfig=settings.kubeconfig, keep=settings.store_keep
         )
     )

@@ -35,7 +35,6 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from models import artefact
@@ -43,29 +42,17 @@ from models.base import Series
 from models.calibrate import CalibratedModel
 from scaler.decision import drift
 from scaler.decision.spec import TargetSpec
-from scaler.errors import ConfigError, ScalerError
+from scaler.errors import ScalerError
 from scaler.serving import checkpoints, driftstate
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
-from scaler.store.base import DEFAULT_KEEP, ModelStore, Status, Stored, StoreError, StoreKey
+from scaler.store.base import ModelStore, Status, Stored, StoreError, StoreKey
 
 logger = logging.getLogger(__name__)
 
 EARLY_REFIT_GAP = 3600.0
 """Seconds between two early refits of one target on one replica: a drift alarm asks again
 every day it lasts (scaler/decision/drift.py), a flapping one must not keep a fit worker busy."""
-
-
-def open_store(
-    where: str, *, kubeconfig: Path | None = None, keep: int = DEFAULT_KEEP
-) -> ModelStore:
-    """The store `--store` names: DIR, or configmap:NAMESPACE (scaler/store/location.py),
-    the latter through --kubeconfig when given, keeping `keep` versions per target."""
-    from scaler.store import location
-
-    if not where.startswith(location.CONFIGMAP) and Path(where).is_file():
-        raise ConfigError(f"--store {where}: not a directory; give a directory or configmap:NS")
-    return location.open_store(where, kubeconfig=kubeconfig, keep=keep)
 
 
 def key_of(spec: TargetSpec) -> StoreKey:

@@ -15,6 +15,7 @@ from scaler.decision import budget, spec
 from scaler.errors import ConfigError
 from scaler.serving import champions
 from scaler.serving.state import TargetState
+from scaler.store import location
 from scaler.store.base import StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.contract import synthetic
@@ -105,4 +106,4 @@ def test_a_store_path_that_is_a_file_is_refused_naming_the_fix(tmp_path: Path) -
     path = tmp_path / "file"
     path.write_text("")
     with pytest.raises(ConfigError, match="not a directory"):
-        champions.open_store(str(path))
+        location.open_store(str(path))

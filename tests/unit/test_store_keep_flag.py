@@ -9,8 +9,8 @@ import pytest
 
 from scaler import cli
 from scaler.errors import ConfigError
-from scaler.serving import champions
 from scaler.settings import Settings
+from scaler.store import location
 from scaler.store.directory import DirectoryStore
 
 
@@ -22,7 +22,7 @@ def test_keep_reaches_the_store_serve_opens(tmp_path: Path) -> None:
     assert serve_settings().store_keep == 5
     settings = serve_settings("--store", str(tmp_path), "--keep", "10")
     assert settings.store is not None
-    store = champions.open_store(settings.store, keep=settings.store_keep)
+    store = location.open_store(settings.store, keep=settings.store_keep)
     assert isinstance(store, DirectoryStore) and store.keep == 10
 
 
