@@ -299,15 +299,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         "fitted here and written there, first writer wins (env SCALER_STORE; default: fit "
         "in-process, keep in memory)",
     )
-    w.add_argument(
-        "--keep",
-        type=int,
-        metavar="N",
-        default=env("KEEP", None) or store_base.DEFAULT_KEEP,
-        help="versions the store keeps per target, the champion always (env SCALER_KEEP; 5): "
-        "serve prunes the versions it writes as `scaler retrain --keep` does, so give both the "
-        "same N",
-    )
+    location.add_keep_flag(w, env)
     w.add_argument(
         "--store-poll",
         type=duration_within(1.0, 3600.0),

@@ -29,7 +29,7 @@ from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
 from scaler.store import base as store_base
 from scaler.store.directory import DirectoryStore
-from scaler.store.location import open_store
+from scaler.store.location import add_keep_flag, open_store
 
 logger = logging.getLogger(__name__)
 
@@ -106,13 +106,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         required=env("STORE", None) is None,
         help="DIR, or configmap:NAMESPACE (env SCALER_STORE)",
     )
-    g.add_argument(
-        "--keep",
-        type=int,
-        metavar="N",
-        default=env("KEEP", None) or store_base.DEFAULT_KEEP,
-        help="versions kept per target, the champion always (5)",
-    )
+    add_keep_flag(g, env)
     g.add_argument(
         "--prometheus-url",
         metavar="URL",

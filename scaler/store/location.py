@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from scaler.errors import ConfigError
@@ -10,6 +12,22 @@ from scaler.store import base
 from scaler.store.base import ModelStore
 
 CONFIGMAP = "configmap:"
+
+
+def add_keep_flag(
+    group: argparse._ArgumentGroup, env: Callable[[str, str | None], str | None]
+) -> None:
+    """`--keep N` (env SCALER_KEEP), the same for `scaler serve` and `scaler retrain`: both
+    prune after they store, so they must keep the same number; `env(name, default)` reads
+    SCALER_<name>."""
+    group.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        default=env("KEEP", None) or base.DEFAULT_KEEP,
+        help="versions the store keeps per target, the champion always (env SCALER_KEEP; 5): "
+        "`scaler serve` and `scaler retrain` both prune to it, so give both the same N",
+    )
 
 
 def open_store(
