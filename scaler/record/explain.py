@@ -260,11 +260,9 @@ def why(r: Record) -> str:
 
 
 def _bound(r: Record) -> str:
-    """What made the request differ from reactive + prewarm: maxReplicas or minReplicas."""
-    try:
-        asked, parts = float(r["desired"]), float(r["reactive"]) + float(r["prewarm"])
-    except (KeyError, TypeError, ValueError):
-        return ""
+    """What made the request differ from reactive + prewarm: maxReplicas or minReplicas (the
+    three are numbers in every record: explain_cli.NUMBERS)."""
+    asked, parts = float(r["desired"]), float(r["reactive"]) + float(r["prewarm"])
     if asked < parts:
         return f", cut to maxReplicas {num(r.get('max_replicas'))}"
     if asked > parts:

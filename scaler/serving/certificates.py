@@ -137,9 +137,9 @@ def check_flags(tls: TLSSettings) -> None:
         )
 
 
-def load(tls: TLSSettings, now: float | None = None) -> Material:
-    """The files of `tls`, read and checked with Python's ssl, the certificate valid at `now`
-    (default: the wall clock); ConfigError names the file."""
+def load(tls: TLSSettings) -> Material:
+    """The files of `tls`, read and checked with Python's ssl, the certificate not expired;
+    ConfigError names the file."""
     assert tls.cert is not None and tls.key is not None
     cert = _read(tls.cert, "TLS certificate (--tls-cert)")
     key = _read(tls.key, "TLS key (--tls-key)")
@@ -161,7 +161,7 @@ def load(tls: TLSSettings, now: float | None = None) -> Material:
                 "certificate of the CA that signs KEDA's client certificate"
             ) from None
     expires = expiry(cert, tls.cert)
-    if expires <= (time.time() if now is None else now):
+    if expires <= time.time():
         raise ConfigError(
             f"TLS certificate {tls.cert} expired at {_utc(expires)}, so KEDA would refuse every "
             "handshake; renew it (cert-manager: `kubectl describe certificate` says why it did "
