@@ -68,15 +68,22 @@ class SeriesSource:
         return Sample(at=known.end, value=float(known.values[-1]))
 
 
-def engine_at(now: float, data: Series) -> tuple[Engine, TargetState, ManualClock]:
-    clock = ManualClock(now)
+def engine_with(source: object, clock: ManualClock, settings: EngineSettings) -> Engine:
+    """An engine in this process over one Source (our seam), fitting nothing itself."""
     engine = Engine(
-        settings=EngineSettings(step=STEP, model_step=STEP, history=WINDOW, fit_workers=0),
-        source_for=lambda _spec: SeriesSource(data, clock),
+        settings=settings,
+        source_for=lambda _spec: source,  # type: ignore[arg-type,return-value]
         clock=clock,
         telemetry=Telemetry(CollectorRegistry()),
     )
-    engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]  # one model here
+    engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]  # models are set
+    return engine
+
+
+def engine_at(now: float, data: Series) -> tuple[Engine, TargetState, ManualClock]:
+    clock = ManualClock(now)
+    settings = EngineSettings(step=STEP, model_step=STEP, history=WINDOW, fit_workers=0)
+    engine = engine_with(SeriesSource(data, clock), clock, settings)
     state = engine.ensure(SPEC)
     return engine, state, clock
 

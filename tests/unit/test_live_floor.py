@@ -10,15 +10,13 @@ import asyncio
 from dataclasses import dataclass
 
 import numpy as np
-from prometheus_client import CollectorRegistry
 
 from models.base import DAY, Series
 from scaler.clock import ManualClock
 from scaler.decision import spec
-from scaler.serving.engine import Engine
-from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Sample
+from tests.unit.test_drift_rebuild import engine_with
 
 STEP, MODEL_STEP = 30.0, 300.0
 START = 1_700_000_000.0 - 1_700_000_000.0 % MODEL_STEP
@@ -45,13 +43,8 @@ class FlatWithSpike:
 
 def reactive_after_the_spike() -> list[int]:
     clock = ManualClock(NOW)
-    engine = Engine(
-        settings=EngineSettings(step=STEP, model_step=MODEL_STEP, fit_workers=0),
-        source_for=lambda _spec: FlatWithSpike(clock),
-        clock=clock,
-        telemetry=Telemetry(CollectorRegistry()),
-    )
-    engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]
+    settings = EngineSettings(step=STEP, model_step=MODEL_STEP, fit_workers=0)
+    engine = engine_with(FlatWithSpike(clock), clock, settings)
     seen = []
 
     async def serve() -> None:

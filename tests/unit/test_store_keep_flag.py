@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cli
 from scaler.errors import ConfigError
-from scaler.settings import Settings
 from scaler.store import location
 from scaler.store.directory import DirectoryStore
-
-
-def serve_settings(*flags: str) -> Settings:
-    return cli.settings_from(cli.build_parser().parse_args(["serve", *flags]))
+from tests.unit.test_checkpoint_flag import serve_settings
 
 
 def test_keep_reaches_the_store_serve_opens(tmp_path: Path) -> None:

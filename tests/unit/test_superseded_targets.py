@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import asyncio
 
-from prometheus_client import CollectorRegistry
-
 from scaler.clock import ManualClock
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec
-from scaler.serving.engine import Engine
-from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
-from tests.unit.test_drift_rebuild import FIT_AT, STEP, SeriesSource, series
+from tests.unit.test_drift_rebuild import FIT_AT, STEP, SeriesSource, engine_with, series
 
 BASE = {"query": "load", "threshold": "20", "model": "seasonal"}
 
@@ -33,14 +29,9 @@ def served(polls: list[list[TargetSpec]] | list[Poll], tick_at: float = 0.5) -> 
     """The engine's targets after KEDA's polls, one a step, each with when it was registered
     (a target dropped and asked again is registered anew); the engine's step runs `tick_at`
     seconds into each poll, between calls at other offsets."""
-    data, clock = series(), ManualClock(FIT_AT)
-    engine = Engine(
-        settings=EngineSettings(step=STEP, model_step=STEP, fit_workers=0),
-        source_for=lambda _spec: SeriesSource(data, clock),
-        clock=clock,
-        telemetry=Telemetry(CollectorRegistry()),
-    )
-    engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]
+    clock = ManualClock(FIT_AT)
+    settings = EngineSettings(step=STEP, model_step=STEP, fit_workers=0)
+    engine = engine_with(SeriesSource(series(), clock), clock, settings)
 
     async def serve() -> None:
         for i, poll in enumerate(polls):
