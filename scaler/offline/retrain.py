@@ -342,7 +342,7 @@ class Retrainer:
             old,
             champion=champion,
             problem=result["problem"],
-            idle=bool(result.get("idle", False)),
+            idle=bool(result["idle"]),
         )
         if champion is None and pointer is not None and promote:
             # The store fell back past every version it could not load: not a first model.
