@@ -227,6 +227,19 @@ def one(kind: str, where: str, name: str | None = None) -> Doc:
     return found[0]
 
 
+def pod_spec(doc: Doc) -> dict[str, Any] | None:
+    """The pod template's spec of a Deployment, Job or CronJob (None for other kinds)."""
+    template = {
+        "Deployment": lambda s: s["template"],
+        "Job": lambda s: s["template"],
+        "CronJob": lambda s: s["jobTemplate"]["spec"]["template"],
+    }.get(doc.kind)
+    if template is None:
+        return None
+    spec: dict[str, Any] = template(doc.spec)["spec"]
+    return spec
+
+
 def scaler_deployment(where: str = BASE) -> Doc:
     return one("Deployment", where, "predictive-scaler")
 
@@ -1200,8 +1213,8 @@ def test_the_scaler_rejects_a_misspelt_metadata_key() -> None:
 
 
 def retrain_pod(where: str) -> dict[str, Any]:
-    cronjob = one("CronJob", where, "predictive-scaler-retrain")
-    pod: dict[str, Any] = cronjob.spec["jobTemplate"]["spec"]["template"]["spec"]
+    pod = pod_spec(one("CronJob", where, "predictive-scaler-retrain"))
+    assert pod is not None
     return pod
 
 
@@ -1356,19 +1369,6 @@ def test_discovery_changes_nothing_else_in_the_base() -> None:
     assert {k: v for k, v in found.items() if not k[0].startswith("ClusterRole")} == base
 
 
-def pod_spec(doc: Doc) -> dict[str, Any] | None:
-    """The pod template's spec of a Deployment, Job or CronJob (None for other kinds)."""
-    template = {
-        "Deployment": lambda s: s["template"],
-        "Job": lambda s: s["template"],
-        "CronJob": lambda s: s["jobTemplate"]["spec"]["template"],
-    }.get(doc.kind)
-    if template is None:
-        return None
-    spec: dict[str, Any] = template(doc.spec)["spec"]
-    return spec
-
-
 @pytest.mark.parametrize(
     "doc", [d for d in DOCS if pod_spec(d) is not None], ids=lambda d: f"{d.build}:{d.name}"
 )
@@ -1394,7 +1394,7 @@ def test_the_configmap_store_scaler_claims_no_volume_and_reads_configmaps_of_its
     assert all_of("PersistentVolumeClaim", CONFIGMAP_SCALER) == []
     for pod in (
         scaler_deployment(CONFIGMAP_SCALER).spec["template"]["spec"],
-        one("CronJob", CONFIGMAP_SCALER).spec["jobTemplate"]["spec"]["template"]["spec"],
+        retrain_pod(CONFIGMAP_SCALER),
     ):
         assert not [v for v in pod.get("volumes", []) if "persistentVolumeClaim" in v], pod
     pod = scaler_deployment(CONFIGMAP_SCALER).spec["template"]["spec"]
@@ -1405,7 +1405,7 @@ def test_the_configmap_store_scaler_claims_no_volume_and_reads_configmaps_of_its
     assert pod["automountServiceAccountToken"] is True  # the token the store calls the API with
     _, settings = scaler_settings(monkeypatch, CONFIGMAP_SCALER)
     assert settings.store == "configmap:keda" and not settings.checkpoints
-    job = one("CronJob", CONFIGMAP_SCALER).spec["jobTemplate"]["spec"]["template"]["spec"]
+    job = retrain_pod(CONFIGMAP_SCALER)
     env = {e["name"]: e.get("value") for e in job["containers"][0]["env"]}
     assert env["SCALER_STORE"] == settings.store  # the job writes where the scaler reads
 
