@@ -58,11 +58,12 @@ class BoundedAdapter(HTTPAdapter):
         expired = threading.Event()
 
         def expire() -> None:
+            # Set before the shutdown: the read it wakes checks the flag at once.
+            expired.set()
             try:
                 response.raw.shutdown()  # wakes a read blocked on the socket
             except (ValueError, RuntimeError):
-                return  # read whole and released to the pool just now: nothing to cut
-            expired.set()
+                expired.clear()  # read whole and released to the pool just now: nothing cut
 
         watchdog = None
         if total is not None:
