@@ -72,6 +72,12 @@ def tq(metric: str, extra: str = "") -> str:
     return f"max({metric}{selector})"
 
 
+def so(metric: str) -> str:
+    """`metric` recorded per ScaledObject (namespace, name), for the chosen target's."""
+    owner = 'max by (namespace, name) (scaler_target_info{target="$target"})'
+    return f"max({metric} * on (namespace, name) group_left () {owner})"
+
+
 def ratio(numerator: str, denominator: str, window: str = "1h") -> str:
     """Per-horizon ratio of two counters' increases over `window`."""
     return (
@@ -185,14 +191,14 @@ PANELS = (
     ),
     Panel(
         "GPU spend this month",
-        "Month to date (recording rule), the projected month end, and the monthly budget, in "
-        "the target's currency.",
+        "The target's ScaledObject, every trigger it had this month (edits too): month to date "
+        "(recording rule), the projected month end, and the monthly budget, in its currency.",
         "timeseries",
         "currencyUSD",
         (
-            Query(tq("target:scaler_gpu_cost:month_to_date"), "month to date"),
-            Query(tq("target:scaler_gpu_cost:projected_month_end"), "projected month end"),
-            Query(tq("scaler_monthly_budget_cost"), "monthly budget"),
+            Query(so("scaledobject:scaler_gpu_cost:month_to_date"), "month to date"),
+            Query(so("scaledobject:scaler_gpu_cost:projected_month_end"), "projected month end"),
+            Query(so("scaledobject:scaler_monthly_budget_cost:max"), "monthly budget"),
         ),
         width=8,
     ),

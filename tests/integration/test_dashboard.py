@@ -93,7 +93,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Promethe
         key = next(iter(scaler.engine.targets))
         server = PrometheusServer(workdir, [], config=CONFIG.format(port=scaler.http_port))
         with server:
-            ready = f'target:scaler_gpu_cost:projected_month_end{{target="{key}"}}'
+            ready = "scaledobject:scaler_gpu_cost:projected_month_end"
             scored = f'increase(scaler_forecast_scored_total{{target="{key}"}}[1h]) > 0'
             deadline = time.monotonic() + 120
             while not (query(server, ready) and query(server, scored)):
