@@ -128,9 +128,8 @@ def daily_share(series: Series, frame: Any, config: replay.ReplayConfig) -> floa
     spends."""
     reactive = np.clip(frame["reactive"].to_numpy(), config.min_replicas, config.max_replicas)
     day = replace(config, budget_window=DAY)
-    spend = replay._spend(
-        series, frame["prewarm_replica_hours"].to_numpy(), reactive * series.step / 3600.0, day
-    )
+    hours, every = frame["prewarm_replica_hours"].to_numpy(), np.ones(len(series), dtype=bool)
+    spend = replay._spend(series, hours, reactive * series.step / 3600.0, day, every)
     return float(spend["max_window_share"] or 0.0)
 
 

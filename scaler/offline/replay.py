@@ -378,7 +378,7 @@ def summarise(
             **result.as_dict(),
             "gpu_hours_x_reactive": result.gpu_hours / max(base.gpu_hours, 1e-12),
             "frontier_ratio": front.ratio(result),
-            "prewarm": _spend(series, extra_hours, reactive_hours, config),
+            "prewarm": _spend(series, extra_hours, reactive_hours, config, scored),
         }
     reasons = frame["reason"][scored].value_counts().sort_index()
     drift_counts = {k: v for k, v in extra.items() if k != FALLBACK_AT}
@@ -413,12 +413,15 @@ def summarise(
 
 
 def _spend(
-    series: Series, hours: Any, reactive_hours: Any, config: ReplayConfig
+    series: Series, hours: Any, reactive_hours: Any, config: ReplayConfig, scored: Any
 ) -> dict[str, float | None]:
-    """Prewarm replica-hours (and money), in total and in the costliest rolling window, and as
-    a share of the reactive replica-hours: in all, and the largest of any window that ends at a
-    step with prewarm (the windows a share budget bounds, see budget.py), and how many such
-    windows had no reactive hours at all (never for the policy under a share budget)."""
+    """Prewarm replica-hours (and money) and the reactive replica-hours over the scored steps,
+    as every other figure of the summary is (`gpu_hours_x_reactive` among them), and the prewarm
+    as a share of them. The budget's figures cover every step, the warm-up's too, because the
+    budget is strict everywhere: the costliest rolling window's spend, the largest share of any
+    window that ends at a step with prewarm (the windows a share budget bounds, see budget.py),
+    and how many such windows had no reactive hours at all (never for the policy under a share
+    budget)."""
     per_step = np.asarray(hours, dtype=np.float64)
     width = max(1, math.ceil(config.budget_window / series.step - 1e-9))
     window = _trailing(per_step, width)
@@ -426,12 +429,13 @@ def _spend(
     charged, used = per_step > 0, _trailing(reactive, width)
     shares = window[charged & (used > 0)] / used[charged & (used > 0)]
     price = config.cost_per_replica_hour or 1.0
+    spent, paid = float(per_step[scored].sum()), float(reactive[scored].sum())
     return {
-        "replica_hours": float(per_step.sum()),
+        "replica_hours": spent,
         # rounded: a cumulative-sum difference carries ~1e-12 of float noise, not spend
         "max_window_spend": round(float(window.max(initial=0.0)) * price, 9),
-        "reactive_replica_hours": float(reactive.sum()),
-        "share_of_reactive": float(per_step.sum() / max(float(reactive.sum()), 1e-12)),
+        "reactive_replica_hours": paid,
+        "share_of_reactive": spent / max(paid, 1e-12),
         "max_window_share": round(float(shares.max(initial=0.0)), 9),
         "windows_without_reactive": int((charged & (used <= 0)).sum()),
         "budget": config.budget,
@@ -454,12 +458,20 @@ def threshold_from(text: str, series: Series) -> float:
     try:
         if text.startswith("p") and "/" in text:
             pct, over = text[1:].split("/", 1)
-            value = float(np.nanpercentile(series.values, float(pct))) / float(over)
+            percentile = float(np.nanpercentile(series.values, float(pct)))
+            value = percentile / float(over)
+            if value <= 0 and math.isfinite(value):
+                raise ConfigError(
+                    f"--threshold {text!r}: the trace's {pct}th percentile is {percentile:g} "
+                    "(its load is mostly 0), so it gives no load per replica; give the load one "
+                    "replica serves as a number, e.g. --threshold 40"
+                )
         else:
             value = float(text)
     except (ValueError, ZeroDivisionError):
         raise ConfigError(
-            f"--threshold {text!r} is not a number nor pNN/D; give a load > 0 or e.g. p99/20"
+            f"--threshold {text!r} is not a number nor pNN/D (a percentile over a divisor > 0); "
+            "give a load > 0 or e.g. p99/20"
         ) from None
     if not math.isfinite(value) or value <= 0:
         raise ConfigError(f"--threshold {text!r} gives {value}; it must be a load > 0")

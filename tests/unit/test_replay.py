@@ -63,6 +63,19 @@ def test_prewarm_never_spends_more_than_the_budget_in_any_window(result: replay.
     assert max(hours[max(0, i - day + 1) : i + 1].sum() for i in range(hours.size)) <= 6.0 + 1e-9
 
 
+def test_prewarm_and_reactive_totals_cover_the_scored_steps_as_every_other_figure(
+    result: replay.Replay,
+) -> None:
+    frame, spend = result.decisions, result.summary["policy"]["prewarm"]
+    scored = frame.iloc[replay.warmup_steps(trace()) :]
+    assert scored.index[0] > 0  # the warm-up had prewarm the totals must leave out
+    assert frame["prewarm_replica_hours"].iloc[: scored.index[0]].sum() > 0
+    reactive = scored["reactive"].clip(0, 100).sum() * STEP / 3600.0
+    assert spend["replica_hours"] == pytest.approx(scored["prewarm_replica_hours"].sum())
+    assert spend["reactive_replica_hours"] == pytest.approx(reactive)
+    assert spend["share_of_reactive"] == pytest.approx(spend["replica_hours"] / reactive)
+
+
 def test_missing_load_holds_the_last_request_and_is_not_scored(result: replay.Replay) -> None:
     rows = result.decisions.iloc[401:411]
     assert set(rows["reason"]) == {"no_data"}
