@@ -245,6 +245,14 @@ OUTPUTS = ("forecasts.csv", "decisions.csv", "summary.json", "backtest.png")
 """What `write` puts in its folder."""
 
 
+def graded_ahead(summary: dict[str, Any]) -> str:
+    """How far ahead of the last observation it saw the graded forecast was: the cold start
+    rounded up to whole steps, plus the step being graded (15m for a 10m cold start at 5m, 1h
+    at 30m)."""
+    ahead = summary["config"]["graded_step_ahead"] * summary["trace"]["step_seconds"]
+    return format_duration(ahead)
+
+
 def write(
     result: Result, out: Path, *, model: str, threshold: float, decisions: replay.Replay | None
 ) -> None:

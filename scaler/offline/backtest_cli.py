@@ -21,6 +21,7 @@ from scaler.offline.backtest import (
     OUTPUTS,
     BacktestConfig,
     factory,
+    graded_ahead,
     run,
     write,
 )
@@ -316,9 +317,13 @@ def _backtest(args: argparse.Namespace) -> int:
     _refuse_unusable(trace, name)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     _refuse_nothing_scored(trace, series, name, config)
+    try:
+        threshold = replay.threshold_from(args.threshold, trace)
+    except ConfigError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
     _prepare_out(args.out)  # before the walk, which takes minutes
-    threshold = replay.threshold_from(args.threshold, trace)
     result = run(series, config, trace=name)
+    _refuse_nothing_graded(result.summary, trace, name, config)
     print(table(result.summary))
     decisions = None
     if not args.no_decisions:
@@ -370,6 +375,22 @@ def _refuse_nothing_scored(
         raise ConfigError(
             f"--limit {format_duration(config.limit)}: shorter than one model step "
             f"({format_duration(series.step)}), so nothing is scored; grade at least one step"
+        )
+
+
+def _refuse_nothing_graded(
+    summary: dict[str, Any], trace: Series, name: str, config: BacktestConfig
+) -> None:
+    """A trace just over a day passes _refuse_unusable, but the first forecast (made once a day
+    of load is known) can be for a step after its end: every forecast graded would be missing
+    and the decisions pure reactive. Refused rather than a table of nan and a frontier that
+    graded no forecast."""
+    if summary["trace"]["scored_steps"] == 0:
+        raise ConfigError(
+            f"{name}: no {config.model} forecast could be graded: the first is made once a day "
+            "of load is known, for a step after the trace ends "
+            f"({format_duration(observed_span(trace))} observed, the warm-up not scored); "
+            "export at least 3 days (two weeks or more to learn a weekly cycle)"
         )
 
 
@@ -470,7 +491,10 @@ def table(summary: dict[str, Any]) -> str:
         f"{'model':10} {'coverage':>9} {'raw cov':>8} {'pinball':>10} {'vs ref':>7} "
         f"{'WAPE':>6} {'MASE':>6} {'fit s':>6} {'pred ms':>7}"
     )
-    lines = [f"backtest at quantile {q:g}, graded {summary['config']['lead_time']} ahead", head]
+    lead, ahead = summary["config"]["lead_time"], graded_ahead(summary)
+    title = f"backtest at quantile {q:g}, graded {ahead} after the last load seen"
+    title += f" ({lead} cold start)"
+    lines = [title, head]
     for name, m in summary["models"].items():
         lines.append(
             f"{name:10} {m['coverage'] * 100:8.1f}% {m['raw_coverage'] * 100:7.1f}% "

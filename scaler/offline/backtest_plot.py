@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from models.base import DAY
-from scaler.offline.backtest import REFERENCE, Result
+from scaler.offline.backtest import REFERENCE, Result, graded_ahead
 
 
 def plot(result: Result, path: Path, *, model: str, days: float = 7.0) -> None:
@@ -38,9 +38,9 @@ def draw_forecast(ax: Any, result: Result, *, model: str, days: float) -> None:
     step = float(result.summary["trace"]["step_seconds"])
     tail = frame.tail(max(1, round(days * DAY / step)))
     t = pd.to_datetime(tail["timestamp"], unit="s")
-    lead = result.summary["config"]["lead_time"]
+    ahead = graded_ahead(result.summary)
     ax.plot(t, tail["actual"], color="black", lw=0.8, label="actual")
-    ax.plot(t, tail["forecast_p50"], color="tab:blue", lw=0.8, label=f"P50 made {lead} earlier")
+    ax.plot(t, tail["forecast_p50"], color="tab:blue", lw=0.8, label=f"P50 made {ahead} earlier")
     q = result.summary["config"]["quantile"]
     ax.plot(t, tail["forecast_p95"], color="tab:orange", lw=0.8, label=f"calibrated P{q * 100:g}")
     ax.plot(t, tail["raw_p95"], color="tab:red", lw=0.6, ls=":", label="model's own interval")
@@ -93,6 +93,8 @@ def draw_comparison(ax_loss: Any, ax_cov: Any, result: Result) -> None:
     )
     ax_cov.axhline(q * 100, color="grey", ls="--", lw=1)
     ax_cov.set_xticks(x, names)
-    ax_cov.set_ylim(50, 100)
+    shown = [100 * models[n][k] for n in names for k in ("raw_coverage", "coverage")]
+    lowest = np.nanmin(shown) if np.isfinite(shown).any() else 100.0
+    ax_cov.set_ylim(min(50.0, 10.0 * np.floor(lowest / 10.0)), 100)  # a 34 % bar must show
     ax_cov.set_title("coverage: raw vs calibrated (%)")
     ax_cov.legend(loc="lower right", fontsize=8)

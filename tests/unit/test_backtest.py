@@ -250,3 +250,67 @@ def test_a_run_without_decisions_removes_an_earlier_runs_decisions_from_its_fold
         "forecasts.csv",
         "summary.json",
     ]
+
+
+def test_a_trace_whose_first_fit_comes_after_its_end_exits_2_rather_than_grade_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    series = load(2)  # a day and 5 minutes: past the one-day check, but the first forecast,
+    short = Series(series.start, series.step, series.values[: 288 + 2])  # made at a day, is late
+    trace = write_trace(tmp_path / "day.csv", short)
+    code = cli.main(["backtest", str(trace), "--model", "seasonal", "--compare", "none",
+                     "--out", str(tmp_path / "out")])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{trace}: no seasonal forecast could be graded" in err and "at least 3 days" in err
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_a_percentile_threshold_of_an_idle_trace_names_the_file_and_a_threshold_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = np.zeros(4 * 288)
+    values[::200] = 5.0  # a request now and then: the 99th percentile is 0
+    trace = write_trace(tmp_path / "idle.csv", Series(1_700_000_000.0, 300.0, values))
+    code = cli.main(["backtest", str(trace), "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{trace}: --threshold 'p99/20': the trace's 99th percentile is 0" in err
+    assert "--threshold 40" in err
+    assert not (tmp_path / "out").exists()  # refused before the output folder is made
+
+
+@pytest.mark.parametrize(("step", "ahead"), [(300.0, "15m"), (600.0, "20m"), (1800.0, "1h")])
+def test_the_printed_grading_distance_is_the_cold_start_in_whole_steps_plus_one(
+    step: float, ahead: str
+) -> None:
+    from scaler.offline import backtest_cli
+
+    k = replay.yardstick.cold_start_steps(600.0, step)
+    summary = {
+        "config": {"quantile": 0.95, "lead_time": "10m", "graded_step_ahead": k + 1},
+        "trace": {"step_seconds": step},
+        "models": {},
+    }
+    assert backtest.graded_ahead(summary) == ahead
+    assert f"graded {ahead} after the last load seen (10m cold start)" in backtest_cli.table(
+        summary
+    )
+
+
+def test_the_coverage_bars_show_a_coverage_far_below_half() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from scaler.offline import backtest_plot
+
+    figures = {"coverage": 0.95, "raw_coverage": 0.337, "pinball": 1.0}
+    result = backtest.Result(
+        frames={}, summary={"config": {"quantile": 0.95}, "models": {"seasonal": figures}}
+    )
+    fig, (loss, cov) = plt.subplots(1, 2)
+    backtest_plot.draw_comparison(loss, cov, result)
+    assert cov.get_ylim()[0] <= 33.7
+    plt.close(fig)
