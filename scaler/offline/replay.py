@@ -495,14 +495,15 @@ def table(summary: dict[str, Any]) -> str:
     for name in ("policy", "reactive", "reactive_20", "oracle"):
         m = summary[name]
         ratio = m["frontier_ratio"]
+        spend = (
+            f"{m['prewarm']['max_window_spend']:10.2f}"
+            if share is None
+            else f"{m['prewarm']['max_window_share']:10.1%}"
+        )
+        bound = f" / {limit}" if name == "policy" else ""  # the baselines answer to no budget
         lines.append(
             f"{name:14} {ratio:8.2f} {m['under_provisioned_pct']:9.1f}% "
             f"{m['shortfall_replica_steps']:9.0f} {m['gpu_hours']:9.1f} "
-            f"{m['gpu_hours_x_reactive']:9.2f}x "
-            + (
-                f"{m['prewarm']['max_window_spend']:10.2f} / {limit}"
-                if share is None
-                else f"{m['prewarm']['max_window_share']:10.1%} / {limit}"
-            )
+            f"{m['gpu_hours_x_reactive']:9.2f}x {spend}{bound}"
         )
     return "\n".join(lines)
