@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
@@ -297,4 +297,21 @@ def decide(
         prewarm=prewarm,
         desired=desired,
         reason=reason,
+    )
+
+
+def held(decision: Decision, *, limits: Limits, allowance: int) -> Decision:
+    """`decision` answered again for a step with no fresh data (the engine holds the last good
+    decision until it is `staleness` old): the same replicas, but its prewarm cut to what the
+    budget allows now (reason BUDGET_CAPPED), so an outage of the source cannot overrun a strict
+    budget by answering prewarm it no longer pays for."""
+    prewarm = max(0, allowance)
+    if decision.prewarm <= prewarm:
+        return decision
+    desired = limits.clamp(decision.reactive + prewarm)
+    return replace(
+        decision,
+        prewarm=min(prewarm, max(0, desired - decision.reactive)),
+        desired=desired,
+        reason=Reason.BUDGET_CAPPED,
     )

@@ -8,6 +8,9 @@ record is built by scaler/record/decisionrecord.py and documented in docs/decisi
   DECISION_FIELDS), and a `checkpoint` line when one has held for `checkpoint` seconds; every
   line says by when the next one of its target is due (`next_by`), so a decision holds from
   its `at` until the next line, and a missing line means the scaler stopped deciding.
+- A target's first line in a process is a `start` (a `change` that tells a reader an earlier
+  process may have died after its last line). When a target's answers stop being served (its
+  data went stale, or its query was refused), an `unanswered` line closes its decision.
 - On close, a `stop` line per target closes its last decision.
 - The file is bounded: past `max_bytes` it is renamed FILE.1 (FILE.1 to FILE.2, ...), and
   only `keep` renamed files are kept, so the log never exceeds (keep + 1) x max_bytes plus a
@@ -82,10 +85,12 @@ class DecisionLog:
         with self._lock:
             self._seen[key] = at
             last = self._last.get(key)
-            changed = last is None or last["event"] == decisionrecord.STOP
+            changed = last is None or last["event"] in decisionrecord.ENDS
             if last is not None and not changed:
                 changed = decisionrecord.decision_of(last) != decisionrecord.decision_of(record)
-            if changed or last is None:
+            if last is None:  # this process's first: an earlier process's line may precede it
+                event, since = decisionrecord.START, at
+            elif changed:
                 event, since = decisionrecord.CHANGE, at
             elif at + float(record["step"]) > float(last["next_by"]):
                 event, since = decisionrecord.CHECKPOINT, float(last["since"])
@@ -97,12 +102,23 @@ class DecisionLog:
             self._keep(key, line)
             self._append(line)
 
+    def unanswered(self, key: str, *, at: float, why: str) -> None:
+        """Close target `key`'s decision at `at`: its answers stopped being served (`why`).
+        Once: nothing more until its next decision."""
+        with self._lock:
+            last = self._last.get(key)
+            if last is None or last["event"] in decisionrecord.ENDS:
+                return
+            line = decisionrecord.unanswered(last, at=max(at, float(last["at"])), why=why)
+            self._keep(key, line)
+            self._append(line)
+
     def close(self) -> None:
         """Write a `stop` line per target (its last decision held until its last step), then
         close the file."""
         with self._lock:
             for key, last in list(self._last.items()):
-                if last["event"] != decisionrecord.STOP:
+                if last["event"] not in decisionrecord.ENDS:
                     line = decisionrecord.stop(last, at=self._seen.get(key, float(last["at"])))
                     self._keep(key, line)
                     self._append(line)

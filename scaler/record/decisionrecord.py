@@ -21,6 +21,13 @@ VERSION = 1
 CHANGE, CHECKPOINT, STOP = "change", "checkpoint", "stop"
 """`event` values: a new decision; the same decision still in force; the scaler stopped
 deciding for the target (shutdown), which closes the previous line."""
+START, UNANSWERED = "start", "unanswered"
+"""`event` values: a target's first decision since the process started (a `change` that also
+says an earlier line of the target, with no `stop` after it, was written by a process that
+died); the target's answers stopped being served (its data went stale, or its query was
+refused), which closes the previous line at its `at`."""
+ENDS = (STOP, UNANSWERED)
+"""Events after which no decision is in force until the next line."""
 
 DECISION_FIELDS = (
     "mode",
@@ -130,3 +137,9 @@ def restamp(record: Record, *, event: str, since: float, next_by: float) -> Reco
 def stop(last: Record, *, at: float) -> Record:
     """The line that closes `last` at `at`: the scaler stopped deciding for its target."""
     return {**last, "event": STOP, "at": at, "time": iso(at), "next_by": None}
+
+
+def unanswered(last: Record, *, at: float, why: str) -> Record:
+    """The line that closes `last` at `at`: from then on KEDA was not answered for its target
+    (UNAVAILABLE or INVALID_ARGUMENT, so its ScaledObject's `fallback` applied), because `why`."""
+    return {**last, "event": UNANSWERED, "at": at, "time": iso(at), "next_by": None, "error": why}

@@ -4,8 +4,10 @@ Pure: no clock (`now` is passed in), no I/O.
 A record's decision holds from its `at` until the next record of its target, as long as that
 next one came by the record's `next_by` (plus slack); otherwise the scaler stopped deciding for
 the target for a while: the decision is counted for one step and the rest is a gap, reported
-and not counted. A `stop` record closes the decision before it one step after its `at`. The
-last record holds until the target was last seen deciding (the server knows), else one step.
+and not counted. A `stop` record closes the decision before it one step after its `at`, an
+`unanswered` one at its `at`; a `start` record after a line with no `stop` means the process
+that wrote it died, when is not known: that line counts one step, the rest is a gap. The last
+record holds until the target was last seen deciding (the server knows), else one step.
 """
 
 from __future__ import annotations
@@ -107,6 +109,13 @@ class Span:
 class Gap:
     start: float
     end: float
+    why: str = "the scaler was not deciding for this target (stopped, or KEDA stopped asking)"
+
+
+STOPPED = "the scaler was stopped"
+RESTARTED = (
+    "the scaler restarted without a clean stop; when it stopped answering before is not known"
+)
 
 
 @dataclass
@@ -133,17 +142,23 @@ def spans(
     gaps: list[Gap] = []
     for i, line in enumerate(lines):
         nxt = lines[i + 1] if i + 1 < len(lines) else None
-        if line.get("event") == decisionrecord.STOP:
-            # The scaler stopped: until it decides again (a restart), nothing is known.
-            stopped = float(line["at"]) + float(line.get("step") or 0.0)  # the span before's end
-            if nxt is not None and float(nxt["at"]) > stopped:
-                gaps.append(Gap(stopped, float(nxt["at"])))
+        event = line.get("event")
+        if event in decisionrecord.ENDS:
+            # Until it decides again (a restart, fresh data), nothing was answered or is known.
+            ended = _ended(line)  # the span before's end
+            if nxt is not None and float(nxt["at"]) > ended:
+                why = STOPPED if event == decisionrecord.STOP else _unanswered(line)
+                gaps.append(Gap(ended, float(nxt["at"]), why))
             continue
         at, step = float(line["at"]), float(line["step"])
         if nxt is None:
             end = max(at, seen_until if seen_until is not None else at) + step
-        elif nxt.get("event") == decisionrecord.STOP:
-            end = float(nxt["at"]) + step
+        elif nxt.get("event") in decisionrecord.ENDS:
+            end = _ended(nxt)
+        elif nxt.get("event") == decisionrecord.START:  # written by a process that died
+            end = min(at + step, float(nxt["at"]))
+            if float(nxt["at"]) > end:
+                gaps.append(Gap(end, float(nxt["at"]), RESTARTED))
         elif float(nxt["at"]) <= float(line.get("next_by") or at) + SLACK_STEPS * step:
             end = float(nxt["at"])
         else:
@@ -151,6 +166,19 @@ def spans(
             gaps.append(Gap(end, float(nxt["at"])))
         out.append(Span(line, at, end))
     return out, gaps
+
+
+def _ended(line: Record) -> float:
+    """When the decision before an ending line stopped: one step after a `stop` (its last step
+    ran), at an `unanswered` line's `at` (answers stopped then)."""
+    if line.get("event") == decisionrecord.STOP:
+        return float(line["at"]) + float(line.get("step") or 0.0)
+    return float(line["at"])
+
+
+def _unanswered(line: Record) -> str:
+    why = line.get("error") or "no trusted decision"
+    return f"KEDA was not answered ({why}); its ScaledObject's fallback applied"
 
 
 def clip(items: Sequence[Span], since: float, until: float) -> list[Span]:
@@ -340,8 +368,8 @@ def report(
     for g in gaps:
         if g.end > since and g.start < until:
             lines.append(
-                f"  no record {when(max(g.start, since))} to {when(min(g.end, until))}: the scaler "
-                "was not deciding for this target (stopped, or KEDA stopped asking); not counted"
+                f"  no record {when(max(g.start, since))} to {when(min(g.end, until))}: "
+                f"{g.why}; not counted"
             )
     lines.append("changes:")
     previous: tuple[Any, ...] | None = None

@@ -119,6 +119,15 @@ def _trigger(spec: TargetSpec) -> tuple[str, str, str]:
     return spec.namespace, spec.name, "" if spec.metric_name == default else spec.metric_name
 
 
+def _limits(spec: TargetSpec) -> policy.Limits:
+    return policy.Limits(
+        threshold=spec.threshold,
+        min_replicas=spec.min_replicas,
+        max_replicas=spec.max_replicas,
+        max_prewarm_replicas=spec.max_prewarm_replicas,
+    )
+
+
 def quantise(t: float, step: float) -> float:
     return math.floor(t / step) * step
 
@@ -292,14 +301,17 @@ class Engine:
                 await self.refresh(state, now)
             state.error, state.bad_query = None, None
             self._problems.pop(state.spec.key, None)
+            return
         except TimeoutError:
             message = f"refresh took longer than its {deadline:g}s deadline ({isolation.DEADLINE})"
             self._note_error(state, "Deadline", f"{self._endpoint(state.spec)}: {message}")
         except BadQuery as exc:
             state.bad_query, state.bad_query_until = exc, now + BAD_QUERY_RETRY
             self._note_error(state, type(exc).__name__, str(exc))
+            self.decision_log.unanswered(state.spec.key, at=now, why=str(exc))  # refused at once
             state.updated.set()  # a waiting StreamIsActive answers with the error
             state.updated = asyncio.Event()
+            return
         except CircuitOpen as exc:  # the endpoint's problem, already logged as the target's
             self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
         except ScalerError as exc:
@@ -309,6 +321,34 @@ class Engine:
             if first:  # the traceback once per change, like every other problem
                 logger.exception("refresh of %s failed", state.spec.key)
             self._note_error(state, "internal", repr(exc), logged=True)
+        self._hold(state, now)
+
+    def _hold(self, state: TargetState, now: float) -> None:
+        """A refresh failed: KEDA is still answered the last good decision until it is
+        `staleness` old (`answer`). Book the step as a decided one, so the ledger, the spend
+        counters and the decision log keep to what KEDA was answered: its prewarm charged (cut
+        to what the budget allows now, policy.held), its replicas counted up to when the answers
+        stop, a line logged if the cut changed it. Once they stop, one `unanswered` line."""
+        decision, predictive, spec = state.decision, state.predictive, state.spec
+        if decision is None or predictive is None or state.decided_at >= now:
+            return
+        served_until = state.decided_at + self.settings.staleness
+        if now >= served_until:
+            staleness = specs.format_duration(self.settings.staleness)
+            why = f"no fresh decision for {staleness}: {state.error or 'engine stalled'}"
+            self.decision_log.unanswered(spec.key, at=served_until, why=why)
+            return
+        span = min(self.settings.step, served_until - now)
+        limits = _limits(spec)
+        allowance = state.ledger.allowance(now, span) if state.ledger_known else 0
+        predictive = policy.held(predictive, limits=limits, allowance=allowance)
+        if spec.mode == "active":
+            decision = predictive
+        state.decision, state.predictive = decision, predictive
+        cost = state.ledger.charge(now, predictive.prewarm, span)
+        used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), span)
+        self.telemetry.reactive_spent.labels(spec.key).inc(used)
+        self._publish(state, now=now, cost=cost, load=decision.load, booked=span)
 
     def _note_error(
         self,
@@ -504,12 +544,7 @@ class Engine:
         fallback: policy.Reason | None,
     ) -> None:
         spec, step = state.spec, self.settings.step
-        limits = policy.Limits(
-            threshold=spec.threshold,
-            min_replicas=spec.min_replicas,
-            max_replicas=spec.max_replicas,
-            max_prewarm_replicas=spec.max_prewarm_replicas,
-        )
+        limits = _limits(spec)
         # The reactive floor: the highest load of the HPA's stabilisation window (free); the
         # highest of the last lead time is held past it as paid prewarm (policy.decide).
         # Both read the latest steps' samples too: the bucket in progress is in no history yet.
@@ -570,7 +605,10 @@ class Engine:
         state.updated.set()  # wakes StreamIsActive; it decides what to send
         state.updated = asyncio.Event()
 
-    def _publish(self, state: TargetState, *, now: float, cost: float, load: float) -> None:
+    def _publish(
+        self, state: TargetState, *, now: float, cost: float, load: float, booked: float = 0.0
+    ) -> None:
+        """Export the step's decision, and log it; `booked` seconds of it answered (a step)."""
         spec, d, p = state.spec, state.decision, state.predictive
         assert d is not None and p is not None
         t, key = self.telemetry, spec.key
@@ -593,7 +631,7 @@ class Engine:
             t.drift_fallback.labels(key).set(1 if state.drift.monitor.in_fallback else 0)
             t.forecast_coverage.labels(key).set(accuracy.coverage)
             t.forecast_wape.labels(key).set(accuracy.wape)
-        t.per_target.publish(state, now=now, step=self.settings.step)
+        t.per_target.publish(state, now=now, step=booked or self.settings.step)
         self.decision_log.write(
             decisionrecord.build(state, now=now, load=load, step=self.settings.step, cost=cost)
         )

@@ -67,7 +67,8 @@ def test_a_line_is_written_per_decision_change_plus_a_checkpoint_when_one_holds_
     log.close()
     written = lines(tmp_path / "d.jsonl")
     changes = 1 + sum(1 for a, b in itertools.pairwise(plan) if a != b)
-    assert sum(1 for r in written if r["event"] == "change") == changes
+    assert written[0]["event"] == "start"  # the process's first line of the target
+    assert sum(1 for r in written if r["event"] in ("start", "change")) == changes
     assert written[-1]["event"] == "stop"
     assert len(written) < len(plan) / 5  # not a line per step
     # every line is followed by the next of its target by its own `next_by`
@@ -125,6 +126,28 @@ def test_a_killed_scaler_is_a_gap_not_a_bill_because_each_line_says_when_the_nex
         if a["event"] != "stop"
     )
     assert naive > served + 10 * (down - 900.0) / HOUR
+
+
+def test_a_kill_shorter_than_a_checkpoint_is_a_gap_up_to_the_restart_not_a_bill(
+    tmp_path: Path,
+) -> None:
+    """The restart's first line came before the killed process's `next_by`, so the 90 s down
+    were billed as if the old decision had been answered through them."""
+    plan = [(10, 0)] * 200
+    log = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    write(log, plan)
+    assert log._file is not None
+    log._file.close()  # killed: no stop line
+    restarted = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    back = T0 + len(plan) * STEP + 90.0
+    write(restarted, plan, start=back)
+    restarted.close()
+    records = lines(tmp_path / "d.jsonl")
+    spans, gaps = explain.spans(records)
+    assert [g.end for g in gaps] == [back] and gaps[0].why == explain.RESTARTED
+    assert explain.totals(spans).replica_hours <= 10 * 2 * 2 * len(plan) * STEP / HOUR
+    text = "\n".join(explain.report(records, key=records[0]["target"], since=T0, until=back + HOUR))
+    assert "restarted without a clean stop" in text
 
 
 def test_a_clean_stop_and_a_restart_hours_later_is_a_named_gap(tmp_path: Path) -> None:

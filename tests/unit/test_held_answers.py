@@ -1,0 +1,139 @@
+"""While a target's source fails, KEDA is still answered its last good decision until that is
+`staleness` old, then UNAVAILABLE. The spend counter, the prewarm ledger and the decision log
+must keep to those answers: the counter used to book only the steps that decided (a third of a
+flaky run's replica-hours missing), the ledger never charged the prewarm answered meanwhile (a
+strict budget overrun by up to `staleness` of maxPrewarmReplicas per outage), and the log wrote
+nothing when the answers stopped, so `scaler explain` billed the silence."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from models.base import DAY, HOUR, Series
+from scaler.clock import ManualClock
+from scaler.decision import spec
+from scaler.errors import SourceUnavailable
+from scaler.record import explain
+from scaler.record.decisionlog import DecisionLog
+from scaler.serving.engine import Engine, Unavailable
+from scaler.serving.state import TargetState
+from scaler.settings import EngineSettings
+from scaler.sources.base import Sample
+from tests.unit.test_drift_rebuild import engine_with
+
+STEP, MODEL_STEP, STALENESS = 30.0, 300.0, 300.0
+START = 1_700_000_000.0 - 1_700_000_000.0 % MODEL_STEP
+NOW = START + 3 * DAY
+
+
+@dataclass
+class Flaky:
+    """The Source seam: 100 at the model step, newest samples 200 at the first step (a rise the
+    floor holds for the lead time as paid prewarm) and 100 after; unreachable at `down`."""
+
+    clock: ManualClock
+    down: set[float] = field(default_factory=set)
+
+    def history(self, _spec: object, *, start: float, end: float, step: float, **_: object):  # type: ignore[no-untyped-def]
+        self._check()
+        end = min(end, self.clock.now())
+        return Series(start, step, np.full(np.arange(start, end + 1e-6, step).size, 100.0))
+
+    def latest(self, _spec: object, *, at: float) -> Sample:
+        self._check()
+        return Sample(at=at, value=200.0 if at == NOW else 100.0)
+
+    def _check(self) -> None:
+        if self.clock.now() in self.down:
+            raise SourceUnavailable("prometheus at http://prom:9090 did not answer")
+
+
+def serve(budget: str, down: range, steps: int, log: Path) -> tuple[Engine, TargetState, float]:
+    """Run `steps` steps with the source down at the steps in `down`; the replica-hours KEDA was
+    answered (asked 1 s into each step, as a poll between two steps)."""
+    clock = ManualClock(NOW)
+    settings = EngineSettings(step=STEP, model_step=MODEL_STEP, staleness=STALENESS, fit_workers=0)
+    source = Flaky(clock, {NOW + i * STEP for i in down})
+    engine = engine_with(source, clock, settings)
+    engine.decision_log = DecisionLog(log)
+    target = spec.parse("gpu", "llm", {"query": "load", "threshold": "10", "prewarmBudget": budget})
+    answered = 0.0
+
+    async def run() -> TargetState:
+        nonlocal answered
+        state = engine.ensure(target)
+        state.ledger_known = True  # no spend record here: the ledger starts empty and known
+        for i in range(steps):
+            clock.t = NOW + i * STEP
+            engine.ensure(target)
+            await engine.tick(clock.t)
+            clock.t += 1.0
+            with contextlib.suppress(Unavailable):  # KEDA's fallback applies
+                answered += engine.answer(state).desired * STEP / HOUR
+        return state
+
+    state = asyncio.run(run())
+    engine.close()
+    return engine, state, answered
+
+
+def counted(engine: Engine, state: TargetState) -> float:
+    key = {"target": state.spec.key}
+    value = engine.telemetry.registry.get_sample_value("scaler_gpu_replica_hours_total", key)
+    return float(value or 0.0)
+
+
+def billed(log: Path) -> tuple[float, list[explain.Gap]]:
+    records: list[dict[str, Any]] = [json.loads(line) for line in log.read_text().splitlines()]
+    spans, gaps = explain.spans(records)
+    return explain.totals(spans).replica_hours, gaps
+
+
+def test_an_outage_shorter_than_staleness_is_answered_counted_and_billed_alike(
+    tmp_path: Path,
+) -> None:
+    engine, state, answered = serve("24", down=range(5, 10), steps=15, log=tmp_path / "d.jsonl")
+    replica_hours, gaps = billed(tmp_path / "d.jsonl")
+    assert answered == pytest.approx(15 * 20 * STEP / HOUR)  # 20 replicas (10 held) throughout
+    assert counted(engine, state) == pytest.approx(answered)
+    assert replica_hours == pytest.approx(answered)
+    assert gaps == []
+
+
+def test_an_outage_past_staleness_stops_the_count_and_the_bill_where_the_answers_stop(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "d.jsonl"
+    engine, state, answered = serve("24", down=range(5, 25), steps=30, log=log)
+    replica_hours, gaps = billed(log)
+    assert answered == pytest.approx(14 * 20 * STEP / HOUR, abs=20 * STEP / HOUR)
+    assert counted(engine, state) == pytest.approx(answered)
+    assert replica_hours == pytest.approx(answered)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    events = [r["event"] for r in records]
+    assert events.count("unanswered") == 1
+    resumed = records[events.index("unanswered") + 1]["at"]  # the breaker's probe succeeded
+    (gap,) = gaps
+    assert (gap.start, gap.end) == (NOW + 4 * STEP + STALENESS, resumed)
+    assert "KEDA was not answered" in gap.why and "did not answer" in gap.why
+
+
+def test_prewarm_answered_through_an_outage_is_charged_and_cut_when_the_budget_runs_out(
+    tmp_path: Path,
+) -> None:
+    # The rise at NOW is free for the HPA's 5 minutes, then held as 10 paid prewarm replicas
+    # (1/12 replica-hour a step): 0.5 pays for 6 steps, the first before the outage.
+    engine, state, answered = serve("0.5", down=range(11, 19), steps=19, log=tmp_path / "d.jsonl")
+    assert state.ledger.spent(NOW + 19 * STEP) == pytest.approx(0.5)  # charged, never past it
+    assert state.predictive is not None
+    assert (state.predictive.prewarm, state.predictive.reason.value) == (0, "budget_capped")
+    assert answered == pytest.approx((16 * 20 + 3 * 10) * STEP / HOUR)
+    assert counted(engine, state) == pytest.approx(answered)
