@@ -16,15 +16,17 @@ What is read (each is what a real export looks like; scaler/offline/trace_times.
   and a comma that is not such a group (`809,76`: a spreadsheet in a German or French locale) is
   read with every comma as the decimal point, and one warning says so. Any other comma is
   refused. A decimal-comma file whose every value has exactly three decimals cannot be told
-  from grouping and would be misread: export with decimal points.
+  from grouping and would be misread: export with decimal points. A negative that is float
+  noise (scaler/offline/negatives.py) is read as 0.
 - step: the most common spacing, at the trace's own resolution (never resampled here: a finer
   trace is scored at its own step, a coarser one is used as is); rows missing from that grid
   (gaps, a daylight-saving gap) and missing values become NaN.
 
 Refused with a TraceError naming the file, the line and the fix: a binary file, one column,
 more columns with no clear value column, several series, dates that are not ISO 8601, numbers
-that are not loads (text, units, negative, infinite), times going backwards (see trace_times),
-rows off the grid, and a grid of more than MAX_POINTS steps. Never guesses beyond that.
+that are not loads (text, units, infinite, negative beyond float noise), times going backwards
+(see trace_times), rows off the grid, and a grid of more than MAX_POINTS steps. Never guesses
+beyond that.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import pandas as pd
 
 from models.base import FloatArray, Series
 from scaler.errors import TraceError
-from scaler.offline import trace_json, trace_times
+from scaler.offline import negatives, trace_json, trace_times
 
 MAX_POINTS = 20_000_000
 """Longest grid read (160 MB of float64): 38 years at one minute, 231 days at one second."""
@@ -249,10 +251,18 @@ def parse_values(path: Path, table: Table) -> FloatArray:
     _refuse(
         path,
         table,
-        np.flatnonzero(np.isinf(values) | (values < 0)),
-        "is not a load (must be finite and >= 0); leave it empty where there is no data",
+        np.flatnonzero(np.isinf(values)),
+        "is not a load (must be finite); leave it empty where there is no data",
     )
-    return values
+    _refuse(
+        path,
+        table,
+        negatives.real(values),
+        f"is not a load (must be >= 0; a negative under {negatives.NOISE:g} of the trace's "
+        "largest value is float noise, read as 0); a trace holds loads: export the load "
+        "itself, e.g. clamp its query with clamp_min(..., 0) or fix the subtraction in it",
+    )
+    return negatives.zeroed(values)
 
 
 def _decimal_commas(path: Path, table: Table, unread: npt.NDArray[np.intp]) -> Table:

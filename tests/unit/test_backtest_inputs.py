@@ -1,0 +1,95 @@
+"""`scaler backtest`'s two inputs, a trace file and `--prometheus-url`, follow one rule on the
+values a reviewer found them to disagree on, and a refused export says what to do about it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.base import DAY, Series
+from scaler.decision.spec import TargetSpec
+from scaler.errors import ConfigError, TraceError
+from scaler.offline import prometheus_history
+from scaler.offline.traces import read_trace
+from scaler.settings import PrometheusSettings
+from scaler.sources import prometheus_flags
+
+NOISE = "-1.1368683772161603e-13"
+"""What `sum(rate(a[5m])) - sum(rate(b[5m]))` gives where a and b are equal, near 1000/s."""
+QUERY = "sum(rate(requests_total[5m])) - sum(rate(done_total[5m]))"
+NOW = 1_709_251_200.0 + 30 * DAY
+LOADS = ["812.5", "0", NOISE, "1000.25"]
+
+
+class History:
+    """A stand-in Prometheus answering every range query with `values`, repeated on its grid."""
+
+    def __init__(self, values: list[str]) -> None:
+        self.values = np.asarray(values, dtype=np.float64)
+
+    def history(self, _target: TargetSpec, *, start: float, end: float, step: float) -> Series:
+        return Series(start, step, np.resize(self.values, round((end - start) / step) + 1))
+
+    def close(self) -> None:
+        pass
+
+
+def fetched(monkeypatch: pytest.MonkeyPatch, values: list[str]) -> Series:
+    monkeypatch.setattr(prometheus_flags, "source", lambda *_: History(values))
+    settings = PrometheusSettings(url="http://prometheus:9090")
+    return prometheus_history.fetch(settings, query=QUERY, since=2 * DAY, step=300.0, now=NOW)
+
+
+def saved_answer(path: Path, values: list[str]) -> Path:
+    """A query_range answer as `curl | jq .` saves it: one sample's value per line."""
+    samples = [[NOW + 300 * i, v] for i, v in enumerate(values)]
+    result = [{"metric": {}, "values": samples}]
+    answer = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+    path.write_text(json.dumps(answer, indent=1))
+    return path
+
+
+def csv_trace(path: Path, values: list[str]) -> Path:
+    rows = [f"2024-03-01 00:{5 * i:02d}:00,{v}" for i, v in enumerate(values)]
+    path.write_text("\n".join(["time,value", *rows]) + "\n")
+    return path
+
+
+def test_float_noise_below_zero_reads_as_zero_from_a_file_and_from_prometheus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = [812.5, 0.0, 0.0, 1000.25]
+    for path in (csv_trace(tmp_path / "t.csv", LOADS), saved_answer(tmp_path / "a.json", LOADS)):
+        np.testing.assert_array_equal(read_trace(path).values, expected)
+    np.testing.assert_array_equal(fetched(monkeypatch, LOADS).values[:4], expected)
+
+
+def test_a_real_negative_is_refused_from_a_file_naming_the_line_and_the_fix(
+    tmp_path: Path,
+) -> None:
+    values = [*LOADS, "-90.23829999999998"]
+    csv_path = csv_trace(tmp_path / "t.csv", values)
+    with pytest.raises(TraceError) as err:
+        read_trace(csv_path)
+    assert f"{csv_path}:6: value '-90.23829999999998' is not a load (must be >= 0" in str(err.value)
+    assert "leave it empty" not in str(err.value)
+    json_path = saved_answer(tmp_path / "a.json", values)
+    lines = json_path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, start=1) if "-90.238" in text)
+    with pytest.raises(TraceError, match=f"{json_path}:{line}: value '-90.23829999999998'"):
+        read_trace(json_path)
+
+
+def test_a_real_negative_from_prometheus_is_refused_naming_the_query_time_and_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        fetched(monkeypatch, [*LOADS, "-90.2383"])
+    message = str(err.value)
+    assert QUERY in message and "-90.2383" in message
+    when = np.datetime64(int(NOW - 2 * DAY + 300 + 4 * 300), "s")  # the window's fifth step
+    assert f"at {when}Z" in message
+    assert "clamp_min(..., 0)" in message and "subtraction" in message
