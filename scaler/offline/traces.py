@@ -5,11 +5,12 @@ What is read (each is what a real export looks like; scaler/offline/trace_times.
   tab, taken from an Excel `sep=` first line or else the one that splits every line alike;
   quotes as in RFC 4180; blank lines and lines starting with `#` are skipped.
 - columns: a time column and a value column, with any header or none: `timestamp,value`,
-  Grafana's `"Time","<series name>"`, a header-less `jq @csv` of a Prometheus query_range. A
-  header naming `time`/`timestamp`/`date`/`_time` and `value`/`_value` picks those two out of
-  more columns (InfluxDB's annotated CSV, whose `#` lines are skipped); columns of series names
-  (Grafana's legacy `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one
-  series. A saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
+  Grafana's `"Time","<series name>"` (a name that is a number too: `"Time","200"`), a
+  header-less `jq @csv` of a Prometheus query_range. A header naming `time`/`timestamp`/
+  `date`/`_time` and `value`/`_value` picks those two out of more columns (InfluxDB's annotated
+  CSV, whose `#` lines are skipped); columns of series names (Grafana's legacy
+  `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one series. A
+  saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
   (scaler/offline/trace_json.py).
 - values: plain numbers; empty, `NaN`, `null` and `None` are missing data. A comma is read as a
   thousands separator only in 3-digit groups (`1,721,992.5`). A file with no `.` in any value
@@ -92,7 +93,7 @@ def read_table(path: Path) -> Table:
         return Table(lines=json_lines, times=times, values=values)
     rows, lines = _rows(path, text)
     names: list[str] = []
-    if _is_header(rows[0]):
+    if _is_header(rows):
         names = [n.strip().lower() for n in rows[0]]
         rows, lines = rows[1:], lines[1:]
         if not rows:
@@ -197,9 +198,21 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _is_header(row: list[str]) -> bool:
-    """A first row with no number and no date in it names the columns."""
-    return not any(_is_number(c) or trace_times.looks_like_date(c.strip()) for c in row)
+def _is_time(cell: str) -> bool:
+    return _is_number(cell) or trace_times.looks_like_date(cell.strip())
+
+
+def _is_header(rows: list[list[str]]) -> bool:
+    """A first row with no number and no date in it names the columns. So does one whose first
+    cell is a word (no digit: a mistyped time has some, and is refused rather than dropped)
+    above rows whose first cells are times, whatever its other cells say: Grafana's
+    `"Time","200"` for a series its legend names by a status code."""
+    first = rows[0]
+    if not any(_is_time(c) for c in first):
+        return True
+    word = first[0].strip()
+    below = [row[0] for row in rows[1:51]]
+    return bool(word and below) and not any(map(str.isdigit, word)) and all(map(_is_time, below))
 
 
 def _columns(

@@ -93,3 +93,21 @@ def test_a_real_negative_from_prometheus_is_refused_naming_the_query_time_and_fi
     when = np.datetime64(int(NOW - 2 * DAY + 300 + 4 * 300), "s")  # the window's fifth step
     assert f"at {when}Z" in message
     assert "clamp_min(..., 0)" in message and "subtraction" in message
+
+
+@pytest.mark.parametrize("name", ["200", "500.0", "1,721"])
+def test_a_grafana_export_of_a_series_named_by_a_number_reads_past_its_header(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / "grafana.csv"
+    path.write_text(f'"Time","{name}"\r\n1709251200000,101.728\r\n1709251500000,105.853\r\n')
+    series = read_trace(path)
+    assert (series.start, series.step) == (1_709_251_200.0, 300.0)
+    np.testing.assert_array_equal(series.values, [101.728, 105.853])
+
+
+def test_a_mistyped_first_time_is_refused_not_taken_for_a_header(tmp_path: Path) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text("01.03.2024 10:00,4\n2024-03-01 10:05:00,5\n2024-03-01 10:10:00,6\n")
+    with pytest.raises(TraceError, match=f"{path}:1: timestamp '01.03.2024 10:00' is not a date"):
+        read_trace(path)
