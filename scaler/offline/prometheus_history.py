@@ -56,6 +56,11 @@ def fetch(
     source = prometheus_flags.source(settings, settings.url)
     try:
         series = source.history(target, start=end - since + step, end=end, step=step)
+    except NoData as exc:
+        raise NoData(
+            f"--query {query!r} matched no series at {settings.url} in the last "
+            f"{format_duration(since)}; check the metric and label names in it, and --since"
+        ) from exc
     finally:
         source.close()
     present = np.flatnonzero(~np.isnan(series.values))

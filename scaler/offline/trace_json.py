@@ -2,7 +2,8 @@
 time and value cells of its one series, each with the line it is on. Used by offline/traces.py.
 
 The answer must be a successful range query (`resultType` matrix) holding exactly one series;
-anything else is refused naming the file and the fix. Samples keep Prometheus's text (`"NaN"`,
+anything else (none: a query that matched nothing; several) is refused naming the file and the
+fix. Samples keep Prometheus's text (`"NaN"`,
 `"+Inf"`), so traces.py judges them like CSV cells.
 """
 
@@ -43,10 +44,18 @@ def cells(path: Path, text: str) -> tuple[npt.NDArray[np.int64], pd.Series, pd.S
             "answer of /api/v1/query_range, not /api/v1/query"
         )
     result = data.get("result")
-    if not isinstance(result, list) or len(result) != 1:
-        count = len(result) if isinstance(result, list) else 0
+    if not isinstance(result, list):
         raise TraceError(
-            f"{path}: holds {count} series; export one (wrap the query in sum() or max())"
+            f"{path}: its result is not a list of series; save the answer as Prometheus sent it"
+        )
+    if not result:
+        raise TraceError(
+            f"{path}: the query matched no series (its result is empty); check the metric and "
+            "label names in it, and that the time range exported holds data"
+        )
+    if len(result) != 1:
+        raise TraceError(
+            f"{path}: holds {len(result)} series; export one (wrap the query in sum() or max())"
         )
     found = list(_SAMPLE.finditer(text))
     if not found:

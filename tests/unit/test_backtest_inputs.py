@@ -111,3 +111,13 @@ def test_a_mistyped_first_time_is_refused_not_taken_for_a_header(tmp_path: Path)
     path.write_text("01.03.2024 10:00,4\n2024-03-01 10:05:00,5\n2024-03-01 10:10:00,6\n")
     with pytest.raises(TraceError, match=f"{path}:1: timestamp '01.03.2024 10:00' is not a date"):
         read_trace(path)
+
+
+def test_a_saved_answer_of_a_query_that_matched_nothing_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "answer.json"
+    path.write_text('{"status": "success", "data": {"resultType": "matrix", "result": []}}')
+    with pytest.raises(TraceError) as err:
+        read_trace(path)
+    assert f"{path}: the query matched no series" in str(err.value)
+    assert "metric and label names" in str(err.value) and "time range" in str(err.value)
+    assert "sum()" not in str(err.value)
