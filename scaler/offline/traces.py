@@ -176,9 +176,22 @@ def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
         row = int(ragged[0])
         raise TraceError(
             f"{path}:{lines[row]}: has {len(rows[row])} columns where line {lines[0]} has "
-            f"{width}; give every row the same columns"
+            f"{width}; {_ragged_fix(rows, lines, row, separator)}"
         )
     return rows, lines
+
+
+def _ragged_fix(rows: list[list[str]], lines: list[int], row: int, separator: str) -> str:
+    """How to even out `row` and the first row: quote the number whose unquoted thousands
+    separators (`101,727.9`) split it into cells, or else give every row the same columns."""
+    longer, shorter = (row, 0) if len(rows[row]) > len(rows[0]) else (0, row)
+    number = ",".join(cell.strip() for cell in rows[longer][len(rows[shorter]) - 1 :])
+    if separator != "," or not _GROUPED.match(number):
+        return "give every row the same columns"
+    return (
+        f"line {lines[longer]}'s {number!r} is one number split at its thousands separator: "
+        f'quote it ("{number}") or drop the separator'
+    )
 
 
 def _sniff(sample: list[str]) -> str:

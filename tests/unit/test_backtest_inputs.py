@@ -121,3 +121,24 @@ def test_a_saved_answer_of_a_query_that_matched_nothing_says_so(tmp_path: Path) 
     assert f"{path}: the query matched no series" in str(err.value)
     assert "metric and label names" in str(err.value) and "time range" in str(err.value)
     assert "sum()" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "number"),
+    [
+        ("time,value\n2024-03-01 00:00:00,101,727.9\n", 2, "101,727.9"),
+        ("2024-03-01 00:00:00,1,101,727\n2024-03-01 00:05:00,105.8\n", 1, "1,101,727"),
+    ],
+    ids=["after a header", "on the first row"],
+)
+def test_an_unquoted_number_with_thousands_separators_is_named_with_the_fix(
+    tmp_path: Path, body: str, line: int, number: str
+) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text(body)
+    with pytest.raises(TraceError) as err:
+        read_trace(path)
+    assert f"line {line}'s {number!r} is one number split at its thousands separator" in str(
+        err.value
+    )
+    assert f'quote it ("{number}") or drop the separator' in str(err.value)
