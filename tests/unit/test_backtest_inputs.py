@@ -142,3 +142,32 @@ def test_an_unquoted_number_with_thousands_separators_is_named_with_the_fix(
         err.value
     )
     assert f'quote it ("{number}") or drop the separator' in str(err.value)
+
+
+def grafana_frame() -> dict[str, object]:
+    """One frame of Grafana's DataFrame JSON (Inspect > JSON > DataFrame JSON)."""
+    fields = [{"name": "Time", "type": "time"}, {"name": "Value", "type": "number"}]
+    times = [1_709_251_200_000 + 300_000 * i for i in range(3)]
+    return {"schema": {"fields": fields}, "data": {"values": [times, [101.7, None, 105.8]]}}
+
+
+@pytest.mark.parametrize(
+    "export",
+    [[grafana_frame()], {"state": "Done", "series": [grafana_frame()]}, grafana_frame()],
+    ids=["frames", "panel data", "one frame"],
+)
+def test_grafana_dataframe_json_is_refused_by_name_with_the_csv_export_as_the_fix(
+    tmp_path: Path, export: object
+) -> None:
+    path = tmp_path / "panel.json"
+    path.write_text(json.dumps(export))
+    with pytest.raises(TraceError) as err:
+        read_trace(path)
+    assert f"{path}: is Grafana's DataFrame JSON" in str(err.value)
+    assert "Download CSV" in str(err.value)
+
+
+def test_a_sql_export_with_bracketed_names_is_still_read_as_a_csv(tmp_path: Path) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text("[Time],[Value]\n2024-03-01 00:00:00,1.5\n2024-03-01 00:05:00,2.5\n")
+    np.testing.assert_array_equal(read_trace(path).values, [1.5, 2.5])
