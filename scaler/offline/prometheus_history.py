@@ -4,18 +4,21 @@ read straight from its Prometheus, as the trace a backtest walks through.
 Owns: the window (the last `since`, ending at the last whole `step`), its bounds, and the label
 a summary names the history by. The range queries themselves (chunks under Prometheus'
 11,000-points limit, credentials, retries) are sources/prometheus.py's.
-Must not: make up values: a step with no sample stays NaN, as a CSV's empty cell does.
+Must not: make up values: a step with no sample stays NaN, as a CSV's empty cell does; a
+negative is float noise read as 0 or refused, as in a trace file (scaler/offline/negatives.py).
 """
 
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 
 import numpy as np
 
 from models.base import Series
 from scaler.decision.spec import TargetSpec, format_duration
 from scaler.errors import ConfigError, NoData
+from scaler.offline import negatives
 from scaler.settings import PrometheusSettings
 from scaler.sources import prometheus_flags
 
@@ -35,8 +38,8 @@ def fetch(
     now: float,
 ) -> Series:
     """The values of `query` at `step` over the last `since` before `now`, from its first
-    sample on; ConfigError naming the flag for a window out of bounds, NoData (from the
-    source) when Prometheus holds no series for it."""
+    sample on; ConfigError naming the flag for a window out of bounds or the time of a real
+    negative, NoData (from the source) when Prometheus holds no series for it."""
     if not MIN_SINCE <= since <= MAX_SINCE:
         raise ConfigError(
             f"--since {format_duration(since)} must be from {format_duration(MIN_SINCE)} to "
@@ -53,12 +56,33 @@ def fetch(
     source = prometheus_flags.source(settings, settings.url)
     try:
         series = source.history(target, start=end - since + step, end=end, step=step)
+    except NoData as exc:
+        raise NoData(
+            f"--query {query!r} matched no series at {settings.url} in the last "
+            f"{format_duration(since)}; check the metric and label names in it, and --since"
+        ) from exc
     finally:
         source.close()
     present = np.flatnonzero(~np.isnan(series.values))
     if present.size == 0:
         raise NoData(f"query {query!r} has no values in the last {format_duration(since)}")
-    return series.since(series.start + int(present[0]) * step)
+    return _loads(series.since(series.start + int(present[0]) * step), query)
+
+
+def _loads(series: Series, query: str) -> Series:
+    """`series` with float-noise negatives read as 0 (the rule a trace file follows:
+    scaler/offline/negatives.py); ConfigError naming the time of the first real negative."""
+    bad = negatives.real(series.values)
+    if bad.size:
+        row = int(bad[0])
+        when = datetime.fromtimestamp(series.start + row * series.step, UTC)
+        raise ConfigError(
+            f"--query {query!r} returned {series.values[row]:g} at {when:%Y-%m-%dT%H:%M:%SZ}, "
+            f"and a load is never negative (a negative under {negatives.NOISE:g} of the "
+            "series' largest value is float noise, read as 0); wrap the query in "
+            "clamp_min(..., 0) or fix the subtraction in it"
+        )
+    return Series(series.start, series.step, negatives.zeroed(series.values))
 
 
 def label(settings: PrometheusSettings, query: str) -> str:

@@ -2,8 +2,10 @@
 time and value cells of its one series, each with the line it is on. Used by offline/traces.py.
 
 The answer must be a successful range query (`resultType` matrix) holding exactly one series;
-anything else is refused naming the file and the fix. Samples keep Prometheus's text (`"NaN"`,
-`"+Inf"`), so traces.py judges them like CSV cells.
+anything else (none: a query that matched nothing; several) is refused naming the file and the
+fix. Grafana's DataFrame JSON is refused by name: the CSV download of the same panel is read,
+while its frames keep NaN and Inf apart from the values (`entities`) and no line per sample.
+Samples keep Prometheus's text (`"NaN"`, `"+Inf"`), so traces.py judges them like CSV cells.
 """
 
 from __future__ import annotations
@@ -20,10 +22,21 @@ from scaler.errors import TraceError
 
 _SAMPLE = re.compile(r'\[\s*([-+0-9.eE]+)\s*,\s*"([^"]*)"\s*\]')
 """One `[ <epoch seconds>, "<value>" ]` pair: the only arrays of this shape in an answer."""
+_JSON_START = re.compile(r"\s*(?:\{|\[\s*[\[{])")
+"""An object, or an array of arrays or objects: what no CSV starts with (`[Time],[Value]`,
+a SQL export's header, does not match)."""
 
 
 def looks_like_json(text: str) -> bool:
-    return text.lstrip()[:1] == "{"
+    return bool(_JSON_START.match(text))
+
+
+def _grafana_frames(answer: object) -> bool:
+    """Grafana's DataFrame JSON (Inspect > JSON: a list of `{"schema", "data"}` frames, or
+    the panel data holding them under `series`)."""
+    frames = answer.get("series") if isinstance(answer, dict) else answer
+    frames = frames if isinstance(frames, list) else [answer]
+    return any(isinstance(f, dict) and "schema" in f and "data" in f for f in frames)
 
 
 def cells(path: Path, text: str) -> tuple[npt.NDArray[np.int64], pd.Series, pd.Series]:
@@ -35,6 +48,11 @@ def cells(path: Path, text: str) -> tuple[npt.NDArray[np.int64], pd.Series, pd.S
             f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); save the Prometheus answer "
             "as it came, or a CSV of time,value rows"
         ) from exc
+    if _grafana_frames(answer):
+        raise TraceError(
+            f"{path}: is Grafana's DataFrame JSON (Inspect > JSON), not a Prometheus answer; "
+            "export the panel as CSV instead (Inspect > Data > Download CSV)"
+        )
     data = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(data, dict) or data.get("resultType") != "matrix":
         kind = data.get("resultType") if isinstance(data, dict) else None
@@ -43,10 +61,18 @@ def cells(path: Path, text: str) -> tuple[npt.NDArray[np.int64], pd.Series, pd.S
             "answer of /api/v1/query_range, not /api/v1/query"
         )
     result = data.get("result")
-    if not isinstance(result, list) or len(result) != 1:
-        count = len(result) if isinstance(result, list) else 0
+    if not isinstance(result, list):
         raise TraceError(
-            f"{path}: holds {count} series; export one (wrap the query in sum() or max())"
+            f"{path}: its result is not a list of series; save the answer as Prometheus sent it"
+        )
+    if not result:
+        raise TraceError(
+            f"{path}: the query matched no series (its result is empty); check the metric and "
+            "label names in it, and that the time range exported holds data"
+        )
+    if len(result) != 1:
+        raise TraceError(
+            f"{path}: holds {len(result)} series; export one (wrap the query in sum() or max())"
         )
     found = list(_SAMPLE.finditer(text))
     if not found:

@@ -5,26 +5,29 @@ What is read (each is what a real export looks like; scaler/offline/trace_times.
   tab, taken from an Excel `sep=` first line or else the one that splits every line alike;
   quotes as in RFC 4180; blank lines and lines starting with `#` are skipped.
 - columns: a time column and a value column, with any header or none: `timestamp,value`,
-  Grafana's `"Time","<series name>"`, a header-less `jq @csv` of a Prometheus query_range. A
-  header naming `time`/`timestamp`/`date`/`_time` and `value`/`_value` picks those two out of
-  more columns (InfluxDB's annotated CSV, whose `#` lines are skipped); columns of series names
-  (Grafana's legacy `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one
-  series. A saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
+  Grafana's `"Time","<series name>"` (a name that is a number too: `"Time","200"`), a
+  header-less `jq @csv` of a Prometheus query_range. A header naming `time`/`timestamp`/
+  `date`/`_time` and `value`/`_value` picks those two out of more columns (InfluxDB's annotated
+  CSV, whose `#` lines are skipped); columns of series names (Grafana's legacy
+  `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one series. A
+  saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
   (scaler/offline/trace_json.py).
 - values: plain numbers; empty, `NaN`, `null` and `None` are missing data. A comma is read as a
   thousands separator only in 3-digit groups (`1,721,992.5`). A file with no `.` in any value
   and a comma that is not such a group (`809,76`: a spreadsheet in a German or French locale) is
   read with every comma as the decimal point, and one warning says so. Any other comma is
   refused. A decimal-comma file whose every value has exactly three decimals cannot be told
-  from grouping and would be misread: export with decimal points.
+  from grouping and would be misread: export with decimal points. A negative that is float
+  noise (scaler/offline/negatives.py) is read as 0.
 - step: the most common spacing, at the trace's own resolution (never resampled here: a finer
   trace is scored at its own step, a coarser one is used as is); rows missing from that grid
   (gaps, a daylight-saving gap) and missing values become NaN.
 
 Refused with a TraceError naming the file, the line and the fix: a binary file, one column,
 more columns with no clear value column, several series, dates that are not ISO 8601, numbers
-that are not loads (text, units, negative, infinite), times going backwards (see trace_times),
-rows off the grid, and a grid of more than MAX_POINTS steps. Never guesses beyond that.
+that are not loads (text, units, infinite, negative beyond float noise), times going backwards
+(see trace_times), rows off the grid, and a grid of more than MAX_POINTS steps. Never guesses
+beyond that.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import pandas as pd
 
 from models.base import FloatArray, Series
 from scaler.errors import TraceError
-from scaler.offline import trace_json, trace_times
+from scaler.offline import negatives, trace_json, trace_times
 
 MAX_POINTS = 20_000_000
 """Longest grid read (160 MB of float64): 38 years at one minute, 231 days at one second."""
@@ -90,7 +93,7 @@ def read_table(path: Path) -> Table:
         return Table(lines=json_lines, times=times, values=values)
     rows, lines = _rows(path, text)
     names: list[str] = []
-    if _is_header(rows[0]):
+    if _is_header(rows):
         names = [n.strip().lower() for n in rows[0]]
         rows, lines = rows[1:], lines[1:]
         if not rows:
@@ -173,9 +176,22 @@ def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
         row = int(ragged[0])
         raise TraceError(
             f"{path}:{lines[row]}: has {len(rows[row])} columns where line {lines[0]} has "
-            f"{width}; give every row the same columns"
+            f"{width}; {_ragged_fix(rows, lines, row, separator)}"
         )
     return rows, lines
+
+
+def _ragged_fix(rows: list[list[str]], lines: list[int], row: int, separator: str) -> str:
+    """How to even out `row` and the first row: quote the number whose unquoted thousands
+    separators (`101,727.9`) split it into cells, or else give every row the same columns."""
+    longer, shorter = (row, 0) if len(rows[row]) > len(rows[0]) else (0, row)
+    number = ",".join(cell.strip() for cell in rows[longer][len(rows[shorter]) - 1 :])
+    if separator != "," or not _GROUPED.match(number):
+        return "give every row the same columns"
+    return (
+        f"line {lines[longer]}'s {number!r} is one number split at its thousands separator: "
+        f'quote it ("{number}") or drop the separator'
+    )
 
 
 def _sniff(sample: list[str]) -> str:
@@ -195,9 +211,21 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _is_header(row: list[str]) -> bool:
-    """A first row with no number and no date in it names the columns."""
-    return not any(_is_number(c) or trace_times.looks_like_date(c.strip()) for c in row)
+def _is_time(cell: str) -> bool:
+    return _is_number(cell) or trace_times.looks_like_date(cell.strip())
+
+
+def _is_header(rows: list[list[str]]) -> bool:
+    """A first row with no number and no date in it names the columns. So does one whose first
+    cell is a word (no digit: a mistyped time has some, and is refused rather than dropped)
+    above rows whose first cells are times, whatever its other cells say: Grafana's
+    `"Time","200"` for a series its legend names by a status code."""
+    first = rows[0]
+    if not any(_is_time(c) for c in first):
+        return True
+    word = first[0].strip()
+    below = [row[0] for row in rows[1:51]]
+    return bool(word and below) and not any(map(str.isdigit, word)) and all(map(_is_time, below))
 
 
 def _columns(
@@ -249,10 +277,18 @@ def parse_values(path: Path, table: Table) -> FloatArray:
     _refuse(
         path,
         table,
-        np.flatnonzero(np.isinf(values) | (values < 0)),
-        "is not a load (must be finite and >= 0); leave it empty where there is no data",
+        np.flatnonzero(np.isinf(values)),
+        "is not a load (must be finite); leave it empty where there is no data",
     )
-    return values
+    _refuse(
+        path,
+        table,
+        negatives.real(values),
+        f"is not a load (must be >= 0; a negative under {negatives.NOISE:g} of the trace's "
+        "largest value is float noise, read as 0); a trace holds loads: export the load "
+        "itself, e.g. clamp its query with clamp_min(..., 0) or fix the subtraction in it",
+    )
+    return negatives.zeroed(values)
 
 
 def _decimal_commas(path: Path, table: Table, unread: npt.NDArray[np.intp]) -> Table:

@@ -97,3 +97,32 @@ def test_backtest_refuses_a_holidays_country_prophet_does_not_know(tmp_path: Pat
                     "--out", str(tmp_path))  # fmt: skip
     assert done.returncode == 2
     assert "--holidays: 'XX' is not a country" in done.stderr
+
+
+def test_a_backtest_refuses_a_query_that_goes_negative_naming_it_and_clamp_min(
+    prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    query = f"{prometheus_server.traces['llm_serving_10min'].selector} - 1e6"
+    done = backtest(
+        "--prometheus-url", prometheus_server.url, "--query", query, "--since", "20d",
+        "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"--query {query!r} returned -" in done.stderr
+    assert "wrap the query in clamp_min(..., 0)" in done.stderr
+    assert not (tmp_path / "decisions.csv").exists()
+
+
+def test_a_backtest_of_a_query_that_matches_nothing_says_so_naming_it(
+    prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    query = 'trace_llm_serving_10min{job="no-such-job"}'
+    done = backtest(
+        "--prometheus-url", prometheus_server.url, "--query", query, "--since", "20d",
+        "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"--query {query!r} matched no series at {prometheus_server.url} in the last 20d;" in (
+        done.stderr
+    )
+    assert "check the metric and label names in it, and --since" in done.stderr
