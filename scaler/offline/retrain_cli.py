@@ -95,7 +95,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=int,
         metavar="N",
         default=env("SHARDS", None) or 0,
-        help="shard count for an Indexed Job (its completions), used with JOB_COMPLETION_INDEX",
+        help="shard count for an Indexed Job (its completions), used with JOB_COMPLETION_INDEX; "
+        "refused without it or --shard",
     )
     p.set_defaults(job_index=job_index)
     g = p.add_argument_group("store and source")
@@ -210,6 +211,13 @@ def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
     if text:
         return Shard.parse(text)
     if job_index is None:
+        if shards > 1:
+            # Every pod of a plain Job would train the whole fleet, each as shard 1/1.
+            raise ConfigError(
+                f"--shards {shards} (or SCALER_SHARDS) is set but neither --shard nor "
+                "JOB_COMPLETION_INDEX says which shard this is: run it as an Indexed Job "
+                "(deploy/retrain/sharded), or give --shard I/N"
+            )
         return Shard(1, 1)
     if not job_index.isdigit() or shards < 1:
         raise ConfigError(
