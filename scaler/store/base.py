@@ -264,15 +264,26 @@ def damaged_pointer(
     promotion rewrites the pointer."""
     versions = [v for v in store.versions(key) if below is None or v < below]
     newest = versions[-1] if versions else None
+    taken = f"v{newest}, the newest version, is taken as champion"
+    if newest is None:
+        taken = "no version is stored, so there is no champion"
     logger.warning(
-        "%s: champion pointer %s is damaged (%s); v%s, the newest version, is taken as champion "
-        "until a promotion rewrites the pointer (`scaler retrain` does when its challenger wins)",
+        "%s: champion pointer %s is damaged (%s); %s until a promotion rewrites the pointer "
+        "(`scaler retrain` does when its challenger wins)",
         key,
         where,
         problem,
-        newest,
+        taken,
     )
     return newest
+
+
+def champion_words(version: int | None, *, now: bool = False) -> str:
+    """The champion in a log line: "was v3" / "champion is v3 now", or that there was none
+    (not "vNone")."""
+    if now:
+        return "there is no champion now" if version is None else f"champion is v{version} now"
+    return "there was no champion" if version is None else f"was v{version}"
 
 
 def validated(key: StoreKey, version: int | None, data: Any) -> dict[str, Any]:
@@ -286,7 +297,10 @@ def validated(key: StoreKey, version: int | None, data: Any) -> dict[str, Any]:
 
 def check_keep(keep: int) -> int:
     if not 1 <= keep <= MAX_KEEP:
-        raise ConfigError(f"model store keep={keep}: keep between 1 and {MAX_KEEP} versions")
+        raise ConfigError(
+            f"--keep {keep} (env SCALER_KEEP): the model store keeps 1 to {MAX_KEEP} versions "
+            f"per target; give --keep from 1 to {MAX_KEEP} ({DEFAULT_KEEP} by default)"
+        )
     return keep
 
 

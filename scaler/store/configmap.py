@@ -130,7 +130,9 @@ class ConfigMapStore:
                 pointer = self.maps.get(_pointer_name(key))
             current = self._champion_in(key, pointer, below=version)
             if current != expected:
-                logger.info("%s: v%d not promoted, champion is v%s now", key, version, current)
+                logger.info(
+                    "%s: v%d not promoted, %s", key, version, base.champion_words(current, now=True)
+                )
                 return False
             data = {
                 "champion": str(version),
@@ -149,7 +151,7 @@ class ConfigMapStore:
                     (self.maps.replace if pointer else self.maps.create)(cm)
             except _Taken:
                 continue  # someone wrote the pointer since we read it: read again
-            logger.info("%s: v%d is champion (was v%s)", key, version, current)
+            logger.info("%s: v%d is champion (%s)", key, version, base.champion_words(current))
             self._prune(key)
             return True
         raise StoreError(f"{key}: the champion pointer kept changing under {ATTEMPTS} tries")

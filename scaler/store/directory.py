@@ -118,12 +118,14 @@ class DirectoryStore:
         with self._locked(key):
             current = self._champion_below(key, version)
             if current != expected:
-                logger.info("%s: v%d not promoted, champion is v%s now", key, version, current)
+                logger.info(
+                    "%s: v%d not promoted, %s", key, version, base.champion_words(current, now=True)
+                )
                 return False
             pointer = {"version": version, "previous": current, "promoted_at": time.time()}
             _write_json(self._folder(key) / "champion.json", pointer, key)
             self._prune(key)
-        logger.info("%s: v%d is champion (was v%s)", key, version, current)
+        logger.info("%s: v%d is champion (%s)", key, version, base.champion_words(current))
         return True
 
     def keys(self) -> list[StoreKey]:

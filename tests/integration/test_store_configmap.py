@@ -59,6 +59,16 @@ def test_the_first_writer_wins_the_champion_pointer(kube_api: KubeAPI, tmp_path:
     assert champion is not None and champion.version == second
 
 
+def test_the_log_of_a_first_promotion_says_there_was_no_champion(
+    kube_api: KubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    models = store(tmp_path)
+    caplog.set_level("INFO", logger="scaler.store")
+    assert models.promote(KEY, models.put(KEY, fitted(0)), expected=None)
+    assert "v1 is champion (there was no champion)" in caplog.text
+    assert "vNone" not in caplog.text
+
+
 def test_a_conflict_on_the_pointer_is_re_read_and_retried(
     kube_api: KubeAPI, tmp_path: Path
 ) -> None:

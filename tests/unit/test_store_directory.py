@@ -45,6 +45,24 @@ def test_promote_is_compare_and_set_so_the_first_writer_wins(tmp_path: Path) -> 
     assert store.promote(KEY, second, expected=first)
 
 
+def test_the_log_of_a_first_promotion_says_there_was_no_champion(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = DirectoryStore(tmp_path)
+    caplog.set_level("INFO", logger="scaler.store")
+    first = store.put(KEY, fitted(0))
+    assert store.promote(KEY, first, expected=None)
+    assert not store.promote(KEY, store.put(KEY, fitted(1)), expected=7)
+    assert "v1 is champion (there was no champion)" in caplog.text
+    assert "v2 not promoted, champion is v1 now" in caplog.text
+    assert "vNone" not in caplog.text
+
+
+def test_a_keep_of_no_version_names_the_flag(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--keep 0 \(env SCALER_KEEP\)"):
+        DirectoryStore(tmp_path, keep=0)
+
+
 def test_racing_writers_get_distinct_versions_and_one_champion(tmp_path: Path) -> None:
     stores = [DirectoryStore(tmp_path) for _ in range(4)]
     won: list[bool] = []
