@@ -367,9 +367,19 @@ class Retrainer:
         if not won:
             now_champion = await asyncio.to_thread(self.store.champion_version, key)
             lost = f"another writer promoted v{now_champion} first; it stays"
-            return replace(row, version=version, reason=lost)
+            return replace(row, reason=f"{lost} ({await self._discard(key, version)})")
         logger.info("%s: promoted v%d: %s", key, version, reason)
         return replace(row, promoted=True, version=version)
+
+    async def _discard(self, key: StoreKey, version: int) -> str:
+        """Remove a challenger whose promotion lost: stored only when promoted (docs/store.md),
+        never left for a fallback to serve. What became of it, in words."""
+        try:
+            await asyncio.to_thread(self.store.discard, key, version)
+        except StoreError as exc:
+            logger.warning("%s: v%d lost its promotion and stays stored: %s", key, version, exc)
+            return f"this run's v{version} could not be removed; no fallback takes it"
+        return f"this run's v{version} removed"
 
 
 def _finite(value: float) -> float | None:
