@@ -22,14 +22,15 @@ Must not: parse flags or print (retrain_cli.py does), or know which store backen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from scaler.sources.prometheus import PrometheusSource
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DRIFT_GAUGE = "scaler_drift_fallback"
 """What every serve replica exports per target, 1 while in drift fallback (serving/telemetry.py)."""
@@ -99,6 +101,11 @@ class Shard:
         """Stable across runs and machines: a hash of the key, not its place in a list."""
         bucket = int(hashlib.sha256(str(key).encode()).hexdigest()[:16], 16) % self.count
         return bucket == self.index - 1
+
+
+class Terminated(ScalerError):
+    """The job was told to stop (SIGTERM: the CronJob's deadline, a node drain) before this
+    target finished."""
 
 
 @dataclass(frozen=True)
@@ -242,29 +249,38 @@ class Retrainer:
         *,
         now: float,
         on_done: Callable[[Outcome], None] = lambda _o: None,
+        stop: asyncio.Event | None = None,
     ) -> list[Outcome]:
-        """Every target's outcome, in the order given; `on_done` hears each as it ends."""
+        """Every target's outcome, in the order given; `on_done` hears each as it ends. Once
+        `stop` is set no target starts, those reading history or fitting are stopped, and each
+        is a failure that says the job was terminated (recorded in the store like any other)."""
         # A few targets ahead of the fits, so histories are fetched while others fit, and
         # memory holds a handful of histories rather than the fleet's.
         slots = asyncio.Semaphore(max(self.settings.workers, 1) * 2)
+        stop = stop or asyncio.Event()
 
         async def one(target: Target) -> Outcome:
             async with slots:
-                outcome = await self._one(target, now)
+                if stop.is_set():
+                    reason = f"{TERMINATED} before this target started"
+                    spec, key = target.spec, str(target.key)
+                    outcome = Outcome(spec.label, key, spec.model, reason=reason, failed=True)
+                else:
+                    outcome = await self._one(target, now, stop)
                 await self._record(target.key, outcome)
             on_done(outcome)
             return outcome
 
         return list(await asyncio.gather(*(one(t) for t in targets)))
 
-    async def _one(self, target: Target, now: float) -> Outcome:
+    async def _one(self, target: Target, now: float, stop: asyncio.Event) -> Outcome:
         started = time.monotonic()
         spec, key = target.spec, target.key
         base = Outcome(target=spec.label, key=str(key), model=spec.model)
         try:
             step, window = self.settings.model_step, self.settings.history
             end = math.floor(now / step) * step  # the grid `scaler serve` fits on
-            history = await asyncio.to_thread(
+            read = asyncio.to_thread(
                 self.source.history,
                 spec,
                 start=end - window + step,
@@ -272,6 +288,7 @@ class Retrainer:
                 step=step,
                 resolution=self.settings.peaks_every,
             )
+            history = await _unless(stop, read, "while its history was read")
             pointer = await asyncio.to_thread(self.store.champion_version, key)
             champion = None
             if pointer is not None:
@@ -280,7 +297,7 @@ class Retrainer:
             job = functools.partial(
                 challenge, spec, history, steps, champion.artefact if champion else None
             )
-            result = await self._fit(job)
+            result = await _unless(stop, self._fit(job), "during its fit (the fit was killed)")
             result["fallback"] = await self._fallback(spec, now)
             held = champion.version if champion else None
             outcome = await self._decide(base, key, result, held, pointer, now)
@@ -367,9 +384,39 @@ class Retrainer:
         if not won:
             now_champion = await asyncio.to_thread(self.store.champion_version, key)
             lost = f"another writer promoted v{now_champion} first; it stays"
-            return replace(row, version=version, reason=lost)
+            return replace(row, reason=f"{lost} ({await self._discard(key, version)})")
         logger.info("%s: promoted v%d: %s", key, version, reason)
         return replace(row, promoted=True, version=version)
+
+    async def _discard(self, key: StoreKey, version: int) -> str:
+        """Remove a challenger whose promotion lost: stored only when promoted (docs/store.md),
+        never left for a fallback to serve. What became of it, in words."""
+        try:
+            await asyncio.to_thread(self.store.discard, key, version)
+        except StoreError as exc:
+            logger.warning("%s: v%d lost its promotion and stays stored: %s", key, version, exc)
+            return f"this run's v{version} could not be removed; no fallback takes it"
+        return f"this run's v{version} removed"
+
+
+TERMINATED = "not retrained: the job was terminated (SIGTERM)"
+
+
+async def _unless(stop: asyncio.Event, work: Awaitable[_T], when: str) -> _T:
+    """`work`'s result, unless `stop` is set first: then `work` is cancelled (a fit worker is
+    killed) and Terminated says when. Storing and promoting never run under it: a promotion
+    begun is finished, so its outcome is true."""
+    task, stopped = asyncio.ensure_future(work), asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise Terminated(f"{TERMINATED} {when}")
+    return task.result()
 
 
 def _finite(value: float) -> float | None:

@@ -2,7 +2,8 @@
 ScaledObjects pointing at this scaler), keeps this shard's, retrains them into the model store
 (retrain.py) and prints a summary: a table on stdout, JSON with --json. Exit status 0 when every
 target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
-bad arguments or an unreachable store or cluster.
+bad arguments or an unreachable store or cluster, 143 after SIGTERM (the summary written, every
+unfinished target recorded as failed).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -50,7 +52,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "`model` (auto: the backtests pick), backtest the challenger against the champion on the "
         "latest week, and promote it only if its P95 pinball loss is lower. Prints one row per "
         "target: model, scores, promoted or not, and why. Exit 0 when every target was "
-        "retrained, 1 when any failed (after all others finished), 2 on bad arguments.\n\n"
+        "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 143 after "
+        "SIGTERM (no target starts, those in flight stop, each is recorded as failed).\n\n"
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
@@ -95,7 +98,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=int,
         metavar="N",
         default=env("SHARDS", None) or 0,
-        help="shard count for an Indexed Job (its completions), used with JOB_COMPLETION_INDEX",
+        help="shard count for an Indexed Job (its completions), used with JOB_COMPLETION_INDEX; "
+        "refused without it or --shard",
     )
     p.set_defaults(job_index=job_index)
     g = p.add_argument_group("store and source")
@@ -196,13 +200,46 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     )
     retrainer = Retrainer(store, source, settings, live=live_fallback(source))
     try:
-        outcomes = asyncio.run(retrainer.run(mine, now=time.time()))
+        outcomes, terminated = asyncio.run(run_until_terminated(retrainer, mine))
     finally:
         retrainer.close()
         source.close()
     outcomes += [Outcome(target=p.where, key="", reason=p.error, failed=True) for p in problems]
-    write_summary(outcomes, args.json, shard)
+    write_summary(outcomes, args.json, shard, terminated=terminated)
+    if terminated:
+        return TERMINATED_EXIT
     return 1 if any(o.failed for o in outcomes) else 0
+
+
+TERMINATED_EXIT = 128 + signal.SIGTERM
+"""Exit status after SIGTERM (143, as if killed by it), with the summary written and every
+unfinished target recorded as failed."""
+
+
+async def run_until_terminated(
+    retrainer: Retrainer, mine: list[Target]
+) -> tuple[list[Outcome], bool]:
+    """Every target's outcome, and whether SIGTERM (the CronJob's activeDeadlineSeconds, a node
+    drain) stopped the run: then no target starts, those in flight are stopped, and each is a
+    failure naming the termination, recorded in the store, so that
+    scaler_retrain_last_failure_timestamp_seconds and its alert see it."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def terminate() -> None:
+        if not stop.is_set():
+            logger.warning(
+                "SIGTERM: no target starts now; those in flight are stopped, and every "
+                "unfinished one is recorded as failed"
+            )
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGTERM, terminate)
+    try:
+        outcomes = await retrainer.run(mine, now=time.time(), stop=stop)
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+    return outcomes, stop.is_set()
 
 
 def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
@@ -210,6 +247,13 @@ def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
     if text:
         return Shard.parse(text)
     if job_index is None:
+        if shards > 1:
+            # Every pod of a plain Job would train the whole fleet, each as shard 1/1.
+            raise ConfigError(
+                f"--shards {shards} (or SCALER_SHARDS) is set but neither --shard nor "
+                "JOB_COMPLETION_INDEX says which shard this is: run it as an Indexed Job "
+                "(deploy/retrain/sharded), or give --shard I/N"
+            )
         return Shard(1, 1)
     if not job_index.isdigit() or shards < 1:
         raise ConfigError(
@@ -303,12 +347,15 @@ def unique(found: list[Target]) -> list[Target]:
     return list(first.values())
 
 
-def write_summary(outcomes: list[Outcome], json_path: Path | None, shard: Shard) -> None:
+def write_summary(
+    outcomes: list[Outcome], json_path: Path | None, shard: Shard, *, terminated: bool = False
+) -> None:
     report = {
         "shard": f"{shard.index}/{shard.count}",
         "targets": len(outcomes),
         "promoted": sum(o.promoted for o in outcomes),
         "failed": sum(o.failed for o in outcomes),
+        "terminated": terminated,
         "outcomes": [o.to_dict() for o in outcomes],
     }
     text = json.dumps(report, indent=2, allow_nan=False)
@@ -324,6 +371,7 @@ def write_summary(outcomes: list[Outcome], json_path: Path | None, shard: Shard)
     print(
         f"{report['targets']} targets, {report['promoted']} promoted, "
         f"{report['failed']} failed (shard {report['shard']})"
+        + ("; terminated by SIGTERM before the others finished" if terminated else "")
     )
 
 

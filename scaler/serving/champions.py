@@ -304,6 +304,10 @@ class Champions:
             state.model_version, state.model_null, state.model_fallback = version, null, fallback
             return model
         logger.info("%s: v%d lost the race to v%d, adopting it", spec.key, version, stored.version)
+        try:  # never left stored for a fallback to take as champion
+            await asyncio.to_thread(self.store.discard, key, version)
+        except StoreError as exc:
+            logger.warning("%s: v%d lost and stays stored: %s", spec.key, version, exc)
         self._use(state, stored)
         assert state.model is not None
         return state.model

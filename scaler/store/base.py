@@ -11,6 +11,10 @@ backend keeps:
   writer wins and the others adopt its artefact.
 - `champion` returns the newest version at or below the pointer that still loads: a version
   damaged after it was written is skipped with a warning, and the last good one stays in use.
+- Only a version some writer promoted is ever taken as champion: every backend keeps the
+  versions it promoted (`promoted`), and the fallbacks (a damaged champion, a damaged pointer)
+  choose among them, never a version stored by a writer that lost the race or died before its
+  `promote`. A writer that lost removes its version (`discard`).
 - `put_checkpoint` is an exclusive create per (key, version, time): replicas checkpointing the
   same hour write it once; `checkpoint` reads the newest of a version.
 
@@ -197,6 +201,18 @@ class ModelStore(Protocol):
         False when another writer moved it first. ArtefactRejected when `version` does not load."""
         ...
 
+    def discard(self, key: StoreKey, version: int) -> bool:
+        """Remove `version`, stored by a writer whose `promote` lost: no fallback may take it as
+        champion, and it holds none of the kept slots. True when removed (or already gone),
+        False when it is the champion. StoreError when it cannot be removed."""
+        ...
+
+    def promoted(self, key: StoreKey) -> list[int] | None:
+        """Every version a `promote` made champion (oldest first, the recent PROMOTED_KEPT),
+        kept apart from the pointer so that it survives damage to it; None when the store has
+        no record (written before it kept one): the fallbacks then take any version."""
+        ...
+
     def keys(self) -> list[StoreKey]:
         """Every key with a stored version."""
         ...
@@ -239,7 +255,10 @@ def last_good(
             key,
             top,
         )
-    for version in reversed([v for v in versions if v <= top]):
+    # Below the pointer, only versions once champion: never one a writer stored and then lost
+    # (or died before promoting), which nobody chose to serve.
+    older = once_champion(store, key, [v for v in versions if v < top])
+    for version in reversed([*older, *(v for v in versions if v == top)]):
         try:
             return store.get(key, version)
         except skip as exc:
@@ -254,25 +273,65 @@ def next_version(versions: list[int], champion: int | None) -> int:
     return max([*versions, champion or 0]) + 1
 
 
+PROMOTED_KEPT = MAX_KEEP + 1
+"""Promotions remembered per key: at least every promoted version a store can still hold."""
+
+
+def once_champion(store: ModelStore, key: StoreKey, versions: list[int]) -> list[int]:
+    """Those of `versions` a promotion made champion once; all of them when the store has no
+    record of its promotions (one written before it kept them)."""
+    history = store.promoted(key)
+    if history is None:
+        return versions
+    return [v for v in versions if v in set(history)]
+
+
+def promotion_history(history: list[int] | None, current: int | None, version: int) -> list[int]:
+    """The record after `version` is promoted over `current`: a store without a record starts
+    it from the champion it replaces, the one version it knows was promoted."""
+    known = list(history) if history is not None else ([] if current is None else [current])
+    return [*known, version][-PROMOTED_KEPT:]
+
+
+def parse_promoted(data: Any) -> list[int] | None:
+    """A stored record of promotions (a JSON list of versions); None when it is not one."""
+    if not isinstance(data, list) or not all(type(v) is int for v in data):
+        return None
+    return list(data)
+
+
 def damaged_pointer(
     store: ModelStore, key: StoreKey, where: str, problem: str, *, below: int | None = None
 ) -> int | None:
-    """The champion when its pointer cannot be read: the newest stored version (older than
-    `below`, the version a promotion is about to name; None without one), logged with the fix.
-    Only an outside hand damages a pointer (every write is atomic); taking the newest version
-    keeps a retrain from judging its challenger against no champion at all, and the next
-    promotion rewrites the pointer."""
+    """The champion when its pointer cannot be read: the newest stored version a promotion once
+    made champion (older than `below`, the version a promotion is about to name; None without
+    one), logged with the fix. Only an outside hand damages a pointer (every write is atomic);
+    taking the last champion still stored keeps a retrain from judging its challenger against
+    no champion at all, never a version nobody promoted, and the next promotion rewrites the
+    pointer."""
     versions = [v for v in store.versions(key) if below is None or v < below]
+    versions = once_champion(store, key, versions)
     newest = versions[-1] if versions else None
+    taken = f"v{newest}, the newest version once promoted, is taken as champion"
+    if newest is None:
+        taken = "no promoted version is stored, so there is no champion"
     logger.warning(
-        "%s: champion pointer %s is damaged (%s); v%s, the newest version, is taken as champion "
-        "until a promotion rewrites the pointer (`scaler retrain` does when its challenger wins)",
+        "%s: champion pointer %s is damaged (%s); %s until a promotion rewrites the pointer "
+        "(`scaler retrain` does when its challenger wins)",
         key,
         where,
         problem,
-        newest,
+        taken,
     )
     return newest
+
+
+def champion_words(version: int | None, *, now: bool = False) -> str:
+    """The champion in a log line: "was v3" / "champion is v3 now", or that there was none
+    (not "vNone")."""
+    if now:
+        return "there is no champion now" if version is None else f"champion is v{version} now"
+    return "there was no champion" if version is None else f"was v{version}"
 
 
 def validated(key: StoreKey, version: int | None, data: Any) -> dict[str, Any]:
@@ -286,7 +345,10 @@ def validated(key: StoreKey, version: int | None, data: Any) -> dict[str, Any]:
 
 def check_keep(keep: int) -> int:
     if not 1 <= keep <= MAX_KEEP:
-        raise ConfigError(f"model store keep={keep}: keep between 1 and {MAX_KEEP} versions")
+        raise ConfigError(
+            f"--keep {keep} (env SCALER_KEEP): the model store keeps 1 to {MAX_KEEP} versions "
+            f"per target; give --keep from 1 to {MAX_KEEP} ({DEFAULT_KEEP} by default)"
+        )
     return keep
 
 

@@ -13,7 +13,8 @@ binaryData like the versions, created once: a 409 means another replica wrote th
 - put: the next version number is claimed by *creating* its ConfigMap; AlreadyExists (409) means
   another writer took it, so re-list and try the next, a bounded number of times.
 - promote: compare-and-set on the pointer's resourceVersion; a 409 means another writer moved
-  it, so re-read: still `expected`, try again; anything else, the other writer won.
+  it, so re-read: still `expected`, try again; anything else, the other writer won. The pointer
+  also lists the versions promotions made champion (`promoted`), what the fallbacks choose from.
 
 Must not: import `kubernetes` (scaler/kube/configmaps.py is the adapter).
 """
@@ -130,10 +131,14 @@ class ConfigMapStore:
                 pointer = self.maps.get(_pointer_name(key))
             current = self._champion_in(key, pointer, below=version)
             if current != expected:
-                logger.info("%s: v%d not promoted, champion is v%s now", key, version, current)
+                logger.info(
+                    "%s: v%d not promoted, %s", key, version, base.champion_words(current, now=True)
+                )
                 return False
+            history = base.promotion_history(_promoted_in(pointer), current, version)
             data = {
                 "champion": str(version),
+                "promoted": json.dumps(history),
                 "previous": "" if current is None else str(current),
                 "promotedAt": f"{time.time():.3f}",
                 "key": json.dumps(key.to_dict()),
@@ -149,10 +154,22 @@ class ConfigMapStore:
                     (self.maps.replace if pointer else self.maps.create)(cm)
             except _Taken:
                 continue  # someone wrote the pointer since we read it: read again
-            logger.info("%s: v%d is champion (was v%s)", key, version, current)
+            logger.info("%s: v%d is champion (%s)", key, version, base.champion_words(current))
             self._prune(key)
             return True
         raise StoreError(f"{key}: the champion pointer kept changing under {ATTEMPTS} tries")
+
+    def discard(self, key: StoreKey, version: int) -> bool:
+        if self.champion_version(key) == version:
+            return False
+        with _as_store_error(key, version):
+            self.maps.delete(_version_name(key, version))  # gone already counts as done
+        logger.info("%s: v%d removed: its promotion lost", key, version)
+        return True
+
+    def promoted(self, key: StoreKey) -> list[int] | None:
+        with _as_store_error(key, None):
+            return _promoted_in(self.maps.get(_pointer_name(key)))
 
     def keys(self) -> list[StoreKey]:
         with _as_store_error(None, None):
@@ -303,6 +320,17 @@ def _as_store_error(key: StoreKey | None, version: int | None) -> Iterator[None]
         raise _Taken(f"{where}: {exc}") from exc
     except KubeError as exc:
         raise StoreError(f"{where}: {exc}") from exc
+
+
+def _promoted_in(pointer: ConfigMap | None) -> list[int] | None:
+    """The pointer's record of promotions (its `promoted` field, written with the pointer in
+    one compare-and-set); None for a pointer written before it kept one, or a damaged one."""
+    if pointer is None:
+        return None
+    try:
+        return base.parse_promoted(json.loads(pointer.data.get("promoted", "")))
+    except ValueError:
+        return None
 
 
 def _pointer_name(key: StoreKey) -> str:

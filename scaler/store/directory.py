@@ -1,7 +1,8 @@
 """The directory backend: the default model store, a PVC in a cluster.
 
 Layout: ROOT/<key slug>/key.json (the key, for `keys()`), v000001.json, v000002.json, ... (one
-version each: {"version", "key", "meta", "artefact"}), champion.json ({"version": n}) and
+version each: {"version", "key", "meta", "artefact"}), champion.json ({"version": n}),
+promoted.json (the versions promotions made champion: what the fallbacks choose from) and
 retrain.json (the retrain job's last success and failure, for serve's gauges), and serving
 checkpoints c000002-001764633600.json (version, epoch seconds: scaler/serving/checkpoints.py).
 Every file is written to a temporary file in the same directory, fsynced, moved into place with
@@ -35,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 _VERSION = re.compile(r"v(\d{6,})\.json")
 _CHECKPOINT = re.compile(r"c(\d{6,})-(\d{12,})\.json")
+PROMOTED = "promoted.json"
+"""The versions promotions made champion ({"versions": [...]}): what the fallbacks choose from."""
 RETRAIN = "retrain.json"
 """The retrain job's last outcome for the key: {"success_at", "failure_at", "reason", "key"}."""
 STALE_TEMP_SECONDS = 3600.0
@@ -118,13 +121,36 @@ class DirectoryStore:
         with self._locked(key):
             current = self._champion_below(key, version)
             if current != expected:
-                logger.info("%s: v%d not promoted, champion is v%s now", key, version, current)
+                logger.info(
+                    "%s: v%d not promoted, %s", key, version, base.champion_words(current, now=True)
+                )
                 return False
             pointer = {"version": version, "previous": current, "promoted_at": time.time()}
             _write_json(self._folder(key) / "champion.json", pointer, key)
+            # After the pointer: a writer killed in between leaves its champion out of the
+            # record, so a fallback takes an older champion, never a version nobody promoted.
+            history = base.promotion_history(self.promoted(key), current, version)
+            _write_json(self._folder(key) / PROMOTED, {"versions": history}, key)
             self._prune(key)
-        logger.info("%s: v%d is champion (was v%s)", key, version, current)
+        logger.info("%s: v%d is champion (%s)", key, version, base.champion_words(current))
         return True
+
+    def discard(self, key: StoreKey, version: int) -> bool:
+        path = self._folder(key) / f"v{version:06d}.json"
+        with self._locked(key):
+            if self.champion_version(key) == version:
+                return False
+            try:
+                path.unlink(missing_ok=True)
+                _fsync_dir(path.parent)
+            except OSError as exc:
+                raise StoreError(f"{key} v{version}: cannot remove {path} ({exc})") from exc
+        logger.info("%s: v%d removed: its promotion lost", key, version)
+        return True
+
+    def promoted(self, key: StoreKey) -> list[int] | None:
+        record = _read_json(self._folder(key) / PROMOTED)
+        return base.parse_promoted(record.get("versions")) if record is not None else None
 
     def keys(self) -> list[StoreKey]:
         found = []

@@ -5,6 +5,7 @@ replaced, a better one kept, a broken trigger reported while the others still tr
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -152,3 +153,44 @@ def test_cluster_targets_are_the_triggers_pointing_at_this_scaler_into_configmap
     store = open_store("configmap:keda", kubeconfig=tmp_path / "kubeconfig")
     assert isinstance(store, ConfigMapStore)
     assert store.champion_version(key_of(ours)) == 1
+
+
+def test_sigterm_stops_the_run_records_every_unfinished_target_and_writes_the_summary(
+    prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    """The CronJob's activeDeadlineSeconds or a node drain: the job exited 143 with no summary
+    and no failure recorded, so the retrain-failed alert never fired."""
+    objects = [scaled_object(f"svc-{i}", nasa(prometheus_server)) for i in range(8)]
+    listing = {"apiVersion": "v1", "kind": "List", "items": objects}
+    (tmp_path / "so.yaml").write_text(yaml.safe_dump(listing))
+    argv = ["--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store")]
+    argv += ["--prometheus-url", prometheus_server.url, "--workers", "1"]
+    argv += ["--json", str(tmp_path / "summary.json")]
+    job = subprocess.Popen(
+        [sys.executable, "-m", "scaler", "retrain", *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert job.stderr is not None
+        for line in job.stderr:  # the first target done: the others still to come
+            if "promoted v1" in line:
+                break
+        job.send_signal(signal.SIGTERM)
+        out, _ = job.communicate(timeout=120)
+    finally:
+        job.kill()
+    assert job.returncode == 143
+    assert "terminated by SIGTERM" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["terminated"] and summary["targets"] == 8
+    stopped = [row for row in summary["outcomes"] if row["failed"]]
+    assert summary["promoted"] >= 1 and stopped, summary
+    assert all("the job was terminated (SIGTERM)" in row["reason"] for row in stopped)
+    # Recorded in the store: serve exports them as scaler_retrain_last_failure_timestamp_seconds.
+    statuses = {str(key): s for key, s in DirectoryStore(tmp_path / "store").statuses().items()}
+    for row in stopped:
+        status = statuses[row["key"]]
+        assert status.retrain_failure is not None and "terminated" in status.retrain_reason

@@ -59,6 +59,16 @@ def test_the_first_writer_wins_the_champion_pointer(kube_api: KubeAPI, tmp_path:
     assert champion is not None and champion.version == second
 
 
+def test_the_log_of_a_first_promotion_says_there_was_no_champion(
+    kube_api: KubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    models = store(tmp_path)
+    caplog.set_level("INFO", logger="scaler.store")
+    assert models.promote(KEY, models.put(KEY, fitted(0)), expected=None)
+    assert "v1 is champion (there was no champion)" in caplog.text
+    assert "vNone" not in caplog.text
+
+
 def test_a_conflict_on_the_pointer_is_re_read_and_retried(
     kube_api: KubeAPI, tmp_path: Path
 ) -> None:
@@ -137,6 +147,37 @@ def test_a_damaged_pointer_names_the_newest_version_and_the_next_promotion_repai
     third = models.put(KEY, fitted(0))
     assert models.promote(KEY, third, expected=held)
     assert models.champion_version(KEY) == third
+
+
+def test_a_version_whose_promotion_lost_is_discarded_but_never_the_champion(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    models = store(tmp_path)
+    winner, loser = models.put(KEY, fitted(0)), models.put(KEY, fitted(1))
+    assert models.promote(KEY, winner, expected=None)
+    assert not models.promote(KEY, loser, expected=None)
+    assert models.discard(KEY, loser) and models.versions(KEY) == [winner]
+    assert not models.discard(KEY, winner) and models.versions(KEY) == [winner]
+
+
+def test_a_fallback_takes_a_version_once_promoted_never_one_a_writer_left_unpromoted(
+    kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    models = store(tmp_path)
+    _, second = promoted_twice(models, KEY)
+    abandoned = models.put(KEY, fitted(0))  # its writer was killed before its promote
+    pointer = kube_api.get("v1", "configmaps", NAMESPACE, f"{configmap.PREFIX}-{KEY.slug}")
+    pointer["data"]["champion"] = "edited by hand"
+    kube_api.tamper(pointer, plural="configmaps")
+    assert models.champion_version(KEY) == second != abandoned
+    fourth = models.put(KEY, fitted(1))
+    assert models.promote(KEY, fourth, expected=second)
+    name = f"{configmap.PREFIX}-{KEY.slug}-v{fourth:06d}"
+    damaged = kube_api.get("v1", "configmaps", NAMESPACE, name)
+    damaged["binaryData"][configmap.ARTEFACT] = base64.b64encode(b"not gzip").decode()
+    kube_api.tamper(damaged, plural="configmaps")
+    champion = models.champion(KEY)
+    assert champion is not None and champion.version == second
 
 
 def test_an_unreachable_api_is_a_store_error_naming_the_key(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def test_the_first_writer_wins_and_the_second_serves_the_winners_artefact(tmp_pa
     assert won.fingerprint == lost.fingerprint
     assert first.model_version == second.model_version == 1
     assert store.champion_version(StoreKey.of(SPEC)) == 1
-    assert store.versions(StoreKey.of(SPEC)) == [1, 2]  # the loser's is kept, not served
+    assert store.versions(StoreKey.of(SPEC)) == [1]  # the loser's is removed: no fallback serves it
 
 
 def test_a_promotion_is_hot_reloaded_and_the_same_champion_is_not_reloaded(

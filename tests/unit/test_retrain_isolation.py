@@ -16,6 +16,7 @@ from scaler.decision.spec import TargetSpec
 from scaler.kube import targets as manifests
 from scaler.offline import retrain
 from scaler.store.directory import DirectoryStore
+from tests.store_artefacts import fitted
 
 
 class DailyLoad:
@@ -129,3 +130,34 @@ def test_a_week_of_no_load_does_not_replace_the_champion_with_a_model_of_nothing
     assert store.champion_version(target.key) == 1
     partly = run(PausedLoad(paused=now - 2 * 86400.0))  # a part of the week: scored as ever
     assert "load was 0" not in partly.reason and partly.champion_loss is not None
+
+
+def test_a_challenger_that_loses_the_promotion_race_is_not_left_for_a_fallback_to_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs at once: the second stored its challenger, lost the compare-and-set and left
+    the version behind; a damaged pointer later made it champion, a model no run chose."""
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    settings = retrain.RetrainSettings(history=3 * 86400.0, workers=0, peaks_every=None)
+    store = DirectoryStore(tmp_path)
+    first = store.put(target.key, fitted(0))
+    assert store.promote(target.key, first, expected=None)
+    real = retrain.challenge
+
+    def challenge(*args: Any) -> dict[str, Any]:
+        # The other run promotes its model while this one fits.
+        other = store.put(target.key, fitted(1))
+        assert store.promote(target.key, other, expected=first)
+        return real(*args)
+
+    monkeypatch.setattr(retrain, "challenge", challenge)
+    trainer = retrain.Retrainer(store, DailyLoad(), settings)  # type: ignore[arg-type]
+    try:
+        (outcome,) = asyncio.run(trainer.run([target], now=10 * 86400.0))
+    finally:
+        trainer.close()
+    assert not outcome.promoted and not outcome.failed and outcome.version is None, outcome
+    assert outcome.reason == "another writer promoted v2 first; it stays (this run's v3 removed)"
+    assert store.versions(target.key) == [1, 2]
+    (tmp_path / target.key.slug / "champion.json").write_text("{damaged")
+    assert store.champion_version(target.key) == 2

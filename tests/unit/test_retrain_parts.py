@@ -48,6 +48,18 @@ def test_the_indexed_job_index_picks_the_shard_and_needs_the_count() -> None:
         shard_of(None, 2, "5")
 
 
+def test_a_shard_count_without_an_index_is_refused_rather_than_training_every_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("JOB_COMPLETION_INDEX", raising=False)
+    assert shard_of(None, 1, None) == Shard(1, 1)
+    assert exit_code(retrain_argv(tmp_path, "--shards", "4")) == 2
+    err = capsys.readouterr().err
+    assert "--shards 4" in err and "--shard I/N" in err and "JOB_COMPLETION_INDEX" in err
+    assert "Indexed Job (deploy/retrain/sharded)" in err
+    assert not (tmp_path / "store").exists()
+
+
 @pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0"])
 def test_a_shard_that_names_nothing_is_refused(text: str) -> None:
     with pytest.raises(ConfigError, match="--shard"):

@@ -45,6 +45,24 @@ def test_promote_is_compare_and_set_so_the_first_writer_wins(tmp_path: Path) -> 
     assert store.promote(KEY, second, expected=first)
 
 
+def test_the_log_of_a_first_promotion_says_there_was_no_champion(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = DirectoryStore(tmp_path)
+    caplog.set_level("INFO", logger="scaler.store")
+    first = store.put(KEY, fitted(0))
+    assert store.promote(KEY, first, expected=None)
+    assert not store.promote(KEY, store.put(KEY, fitted(1)), expected=7)
+    assert "v1 is champion (there was no champion)" in caplog.text
+    assert "v2 not promoted, champion is v1 now" in caplog.text
+    assert "vNone" not in caplog.text
+
+
+def test_a_keep_of_no_version_names_the_flag(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--keep 0 \(env SCALER_KEEP\)"):
+        DirectoryStore(tmp_path, keep=0)
+
+
 def test_racing_writers_get_distinct_versions_and_one_champion(tmp_path: Path) -> None:
     stores = [DirectoryStore(tmp_path) for _ in range(4)]
     won: list[bool] = []
@@ -208,3 +226,32 @@ def test_a_version_number_is_never_reused_when_the_champion_file_was_deleted(
     assert store.champion(KEY) is None
     assert f"names v{first}, which is not in the store" in caplog.text
     assert store.put(KEY, fitted(1)) == first + 1
+
+
+def test_a_version_whose_promotion_lost_is_discarded_but_never_the_champion(
+    tmp_path: Path,
+) -> None:
+    store = DirectoryStore(tmp_path)
+    winner, loser = store.put(KEY, fitted(0)), store.put(KEY, fitted(1))
+    assert store.promote(KEY, winner, expected=None)
+    assert not store.promote(KEY, loser, expected=None)
+    assert store.discard(KEY, loser) and store.versions(KEY) == [winner]
+    assert not store.discard(KEY, winner) and store.versions(KEY) == [winner]
+
+
+def test_a_fallback_takes_a_version_once_promoted_never_one_a_writer_left_unpromoted(
+    tmp_path: Path,
+) -> None:
+    """A writer killed between put and promote leaves a version nobody chose: neither a damaged
+    pointer nor a damaged champion may make it the one served."""
+    store = DirectoryStore(tmp_path)
+    _, second = promoted_twice(store, KEY)
+    abandoned = store.put(KEY, fitted(0))  # killed before its promote
+    folder = tmp_path / KEY.slug
+    (folder / "champion.json").write_text("{damaged")
+    assert store.champion_version(KEY) == second != abandoned
+    fourth = store.put(KEY, fitted(1))
+    assert store.promote(KEY, fourth, expected=second)  # the pointer is repaired
+    (folder / f"v{fourth:06d}.json").write_text("{truncated")
+    champion = store.champion(KEY)
+    assert champion is not None and champion.version == second

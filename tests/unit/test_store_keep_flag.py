@@ -10,7 +10,9 @@ import pytest
 from scaler.errors import ConfigError
 from scaler.store import location
 from scaler.store.directory import DirectoryStore
+from tests.unit.exits import exit_code
 from tests.unit.test_checkpoint_flag import serve_settings
+from tests.unit.test_retrain_parts import retrain_argv
 
 
 def test_keep_reaches_the_store_serve_opens(tmp_path: Path) -> None:
@@ -27,5 +29,12 @@ def test_keep_reads_scaler_keep_as_retrain_does(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_keep_of_no_version_is_refused() -> None:
-    with pytest.raises(ConfigError, match="keep=0"):
+    with pytest.raises(ConfigError, match="--keep 0"):
         serve_settings("--keep", "0")
+
+
+def test_retrain_refuses_a_keep_of_no_version_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exit_code(retrain_argv(tmp_path, "--keep", "0")) == 2
+    assert "--keep 0 (env SCALER_KEEP)" in capsys.readouterr().err
