@@ -258,7 +258,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     live.add_argument(
         "--since",
         type=duration_arg,
-        default=28 * 86400.0,
+        default=None,
         metavar="DURATION",
         help="history read, ending now (default 28d; 2d-400d)",
     )
@@ -394,11 +394,24 @@ def _refuse_nothing_graded(
         )
 
 
+SINCE = 28 * 86400.0
+"""History a --prometheus-url backtest reads by default."""
+_QUERY_FLAGS = {"--query": "query", "--since": "since", "--query-step": "query_step"}
+"""Flags of a --prometheus-url read, and their argparse names."""
+
+
 def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, str]:
     """The trace a backtest walks through, and its name: TRACE.csv, or --query's history."""
     if (args.trace is None) == (args.prometheus_url is None):
         raise ConfigError("give TRACE.csv or --prometheus-url URL --query PROMQL (one of them)")
     if args.trace is not None:
+        given = [flag for flag, value in _QUERY_FLAGS.items() if getattr(args, value) is not None]
+        if given:
+            raise ConfigError(
+                f"{', '.join(given)} with TRACE.csv: they shape a --prometheus-url read, and "
+                f"{args.trace} is read as it is (decided and scored at its own step; --step sets "
+                "the model's); drop them, or read the query with --prometheus-url instead"
+            )
         return read_trace(args.trace), str(args.trace)
     if not (args.query or "").strip():
         raise ConfigError("--prometheus-url needs --query PROMQL, returning one series")
@@ -411,7 +424,7 @@ def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, 
     trace = prometheus_history.fetch(
         settings,
         query=args.query.strip(),
-        since=args.since,
+        since=SINCE if args.since is None else args.since,
         step=args.query_step or config.step,
         now=time.time(),
     )

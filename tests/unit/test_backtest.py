@@ -314,3 +314,15 @@ def test_the_coverage_bars_show_a_coverage_far_below_half() -> None:
     backtest_plot.draw_comparison(loss, cov, result)
     assert cov.get_ylim()[0] <= 33.7
     plt.close(fig)
+
+
+@pytest.mark.parametrize("flags", [["--query-step", "1m"], ["--since", "3d"], ["--query", "up"]])
+def test_a_prometheus_read_s_flags_beside_a_trace_file_are_refused_not_ignored(
+    flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    code = cli.main(["backtest", str(trace), *flags, "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert f"{flags[0]} with TRACE.csv: they shape a --prometheus-url read" in (
+        capsys.readouterr().err
+    )
