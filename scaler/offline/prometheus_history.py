@@ -14,6 +14,7 @@ import math
 from datetime import UTC, datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from models.base import Series
 from scaler.decision.spec import TargetSpec, format_duration
@@ -66,7 +67,25 @@ def fetch(
     present = np.flatnonzero(~np.isnan(series.values))
     if present.size == 0:
         raise NoData(f"query {query!r} has no values in the last {format_duration(since)}")
+    _refuse_sparse(present, step, query)
     return _loads(series.since(series.start + int(present[0]) * step), query)
+
+
+def _refuse_sparse(present: npt.NDArray[np.intp], step: float, query: str) -> None:
+    """A series recorded every 10m read at a 5m --query-step has a value at every other step:
+    half the decisions would be `no_data` and the figures a replay of gaps (a frontier of 1.41
+    where the same load at its own step scores 0.97). Refused when the usual spacing of its
+    values (the median, so an outage does not count) is two steps or more."""
+    if present.size < 3:
+        return
+    spacing = float(np.median(np.diff(present)))
+    if spacing >= 2:
+        every = format_duration(spacing * step)
+        raise ConfigError(
+            f"--query {query!r} has a value every {every}, not every --query-step "
+            f"{format_duration(step)}: half the steps or more would be missing; give "
+            f"--query-step {every} (or coarser)"
+        )
 
 
 def _loads(series: Series, query: str) -> Series:

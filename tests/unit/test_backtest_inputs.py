@@ -171,3 +171,17 @@ def test_a_sql_export_with_bracketed_names_is_still_read_as_a_csv(tmp_path: Path
     path = tmp_path / "trace.csv"
     path.write_text("[Time],[Value]\n2024-03-01 00:00:00,1.5\n2024-03-01 00:05:00,2.5\n")
     np.testing.assert_array_equal(read_trace(path).values, [1.5, 2.5])
+
+
+def test_a_series_recorded_every_two_query_steps_is_refused_naming_the_step_to_give(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(ConfigError, match=r"has a value every 10m, .* give --query-step 10m"):
+        fetched(monkeypatch, ["812.5", "nan", "790", "nan"])
+
+
+def test_an_outage_in_a_series_at_its_own_step_is_not_a_sparse_series(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    values = ["812.5"] * 20 + ["nan"] * 10  # a scrape outage of 50 minutes in each 2.5 hours
+    assert np.isnan(fetched(monkeypatch, values).values).sum() > 0
