@@ -53,6 +53,13 @@ def open_store(
             f"--store {location}: a file, not a directory; give a directory (created when "
             "missing) or configmap:NAMESPACE"
         )
+    try:  # a path that can never be made would fail each write, only after its target's fit
+        Path(location).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"--store {location}: cannot create the directory ({exc.strerror}); give a "
+            "directory the scaler can create or read, or configmap:NAMESPACE"
+        ) from None
     from scaler.store.directory import DirectoryStore
 
     return DirectoryStore(Path(location), keep=keep)
