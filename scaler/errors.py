@@ -46,7 +46,9 @@ class MalformedAnswer(SourceUnavailable):
 
 class CircuitOpen(SourceUnavailable):
     """The endpoint failed too often in a row; its targets are refused without a request until
-    a probe succeeds (scaler.serving.isolation). `problem` is the endpoint's last failure."""
+    a probe succeeds (scaler.serving.isolation). The message names the endpoint only; `problem`
+    is the endpoint's last failure, which may be another target's (its name, its query): for the
+    scaler's log, never for a target's answer."""
 
     def __init__(self, message: str, problem: str) -> None:
         super().__init__(message)

@@ -301,7 +301,9 @@ class Engine:
             state.updated.set()  # a waiting StreamIsActive answers with the error
             state.updated = asyncio.Event()
         except CircuitOpen as exc:  # the endpoint's problem, already logged as the target's
-            self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
+            told = str(exc)  # names no other target (tenant): the log line may
+            detail = f"{told}; the last failure: {exc.problem}"
+            self._note_error(state, type(exc).__name__, told, problem=exc.problem, detail=detail)
         except ScalerError as exc:
             self._note_error(state, type(exc).__name__, str(exc))
         except Exception as exc:  # one broken target must not stop the others
@@ -317,14 +319,15 @@ class Engine:
         message: str,
         *,
         problem: str | None = None,
+        detail: str | None = None,
         logged: bool = False,
     ) -> None:
-        """Keep the target's error; log its `problem` (default: the message) once per change,
-        not once per step: a refusal by an open breaker is the same problem as the failure
-        that opened it."""
+        """Keep the target's error; log it (`detail`, for the operator, default: the message)
+        once per change of its `problem` (default: the message), not once per step: a refusal
+        by an open breaker is the same problem as the failure that opened it."""
         problem = message if problem is None else problem
         if self._problems.get(state.spec.key) != problem and not logged:
-            logger.warning("%s: %s", state.spec.key, message)
+            logger.warning("%s: %s", state.spec.key, message if detail is None else detail)
         self._problems[state.spec.key] = problem
         state.error = message
         self.telemetry.refresh_errors.labels(kind).inc()
