@@ -43,7 +43,7 @@ from scaler.clock import Clock
 from scaler.decision import budget, drift, margin, policy, unrecorded
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
-from scaler.errors import BadQuery, CircuitOpen, ScalerError, TooManyTargets
+from scaler.errors import BadQuery, CircuitOpen, NegativeLoad, ScalerError, TooManyTargets
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import fitting, isolation, leadtime, ledgerreads, warmup
@@ -304,6 +304,8 @@ class Engine:
             told = str(exc)  # names no other target (tenant): the log line may
             detail = f"{told}; the last failure: {exc.problem}"
             self._note_error(state, type(exc).__name__, told, problem=exc.problem, detail=detail)
+        except NegativeLoad as exc:  # its value changes every step; the problem does not
+            self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
         except ScalerError as exc:
             self._note_error(state, type(exc).__name__, str(exc))
         except Exception as exc:  # one broken target must not stop the others
