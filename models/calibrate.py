@@ -18,6 +18,7 @@ at night.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -486,23 +487,42 @@ def calibrated(
     graded = scores(backtest, floor=floor, quantile=quantile, relative=relative)
     if graded:
         graded["in_sample"] = float(in_sample)
+    calibration = measured(backtest, floor=floor, samples=backtest.origins, relative=relative)
     return CalibratedModel(
         model=final,
-        calibration=measured(
-            backtest,
-            floor=floor,
-            samples=backtest.origins,
-            relative=relative,
-        ),
+        calibration=calibration,
         trained_from=history.start,
         trained_until=history.end,
         step=history.step,
-        fingerprint=data_fingerprint(history),
+        fingerprint=model_fingerprint(final, calibration, history=history, quantile=quantile),
         scores=graded,
         quantile=quantile,
         losses=origin_losses(backtest, floor=floor, quantile=quantile),
         backtest=backtest,
     )
+
+
+def model_fingerprint(
+    model: Forecaster, calibration: Calibration, *, history: Series, quantile: float
+) -> str:
+    """16 hex digits identifying a fitted model (its artefact's `fingerprint`, the decision
+    log's `model_version`): its kind, its fitted parameters and calibration table (so the
+    forecast steps and settings such as Prophet's holidays they came from), the quantile it
+    tracks, and the exact training data. Two kinds fitted on the same data differ (the quick
+    seasonal fit and the `auto` pick that replaces it used to share one version, the data's),
+    and so does one kind refitted on other data or settings; replicas fitting the same kind
+    on the same data agree. Artefacts stored before keep the version they were stored with."""
+    digest = hashlib.sha256()
+    digest.update(data_fingerprint(history).encode())
+    fitted = {
+        "kind": model.kind,
+        "params": model.to_dict(),
+        "calibration": calibration.to_dict(),
+        "quantile": quantile,
+    }
+    # repr: a value json cannot write (a numpy integer) is still hashed, never refused here.
+    digest.update(json.dumps(fitted, sort_keys=True, default=repr).encode())
+    return digest.hexdigest()[:16]
 
 
 def data_fingerprint(history: Series) -> str:

@@ -71,11 +71,18 @@ def count_within(low: int, high: int) -> Callable[[str], int]:
     """argparse `type=` for a whole number in plain ASCII digits within [low, high]."""
 
     def parse(text: str) -> int:
-        if re.fullmatch(r"[0-9]+", text.strip()) is None:
+        # A sign is read, so that -1 is told the range rather than "not a whole number".
+        if re.fullmatch(r"[-+]?[0-9]+", text.strip()) is None:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
         value = int(text)
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} is outside [{low}, {high}]")
+        if value < low:
+            raise argparse.ArgumentTypeError(
+                f"{text.strip()} is outside [{low}, {high}]: it must be at least {low}"
+            )
+        if value > high:
+            raise argparse.ArgumentTypeError(
+                f"{text.strip()} is outside [{low}, {high}]: it must be at most {high}"
+            )
         return value
 
     return parse

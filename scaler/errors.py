@@ -39,6 +39,16 @@ class NoData(SourceError):
     """The source answered, but with no usable samples for this query."""
 
 
+class NegativeLoad(NoData):
+    """The query's newest value is negative beyond float noise: no load is, so it is not a value
+    to decide on (UNAVAILABLE, as NaN is). The message names the value; `problem` is the same
+    without it, so that a value changing every step is logged once, not every step."""
+
+    def __init__(self, message: str, *, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
 class MalformedAnswer(SourceUnavailable):
     """The source answered, but not in the shape its API promises (a proxy, a UI page, another
     product on the port): says what was expected from which URL. Retryable, like an outage."""
@@ -46,7 +56,9 @@ class MalformedAnswer(SourceUnavailable):
 
 class CircuitOpen(SourceUnavailable):
     """The endpoint failed too often in a row; its targets are refused without a request until
-    a probe succeeds (scaler.serving.isolation). `problem` is the endpoint's last failure."""
+    a probe succeeds (scaler.serving.isolation). The message names the endpoint only; `problem`
+    is the endpoint's last failure, which may be another target's (its name, its query): for the
+    scaler's log, never for a target's answer."""
 
     def __init__(self, message: str, problem: str) -> None:
         super().__init__(message)

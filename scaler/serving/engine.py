@@ -43,7 +43,7 @@ from scaler.clock import Clock
 from scaler.decision import budget, drift, margin, policy, unrecorded
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
-from scaler.errors import BadQuery, CircuitOpen, ScalerError, TooManyTargets
+from scaler.errors import BadQuery, CircuitOpen, NegativeLoad, ScalerError, TooManyTargets
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import fitting, isolation, leadtime, ledgerreads, warmup
@@ -313,6 +313,10 @@ class Engine:
             state.updated = asyncio.Event()
             return
         except CircuitOpen as exc:  # the endpoint's problem, already logged as the target's
+            told = str(exc)  # names no other target (tenant): the log line may
+            detail = f"{told}; the last failure: {exc.problem}"
+            self._note_error(state, type(exc).__name__, told, problem=exc.problem, detail=detail)
+        except NegativeLoad as exc:  # its value changes every step; the problem does not
             self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
         except ScalerError as exc:
             self._note_error(state, type(exc).__name__, str(exc))
@@ -357,14 +361,15 @@ class Engine:
         message: str,
         *,
         problem: str | None = None,
+        detail: str | None = None,
         logged: bool = False,
     ) -> None:
-        """Keep the target's error; log its `problem` (default: the message) once per change,
-        not once per step: a refusal by an open breaker is the same problem as the failure
-        that opened it."""
+        """Keep the target's error; log it (`detail`, for the operator, default: the message)
+        once per change of its `problem` (default: the message), not once per step: a refusal
+        by an open breaker is the same problem as the failure that opened it."""
         problem = message if problem is None else problem
         if self._problems.get(state.spec.key) != problem and not logged:
-            logger.warning("%s: %s", state.spec.key, message)
+            logger.warning("%s: %s", state.spec.key, message if detail is None else detail)
         self._problems[state.spec.key] = problem
         state.error = message
         self.telemetry.refresh_errors.labels(kind).inc()

@@ -11,7 +11,8 @@ breaker:
   loop until the new thread gets the GIL, milliseconds each under load (at start-up, thousands).
 - The breaker (`Breaker`, a pure state machine on the times it is given) refuses requests to an
   endpoint that has only failed for a while, so that its targets fail in microseconds with the
-  reason instead of each waiting for a timeout, and probes it again after a cooldown.
+  reason instead of each waiting for a timeout, and probes it again after a cooldown. The reason
+  a target is given names no other target: the failure that opened it is only logged.
 
 Only transport failures count against an endpoint (`SourceUnavailable`, which includes
 `MalformedAnswer`, and a caller's deadline expiring): an endpoint that answers "no data" or "bad
@@ -79,13 +80,21 @@ class Breaker:
         return self.opened > 0
 
     def refusal(self, now: float) -> str | None:
-        """None when a request may go now (taking the probe slot when half-open), else why not."""
+        """None when a request may go now (taking the probe slot when half-open), else why not.
+
+        The reason is told to every target of the endpoint, so it never quotes `last_error`:
+        that names the target whose request failed, its query, and what Prometheus said about
+        it, and targets are different tenants. The log (Isolation) and CircuitOpen.problem
+        carry it for the operator."""
         if not self.is_open:
             return None
         if now >= self.open_until and not self.probing:
             self.probing = True
             return None
-        return f"requests are refused until a probe succeeds; the last failure: {self.last_error}"
+        return (
+            f"it failed {self.failures} requests in a row, so requests to it are refused until "
+            "a probe succeeds; the scaler's log has the failures"
+        )
 
     @property
     def current_cooldown(self) -> float:

@@ -9,7 +9,10 @@ the samples of the scaler's own spend counter (the prewarm ledger's shared recor
 budget.spent_per_step; one float array per series, sources/matrix.py decoding the answer on the
 client's own session, uncompressed: `_Client.matrix`), one client per Prometheus URL, and the
 translation of every HTTP, transport, PromQL and answer-shape failure into `SourceUnavailable`,
-`MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. Messages name the URL and the
+`MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. A query must return an instant
+vector of one series (a range vector or a scalar is a BadQuery, from either read, saying so), and
+its newest value must be a load: NaN or Inf is NoData, a negative one float noise read as 0
+(`NEGATIVE_NOISE`) or else NegativeLoad (a NoData). Messages name the URL and the
 fix, and carry no timestamps, so that the engine can log a problem once per change.
 It is the only module that imports prometheus_api_client (and its transport, requests).
 
@@ -47,7 +50,15 @@ from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
 from scaler.decision.spec import TargetSpec
-from scaler.errors import BadQuery, ConfigError, MalformedAnswer, NoData, SourceUnavailable
+from scaler.errors import (
+    BadQuery,
+    ConfigError,
+    MalformedAnswer,
+    NegativeLoad,
+    NoData,
+    SourceError,
+    SourceUnavailable,
+)
 from scaler.settings import PrometheusAuth
 from scaler.sources import matrix
 from scaler.sources.base import Sample
@@ -72,9 +83,18 @@ LEDGER_URL_FIX = "check --ledger-prometheus-url (the Prometheus that scrapes the
 
 RANGE_SHAPE = '{"data": {"result": [{"metric": {...}, "values": [[time, "number"], ...]}]}}'
 INSTANT_SHAPE = (
-    '{"data": {"result": [{"metric": {...}, "value": [time, "number"]}]}} '
-    '(or a scalar\'s [time, "number"])'
+    '{"data": {"resultType": "vector", "result": [{"metric": {...}, "value": [time, "number"]}]}}'
 )
+
+NEGATIVE_NOISE = 1e-9
+"""Largest negative newest value read as 0, as a share of the target's `threshold` (the load one
+replica serves). A difference of counters or rates (`sum(rate(a)) - sum(rate(b))`, what a query
+for "in flight" or "pending" often is) is off by the rounding of its operands, a few ulps
+(2.2e-16 each) of their size: -1.1e-13 is one ulp of a value near 1000. 1e-9 leaves room for
+operands four million times a replica's worth, and reading such a value as 0 moves the load by
+a billionth of a replica, below any replica count. A broken subtraction gives negatives of the
+load's own order, far above the bound. `scaler backtest` applies the same bound to a series, as
+a share of its largest value (one newest value has no scale of its own, the threshold is it)."""
 
 MAX_ANSWER_BYTES = 32 * 2**20
 """Largest answer body read (scaler.sources.bounded): about a million samples, past anything one
@@ -163,7 +183,10 @@ class PrometheusSource:
         elif resolution is not None and resolution < step:
             query = peak_query(spec.query, step, resolution)
             most = max(1, min(MAX_POINTS, MAX_SUBQUERY_SAMPLES // math.ceil(step / resolution)))
-            values, found = self._range(spec, query, grid, began, most=most)
+            try:
+                values, found = self._range(spec, query, grid, began, most=most)
+            except BadQuery as refused:
+                raise self._as_written(spec, at=end, began=began) or refused from None
         else:
             values, found = self._range(spec, spec.query, grid, began)
         if grid.size and not found:
@@ -199,26 +222,50 @@ class PrometheusSource:
         return values, found
 
     def latest(self, spec: TargetSpec, *, at: float) -> Sample:
-        """The value of spec.query at `at` (Prometheus looks back 5 minutes for a sample)."""
+        """The value of spec.query at `at` (Prometheus looks back 5 minutes for a sample), as a
+        load: NoData when there is none, or it is NaN or Inf, or negative beyond float noise
+        (`_load`); BadQuery when the query returns anything but an instant vector of at most
+        one series."""
+        value = self._instant(spec, at=at, began=time.monotonic())
         url = self._url(spec)
-        call = partial(_query_instant, query=spec.query, at=at)
-        result = self._ask(spec, call, kind="instant", began=time.monotonic())
-        with _expecting(spec, url, INSTANT_SHAPE):
-            value = _instant_value(spec, url, result)
         if value is None or math.isnan(value):
             raise NoData(
                 f"query {spec.query!r} for {spec.label} has no value now at {url} (no sample "
                 f"in Prometheus' lookback window, or NaN/Inf); check the metric name and labels"
             )
-        return Sample(at, value)
+        return Sample(at, _load(spec, url, value))
+
+    def _instant(self, spec: TargetSpec, *, at: float, began: float) -> float | None:
+        """spec.query's value at `at`, None when there is no sample; BadQuery for a query
+        Prometheus refuses or whose answer is not one number of an instant vector."""
+        url = self._url(spec)
+        call = partial(_query_instant, query=spec.query, at=at)
+        data = self._ask(spec, call, kind="instant", began=began)
+        with _expecting(spec, url, INSTANT_SHAPE):
+            return _instant_value(spec, url, data)
+
+    def _as_written(self, spec: TargetSpec, *, at: float, began: float) -> BadQuery | None:
+        """Why Prometheus refused the peaks subquery wrapped around spec.query, in words about
+        the query the user wrote, by asking it alone once: its own refusal (a parse error's
+        position is then in their query, not in `peak_query`'s wrapper), or the type it
+        returns (a range vector or a scalar, which no subquery takes). None when it is fine
+        alone, or cannot be asked now: the wrapped query's refusal stands."""
+        try:
+            self._instant(spec, at=at, began=began)
+        except BadQuery as refused:
+            return refused
+        except SourceError:
+            return None
+        return None
 
     def values(self, spec: TargetSpec, query: str, *, at: float) -> list[float]:
         """The value of every series `query` returns at `at` (NaN and Inf left out), from
         spec's Prometheus: e.g. one cold start per pod for leadTime: auto."""
         url = self._url(spec)
         call = partial(_query_instant, query=query, at=at)
-        result = self._ask(spec, call, kind="leadtime", began=time.monotonic(), query=query)
+        data = self._ask(spec, call, kind="leadtime", began=time.monotonic(), query=query)
         with _expecting(spec, url, INSTANT_SHAPE):
+            result = data["result"]
             found = [_to_float(item["value"][1]) for item in result if isinstance(item, dict)]
         return [v for v in found if not math.isnan(v)]
 
@@ -624,7 +671,7 @@ def _range_params(chunk: _Grid, extra: dict[str, str]) -> dict[str, str]:
 
 def _query_instant(
     client: PrometheusConnect, extra: dict[str, str], query: str, at: float
-) -> list[Any]:
+) -> dict[str, Any]:
     assert isinstance(client, _Client)  # every client is made by PrometheusSource._connect
     return client.instant(query, {"time": _ts(at), **extra})
 
@@ -633,13 +680,15 @@ class _Client(PrometheusConnect):
     """The library's client, plus the instant query the engine sends for every target every
     step, asked uncompressed: an answer of one sample is a few hundred bytes, and gzip cost
     both ends more CPU than the bytes it saved (bench/replicas.py --profile-steady). The same
-    session (pooled keep-alive connections, credentials, TLS, the status hook) and the same
-    `data.result` as `custom_query`; the history's range queries stay the library's,
-    compressed. The ledger's range queries (`matrix`) are asked uncompressed too: a day of 50
-    targets' counter is 4.7 MB of JSON, and gzip cost Prometheus 220 ms of CPU a query to save
-    3.9 MB (bench/ledger_window.py; docs/benchmark.md)."""
+    session (pooled keep-alive connections, credentials, TLS, the status hook) as
+    `custom_query`, and its `data` with the `resultType` that one drops; the history's range
+    queries stay the library's, compressed. The ledger's range queries (`matrix`) are asked
+    uncompressed too: a day of 50 targets' counter is 4.7 MB of JSON, and gzip cost Prometheus
+    220 ms of CPU a query to save 3.9 MB (bench/ledger_window.py; docs/benchmark.md)."""
 
-    def instant(self, query: str, params: dict[str, str]) -> list[Any]:
+    def instant(self, query: str, params: dict[str, str]) -> dict[str, Any]:
+        """The answer's `data`: `result` and the `resultType` the library drops (a scalar and
+        a string both come back as [time, "text"], and a range vector must be told apart)."""
         response = self._session.get(
             f"{self.url}/api/v1/query",
             params={"query": query, **params},
@@ -648,8 +697,8 @@ class _Client(PrometheusConnect):
         )
         if response.status_code != 200:  # 2xx but not 200 (the hook raised for the rest)
             raise requests.HTTPError(f"HTTP {response.status_code}", response=response)
-        result: list[Any] = response.json()["data"]["result"]
-        return result
+        data: dict[str, Any] = response.json()["data"]
+        return data
 
     def matrix(self, query: str, params: dict[str, str]) -> list[Any]:
         """The library's `custom_query_range` (the same request, uncompressed; the same status
@@ -707,25 +756,59 @@ def _counter_samples(values: Any) -> FloatArray:
     return np.array(rows, dtype=np.float64).reshape(-1, 2)
 
 
-def _instant_value(spec: TargetSpec, url: str, result: list[Any]) -> float | None:
-    """The value of an instant result: a vector of at most one sample, or a scalar."""
-    if not result:
-        return None
-    if not isinstance(result[0], dict):
-        # The library drops resultType: a scalar or string comes back as [time, "text"].
+def _instant_value(spec: TargetSpec, url: str, data: dict[str, Any]) -> float | None:
+    """The value of an instant answer's vector of at most one sample, None for none; BadQuery
+    for a range vector, a scalar or a string (an answer without `resultType`, from a proxy
+    that dropped it, is told by its shape)."""
+    kind, result = data.get("resultType"), data["result"]
+    if kind == "matrix":
+        raise BadQuery(
+            spec.query,
+            f"Prometheus at {url} returned a range vector (a matrix: a range such as x[5m] "
+            "with no function over it); the query must return an instant vector: remove the "
+            "range, or wrap it in a function over it, e.g. sum(rate(x[5m])) or "
+            "max_over_time(x[5m])",
+        )
+    bare = bool(result) and not isinstance(result[0], dict)  # [time, "text"], no series
+    if kind in ("scalar", "string") or (kind is None and bare):
         _, text = result
         try:
-            return _to_float(text)
+            number = _to_float(text)
         except ValueError:
             raise BadQuery(
                 spec.query,
                 f"Prometheus at {url} returned the string {text!r}, not a number; "
                 f"make it return one number",
             ) from None
+        raise BadQuery(
+            spec.query,
+            f"Prometheus at {url} returned the scalar {number:g}, not an instant vector; the "
+            "scaler reads its history as bucket peaks (a subquery), which takes only an "
+            "instant vector: return one, e.g. sum(x) instead of scalar(sum(x)), or vector(42) "
+            "for a number",
+        )
+    if not result:
+        return None
     if len(result) > 1:
         raise _several_series(spec, url, len(result))
     _, text = result[0]["value"]
     return _to_float(text)
+
+
+def _load(spec: TargetSpec, url: str, value: float) -> float:
+    """`value` as a load, which is never negative: a negative within NEGATIVE_NOISE of a
+    replica's worth is float noise, read as 0; any other is NegativeLoad (as NaN is NoData:
+    untrustworthy data is UNAVAILABLE, never a made-up 0)."""
+    if value >= 0:
+        return value
+    if -value <= NEGATIVE_NOISE * spec.threshold:
+        return 0.0
+    problem = (
+        f"query {spec.query!r} for {spec.label} returned a negative load at {url}, and a load "
+        f"is never negative (a negative within {NEGATIVE_NOISE:g} of the threshold is float "
+        "noise, read as 0); wrap the query in clamp_min(..., 0) or fix the subtraction in it"
+    )
+    raise NegativeLoad(problem.replace("a negative load", f"{value:g}", 1), problem=problem)
 
 
 def _several_series(spec: TargetSpec, url: str, count: int) -> BadQuery:

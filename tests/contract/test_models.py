@@ -80,6 +80,22 @@ def test_an_artefact_names_kind_version_window_resolution_fingerprint_and_scores
     assert len(json.dumps(data)) < 200_000  # compact: a week's profile, never the history
 
 
+def test_two_kinds_fitted_on_the_same_data_have_different_versions() -> None:
+    versions = {kind: fitted(kind)["fingerprint"] for kind in catalog.names()}
+    assert len(set(versions.values())) == len(versions), versions
+
+
+def test_a_version_is_the_same_for_the_same_fit_and_changes_with_its_steps() -> None:
+    again = artefact.fit("seasonal", TRAIN, STEPS)  # another replica fitting the same target
+    assert again["fingerprint"] == fitted("seasonal")["fingerprint"]
+    assert artefact.fit("seasonal", TRAIN, STEPS + 6)["fingerprint"] != again["fingerprint"]
+
+
+def test_an_artefact_stored_with_a_data_only_fingerprint_keeps_it() -> None:
+    older = fitted("seasonal") | {"fingerprint": "0123456789abcdef"}
+    assert artefact.load(older).fingerprint == "0123456789abcdef"
+
+
 def corruptions(data: dict[str, Any]) -> list[tuple[str, Any]]:
     cases: list[tuple[str, Any]] = [("not an object", [1, 2]), ("empty", {})]
     for key in ("kind", "params", "calibration", "trained_until", "step"):

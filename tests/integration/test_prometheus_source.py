@@ -18,7 +18,7 @@ import pytest
 
 from models.base import DAY, WEEK, FloatArray
 from scaler.decision import spec
-from scaler.errors import BadQuery, MalformedAnswer, NoData, SourceUnavailable
+from scaler.errors import BadQuery, MalformedAnswer, NegativeLoad, NoData, SourceUnavailable
 from scaler.sources import prometheus
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration import sick_endpoints
@@ -135,13 +135,71 @@ def test_infinite_and_nan_values_in_history_come_back_as_nan(
     assert np.isnan(series.values).all()
 
 
-def test_a_scalar_query_gives_one_value_per_point(source: PrometheusSource) -> None:
+def test_a_scalar_query_is_refused_by_both_reads_with_vector_as_the_fix(
+    source: PrometheusSource,
+) -> None:
     now = time.time()
+    scalar = target("scalar(vector(7))")
+    said = r"returned the scalar 7, not an instant vector.*vector\(42\) for a number"
 
-    series = source.history(target("42"), start=now - 3600, end=now, step=600)
+    with pytest.raises(BadQuery, match=said):
+        source.latest(scalar, at=now)
+    with pytest.raises(BadQuery, match=said):  # not the peaks subquery's "got scalar"
+        source.history(scalar, start=now - 3600, end=now, step=600, resolution=60)
 
-    np.testing.assert_array_equal(series.values, np.full(7, 42.0))
-    assert source.latest(target("scalar(vector(7))"), at=now).value == 7.0
+
+def test_a_range_selector_is_refused_by_both_reads_as_not_an_instant_vector(
+    source: PrometheusSource, llm: BackfilledTrace
+) -> None:
+    ranged = target(f"{llm.selector}[5m]")
+    said = r"returned a range vector.*must return an instant vector: remove the range"
+
+    with pytest.raises(BadQuery, match=said):
+        source.latest(ranged, at=llm.end)
+    with pytest.raises(BadQuery, match=said) as history:
+        source.history(ranged, start=llm.end - DAY, end=llm.end, step=600, resolution=60)
+    assert "subquery" not in str(history.value)
+
+
+def test_a_refused_peaks_history_quotes_prometheus_on_the_query_as_written(
+    source: PrometheusSource, llm: BackfilledTrace
+) -> None:
+    broken = target("sum(rate(gpu_requests_total[5m]")
+    with pytest.raises(BadQuery) as alone:
+        source.latest(broken, at=llm.end)
+
+    with pytest.raises(BadQuery) as peaks:
+        source.history(broken, start=llm.end - DAY, end=llm.end, step=600, resolution=60)
+
+    assert "parse error" in str(peaks.value)
+    assert str(peaks.value) == str(alone.value)  # positions in the user's query, no wrapper
+
+
+def test_a_negative_newest_value_is_no_data_naming_the_query_the_value_and_the_fix(
+    source: PrometheusSource, llm: BackfilledTrace
+) -> None:
+    query = f"-1 * {llm.selector}"
+
+    with pytest.raises(NegativeLoad) as refused:
+        source.latest(target(query), at=llm.end)
+
+    assert isinstance(refused.value, NoData)  # UNAVAILABLE, as NaN is: never 0 replicas
+    said = str(refused.value)
+    assert repr(query) in said and f"returned {-llm.values[-1]:g} at " in said
+    assert "wrap the query in clamp_min(..., 0) or fix the subtraction" in said
+    assert f"{-llm.values[-1]:g}" not in refused.value.problem  # logged once, not every step
+
+
+def test_float_noise_below_zero_is_read_as_0_and_a_negative_above_it_is_refused(
+    source: PrometheusSource, llm: BackfilledTrace
+) -> None:
+    # A difference of counters off by rounding: -1.1e-13 for operands near 1000.
+    noise = target(f"({llm.selector} - 1e-13) - {llm.selector}")  # threshold 10: bound 1e-8
+    real = target("vector(-1e-6)")
+
+    assert source.latest(noise, at=llm.end).value == 0.0
+    with pytest.raises(NegativeLoad, match=r"returned -1e-06 at .*within 1e-09 of the threshold"):
+        source.latest(real, at=llm.end)
 
 
 def test_latest_returns_the_newest_value(source: PrometheusSource, llm: BackfilledTrace) -> None:

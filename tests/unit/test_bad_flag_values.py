@@ -54,3 +54,25 @@ def test_a_bad_value_in_the_environment_is_refused_as_the_flag_would_be(
         cli.build_parser().parse_args(["serve"])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        (
+            "--decision-log-keep",
+            "-1",
+            "--decision-log-keep: -1 is outside [0, 1000]: it must be at least 0",
+        ),
+        ("--decision-log-keep", "1001", "it must be at most 1000"),
+        ("--max-targets", "0", "--max-targets: 0 is outside [1, 100000]: it must be at least 1"),
+    ],
+)
+def test_a_count_out_of_range_is_told_its_bound_even_when_negative(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args(["serve", flag, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "not a whole number" not in err

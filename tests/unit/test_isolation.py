@@ -29,7 +29,8 @@ def test_a_dead_endpoint_opens_the_breaker_once_its_failures_span_a_step() -> No
     b.failure(STEP, "timeout")
     assert b.is_open
     refusal = b.refusal(STEP + 1)
-    assert refusal is not None and "until a probe succeeds; the last failure: timeout" in refusal
+    assert refusal is not None and "failed 4 requests in a row" in refusal
+    assert "until a probe succeeds" in refusal and b.last_error == "timeout"
 
 
 def test_one_slow_query_among_healthy_ones_never_opens_the_breaker() -> None:
@@ -190,9 +191,10 @@ def test_a_breaker_refuses_in_microseconds_once_open_and_counts_only_transport_f
                 await iso.run("e", down)
         assert iso.open_endpoints() == ["e"]
         began = time.monotonic()
-        with pytest.raises(CircuitOpen, match=r"source endpoint e is failing.*http://x:9 refused"):
+        with pytest.raises(CircuitOpen, match=r"source endpoint e is failing") as refused:
             await iso.run("e", lambda: 1)
         assert time.monotonic() - began < 0.01
+        assert refused.value.problem == "http://x:9 refused"
         clock.t += 60.0  # the cooldown: one probe goes through, and its success closes it
         assert await iso.run("e", lambda: 1) == 1
         assert iso.open_endpoints() == []
@@ -208,8 +210,9 @@ def test_a_caller_that_gives_up_counts_as_a_failure_of_the_endpoint() -> None:
         for _ in range(2):
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(iso.run("silent", release.wait), timeout=0.01)
-        with pytest.raises(CircuitOpen, match=isolation.DEADLINE):
+        with pytest.raises(CircuitOpen) as refused:
             await iso.run("silent", lambda: 1)
+        assert isolation.DEADLINE in refused.value.problem
 
     asyncio.run(main())
     release.set()
@@ -260,3 +263,30 @@ def test_an_endpoints_idle_threads_end_so_a_dropped_engine_leaves_none_behind(
         assert await some() == list(range(20))  # and new ones start when needed
 
     asyncio.run(twice())
+
+
+def test_a_refusal_names_neither_the_target_nor_the_query_whose_failures_opened_the_breaker() -> (
+    None
+):
+    iso = isolation.Isolation(limits(), now=Clock().now)
+    theirs = (
+        "Prometheus at http://prom:9090 answered HTTP 500 for team-b/secret-llm: "
+        "query 'sum(rate(team_b_private_total[5m]))' failed; check serverAddress"
+    )
+
+    def down() -> None:
+        raise SourceUnavailable(theirs)
+
+    async def main() -> CircuitOpen:
+        for _ in range(2):  # team-b's requests open the breaker of the shared endpoint
+            with pytest.raises(SourceUnavailable):
+                await iso.run("default", down)
+        with pytest.raises(CircuitOpen) as refused:  # team-a's request is refused
+            await iso.run("default", lambda: 1)
+        return refused.value
+
+    told = asyncio.run(main())
+
+    assert "team-b" not in str(told) and "team_b_private_total" not in str(told)
+    assert "source endpoint default is failing: it failed 2 requests in a row" in str(told)
+    assert told.problem == theirs  # for the operator's log only
