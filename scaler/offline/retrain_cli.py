@@ -288,15 +288,8 @@ def check_store(store: store_base.ModelStore, location: str) -> None:
         store.statuses()
     except store_base.StoreError as exc:
         raise ConfigError(f"--store {location}: cannot read the model store ({exc})") from None
-    if isinstance(store, DirectoryStore):
+    if isinstance(store, DirectoryStore):  # made by location.open_store, or refused there
         root = store.root
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                f"--store {location}: cannot create it ({exc.strerror}); give a writable "
-                "directory, e.g. a mounted volume"
-            ) from None
         if not os.access(root, os.W_OK | os.X_OK):
             raise ConfigError(
                 f"--store {location}: not writable by this user; mount it read-write or give "

@@ -414,13 +414,16 @@ class Engine:
             batched = await self.ledger_batches.read(spec, now=now, waiting=waiting)
             samples, used = batched or await self._ledger_samples(record, spec, start, now)
         except ScalerError as exc:
+            note = str(exc)  # for the scaler's log only: an open breaker's last failure too
+            if isinstance(exc, CircuitOpen):
+                note = f"{note}; the last failure: {exc.problem}"
             if state.ledger_note is None:
                 logger.warning(
                     "%s: prewarm budget unknown, staying reactive until it can be read: %s",
                     spec.key,
-                    exc,
+                    note,
                 )
-            state.ledger_note = str(exc)
+            state.ledger_note = note
             return
         # Spend charged after a dead pod's last scrape is in no record: reserve its bound.
         reserve = unrecorded.unrecorded_spend(

@@ -38,3 +38,12 @@ def test_retrain_refuses_a_keep_of_no_version_naming_the_flag(
 ) -> None:
     assert exit_code(retrain_argv(tmp_path, "--keep", "0")) == 2
     assert "--keep 0 (env SCALER_KEEP)" in capsys.readouterr().err
+
+
+def test_a_store_directory_that_cannot_be_created_is_refused_as_serve_opens_it(
+    tmp_path: Path,
+) -> None:
+    """serve --store /proc/1/nope/models said SERVING and warned once per fit."""
+    (tmp_path / "file").write_text("a file where a folder would be")
+    with pytest.raises(ConfigError, match=r"--store .*/file/models: cannot create the directory"):
+        location.open_store(str(tmp_path / "file" / "models"))
