@@ -113,15 +113,26 @@ class DecisionLog:
             self._keep(key, line)
             self._append(line)
 
+    def stop(self, key: str) -> None:
+        """Close target `key`'s decision: the scaler stopped deciding for it (it went idle, its
+        ScaledObject left, an edit superseded it). Its last decision held until its last step;
+        a target registered again under the same key starts with a `change`."""
+        with self._lock:
+            self._stop(key)
+
+    def _stop(self, key: str) -> None:
+        last = self._last.get(key)
+        if last is not None and last["event"] not in decisionrecord.ENDS:
+            line = decisionrecord.stop(last, at=self._seen.get(key, float(last["at"])))
+            self._keep(key, line)
+            self._append(line)
+
     def close(self) -> None:
         """Write a `stop` line per target (its last decision held until its last step), then
         close the file."""
         with self._lock:
-            for key, last in list(self._last.items()):
-                if last["event"] not in decisionrecord.ENDS:
-                    line = decisionrecord.stop(last, at=self._seen.get(key, float(last["at"])))
-                    self._keep(key, line)
-                    self._append(line)
+            for key in list(self._last):
+                self._stop(key)
             if self._file is not None:
                 self._file.close()
                 self._file = None

@@ -271,7 +271,11 @@ class Engine:
         self._expire_idle()
         started = []
         for key, state in self.targets.items():
-            if key in self._running or self._tried.get(key, -math.inf) >= now:
+            if self._tried.get(key, -math.inf) >= now:
+                continue
+            if key in self._running:  # still refreshing an earlier step: this one is held
+                self._tried[key] = now  # (booked once; the next refresh is the next step's)
+                self._hold(state, now)
                 continue
             self._tried[key] = now
             task = asyncio.create_task(self._guarded_refresh(state, now), name=f"refresh {key}")
@@ -292,7 +296,9 @@ class Engine:
         self.decision_log.close()
 
     # ---- one target --------------------------------------------------------------------------
-    async def _guarded_refresh(self, state: TargetState, now: float) -> None:
+    async def _guarded_refresh(self, state: TargetState, now: float, *, hold: bool = True) -> None:
+        """Refresh `state` for step `now`; a failure keeps its error and, with `hold` (not in
+        the warm-up, before any answer is served), books the step as held (`_hold`)."""
         if state.decided_at >= now or now < state.bad_query_until:
             return
         deadline = self.settings.refresh_deadline
@@ -308,7 +314,9 @@ class Engine:
         except BadQuery as exc:
             state.bad_query, state.bad_query_until = exc, now + BAD_QUERY_RETRY
             self._note_error(state, type(exc).__name__, str(exc))
-            self.decision_log.unanswered(state.spec.key, at=now, why=str(exc))  # refused at once
+            if state.decision is not None:  # answers refused from now (or since they went stale)
+                stale = state.decided_at + self.settings.staleness
+                self.decision_log.unanswered(state.spec.key, at=min(now, stale), why=str(exc))
             state.updated.set()  # a waiting StreamIsActive answers with the error
             state.updated = asyncio.Event()
             return
@@ -325,7 +333,8 @@ class Engine:
             if first:  # the traceback once per change, like every other problem
                 logger.exception("refresh of %s failed", state.spec.key)
             self._note_error(state, "internal", repr(exc), logged=True)
-        self._hold(state, now)
+        if hold:
+            self._hold(state, now)
 
     def _hold(self, state: TargetState, now: float) -> None:
         """A refresh failed: KEDA is still answered the last good decision until it is
@@ -334,8 +343,10 @@ class Engine:
         to what the budget allows now, policy.held), its replicas counted up to when the answers
         stop, a line logged if the cut changed it. Once they stop, one `unanswered` line."""
         decision, predictive, spec = state.decision, state.predictive, state.spec
-        if decision is None or predictive is None or state.decided_at >= now:
-            return
+        if decision is None or predictive is None or now in state.booked:
+            return  # nothing answered yet, or this step is booked
+        if state.bad_query is not None:
+            return  # answered INVALID_ARGUMENT (`answer`), and closed in the log at the refusal
         served_until = state.decided_at + self.settings.staleness
         if now >= served_until:
             staleness = specs.format_duration(self.settings.staleness)
@@ -352,6 +363,7 @@ class Engine:
         cost = state.ledger.charge(now, predictive.prewarm, span)
         used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), span)
         self.telemetry.reactive_spent.labels(spec.key).inc(used)
+        state.booked.append(now)
         self._publish(state, now=now, cost=cost, load=decision.load, booked=span)
 
     def _note_error(
@@ -609,6 +621,7 @@ class Engine:
         )
         state.decision, state.predictive = served, predictive
         state.decided_at, state.active = now, active
+        state.booked.append(now)
         self._publish(state, now=now, cost=cost, load=load)
         state.updated.set()  # wakes StreamIsActive; it decides what to send
         state.updated = asyncio.Event()
@@ -654,6 +667,7 @@ class Engine:
             running.cancel()
         self._tried.pop(key, None)
         self._problems.pop(key, None)
+        self.decision_log.stop(key)  # else the same key registered later continues its line
         self.telemetry.forget(key)
         self.telemetry.targets.set(len(self.targets))
         logger.info("dropped %s target %s", why, key)

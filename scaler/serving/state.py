@@ -18,6 +18,8 @@ from scaler.errors import BadQuery
 
 SAMPLES_KEPT = 512
 """Latest samples a target keeps: a 2-hour lead time (the most) at the 30 s step is 240."""
+BOOKED_KEPT = 16
+"""Latest booked steps a target remembers: a refresh lasts at most its deadline, a few steps."""
 
 
 @dataclass
@@ -60,6 +62,10 @@ class TargetState:
     predictive: policy.Decision | None = None
     """The predictive decision; equals `decision` except in shadow mode."""
     decided_at: float = -math.inf
+    booked: deque[float] = field(default_factory=lambda: deque(maxlen=BOOKED_KEPT))
+    """The latest steps whose answer was booked (charged, counted, logged): decided, or held
+    from the last decision while the source failed (engine `_hold`), so each is booked once. A
+    step skipped while an earlier one's refresh runs is held before that refresh ends."""
     active: bool = False
     error: str | None = None
     bad_query: BadQuery | None = None

@@ -120,13 +120,14 @@ async def _warm(
                 await adopt(engine, state)
         except ScalerError as exc:  # the engine's refresh retries and reports it
             logger.warning("%s: not warm at start-up, the engine retries: %s", state.spec.key, exc)
-        # Stamped with the step it is made in (errors are kept on the state, as each step).
-        await engine._guarded_refresh(state, _step_now(engine))
+        # Stamped with the step it is made in (errors are kept on the state, as each step); no
+        # step is held before SERVING, when nothing is answered yet.
+        await engine._guarded_refresh(state, _step_now(engine), hold=False)
 
 
 async def _decide(engine: Engine, state: TargetState, slots: asyncio.Semaphore) -> None:
     async with slots:
-        await engine._guarded_refresh(state, _step_now(engine))
+        await engine._guarded_refresh(state, _step_now(engine), hold=False)
 
 
 async def adopt(engine: Engine, state: TargetState) -> None:

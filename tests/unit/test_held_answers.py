@@ -20,7 +20,7 @@ import pytest
 from models.base import DAY, HOUR, Series
 from scaler.clock import ManualClock
 from scaler.decision import spec
-from scaler.errors import SourceUnavailable
+from scaler.errors import BadQuery, SourceUnavailable
 from scaler.record import explain
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving.engine import Engine, Unavailable
@@ -41,6 +41,8 @@ class Flaky:
 
     clock: ManualClock
     down: set[float] = field(default_factory=set)
+    refused: set[float] = field(default_factory=set)
+    """Steps at which Prometheus refuses the query (BadQuery)."""
 
     def history(self, _spec: object, *, start: float, end: float, step: float, **_: object):  # type: ignore[no-untyped-def]
         self._check()
@@ -52,19 +54,29 @@ class Flaky:
         return Sample(at=at, value=200.0 if at == NOW else 100.0)
 
     def _check(self) -> None:
+        if self.clock.now() in self.refused:
+            raise BadQuery("load", "Prometheus said: bad_data")
         if self.clock.now() in self.down:
             raise SourceUnavailable("prometheus at http://prom:9090 did not answer")
+
+
+def make(
+    log: Path, *, budget: str = "24", down: range = range(0), staleness: float = STALENESS
+) -> tuple[Engine, Flaky, ManualClock, spec.TargetSpec]:
+    """An engine over a Flaky source down at the steps in `down`, logging to `log`."""
+    clock = ManualClock(NOW)
+    settings = EngineSettings(step=STEP, model_step=MODEL_STEP, staleness=staleness, fit_workers=0)
+    source = Flaky(clock, {NOW + i * STEP for i in down})
+    engine = engine_with(source, clock, settings)
+    engine.decision_log = DecisionLog(log)
+    target = spec.parse("gpu", "llm", {"query": "load", "threshold": "10", "prewarmBudget": budget})
+    return engine, source, clock, target
 
 
 def serve(budget: str, down: range, steps: int, log: Path) -> tuple[Engine, TargetState, float]:
     """Run `steps` steps with the source down at the steps in `down`; the replica-hours KEDA was
     answered (asked 1 s into each step, as a poll between two steps)."""
-    clock = ManualClock(NOW)
-    settings = EngineSettings(step=STEP, model_step=MODEL_STEP, staleness=STALENESS, fit_workers=0)
-    source = Flaky(clock, {NOW + i * STEP for i in down})
-    engine = engine_with(source, clock, settings)
-    engine.decision_log = DecisionLog(log)
-    target = spec.parse("gpu", "llm", {"query": "load", "threshold": "10", "prewarmBudget": budget})
+    engine, _, clock, target = make(log, budget=budget, down=down)
     answered = 0.0
 
     async def run() -> TargetState:
@@ -137,3 +149,99 @@ def test_prewarm_answered_through_an_outage_is_charged_and_cut_when_the_budget_r
     assert (state.predictive.prewarm, state.predictive.reason.value) == (0, "budget_capped")
     assert answered == pytest.approx((16 * 20 + 3 * 10) * STEP / HOUR)
     assert counted(engine, state) == pytest.approx(answered)
+
+
+def test_a_step_refreshed_again_after_a_failure_is_held_once(tmp_path: Path) -> None:
+    engine, _, clock, target = make(tmp_path / "d.jsonl", down=range(11, 12))
+
+    async def run() -> tuple[float, float]:
+        state = engine.ensure(target)
+        for i in range(11):  # the rise is held as 10 paid prewarm replicas from step 10
+            clock.t = NOW + i * STEP
+            await engine.tick(clock.t)
+        before = (counted(engine, state), state.ledger.spent(clock.t))
+        clock.t = now = NOW + 11 * STEP
+        await engine._guarded_refresh(state, now)  # a second call for one step (as the
+        await engine._guarded_refresh(state, now)  # warm-up's passes were), then the loop's
+        await engine.tick(now)
+        return counted(engine, state) - before[0], state.ledger.spent(now) - before[1]
+
+    counted_hours, charged = asyncio.run(run())
+    engine.close()
+    assert counted_hours == pytest.approx(20 * STEP / HOUR)  # one step of 20 replicas
+    assert charged == pytest.approx(10 * STEP / HOUR)  # one step of 10 prewarm replicas
+
+
+def test_a_step_skipped_while_a_slow_refresh_runs_is_held_and_booked(tmp_path: Path) -> None:
+    engine, _, clock, target = make(tmp_path / "d.jsonl")
+    slow = NOW + STEP
+
+    async def run() -> tuple[float, float]:
+        state = engine.ensure(target)
+        await engine.tick(NOW)
+        base, answered = counted(engine, state), 0.0
+        release = asyncio.Event()
+
+        async def hang(state: TargetState, now: float) -> None:
+            await release.wait()
+            raise SourceUnavailable("prometheus at http://prom:9090 did not answer in time")
+
+        engine.refresh = hang  # type: ignore[method-assign]  # our seam: a refresh in flight
+        clock.t = slow
+        started = engine._launch(slow)
+        await asyncio.sleep(0)
+        clock.t = slow + STEP
+        assert engine._launch(slow + STEP) == []  # skipped: step `slow` is still refreshing
+        release.set()
+        await asyncio.gather(*started)
+        for at in (slow + 1, slow + STEP + 1):
+            clock.t = at
+            answered += engine.answer(state).desired * STEP / HOUR
+        return counted(engine, state) - base, answered
+
+    booked, answered = asyncio.run(run())
+    engine.close()
+    assert booked == pytest.approx(answered) == pytest.approx(2 * 20 * STEP / HOUR)
+
+
+def test_a_target_dropped_and_registered_again_starts_a_new_line(tmp_path: Path) -> None:
+    """A refused first refresh of the same key hours later closed the old line at the refusal,
+    and explain billed the hours between."""
+    log = tmp_path / "d.jsonl"
+    engine, source, clock, target = make(log)
+
+    async def run() -> None:
+        engine.ensure(target)
+        await engine.tick(NOW)
+        engine.forget(target.key, "idle")
+        clock.t = NOW + 3 * HOUR
+        source.refused = {clock.t}
+        engine.ensure(target)
+        await engine.tick(clock.t)
+
+    asyncio.run(run())
+    engine.close()
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["event"] for r in records] == ["start", "stop"]
+    replica_hours, _ = billed(log)
+    assert replica_hours == pytest.approx(20 * STEP / HOUR)
+
+
+def test_a_step_after_a_refused_query_is_not_booked_whatever_fails_next(tmp_path: Path) -> None:
+    """With a staleness past the refused query's retry, a retry failing otherwise was held,
+    booked and logged while every answer was INVALID_ARGUMENT."""
+    engine, source, clock, target = make(tmp_path / "d.jsonl", staleness=1800.0)
+
+    async def run() -> float:
+        state = engine.ensure(target)
+        await engine.tick(NOW)
+        base = counted(engine, state)
+        state.bad_query = BadQuery("load", "Prometheus said: bad_data")
+        source.down = {NOW + i * STEP for i in range(1, 40)}
+        for i in range(1, 40):
+            clock.t = NOW + i * STEP
+            await engine.tick(clock.t)
+        return counted(engine, state) - base
+
+    assert asyncio.run(run()) == 0.0
+    engine.close()

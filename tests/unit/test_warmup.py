@@ -92,9 +92,9 @@ def test_a_warm_up_longer_than_the_staleness_bound_serves_no_stale_decision(
     decided: list[str] = []
     refresh = engine._guarded_refresh
 
-    async def counted(state: TargetState, now: float) -> None:
+    async def counted(state: TargetState, now: float, *, hold: bool = True) -> None:
         decided.append(state.spec.key)
-        await refresh(state, now)
+        await refresh(state, now, hold=hold)
 
     monkeypatch.setattr(engine, "_guarded_refresh", counted)
 
