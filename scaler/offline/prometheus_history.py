@@ -83,8 +83,8 @@ def _refuse_sparse(present: npt.NDArray[np.intp], step: float, query: str) -> No
         every = format_duration(spacing * step)
         raise ConfigError(
             f"--query {query!r} has a value every {every}, not every --query-step "
-            f"{format_duration(step)}: half the steps or more would be missing; give "
-            f"--query-step {every} (or coarser)"
+            f"{format_duration(step)}: half the steps or more would be missing; read it over "
+            f"its interval, e.g. last_over_time(metric[{every}]), or give --query-step {every}"
         )
 
 

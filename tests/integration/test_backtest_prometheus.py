@@ -102,11 +102,14 @@ def test_backtest_refuses_a_holidays_country_prophet_does_not_know(tmp_path: Pat
 def test_a_backtest_refuses_a_query_that_goes_negative_naming_it_and_clamp_min(
     prometheus_server: PrometheusServer, tmp_path: Path
 ) -> None:
-    query = f"{prometheus_server.traces['llm_serving_10min'].selector} - 1e6"
+    # over its 10-minute interval: read bare at 5m, every other step can be missing (refused
+    # first), and at 10m a grid off its samples by over 5 minutes sees none of them
+    selector = prometheus_server.traces["llm_serving_10min"].selector
+    query = f"last_over_time({selector}[10m]) - 1e6"
     done = backtest(
         "--prometheus-url", prometheus_server.url, "--query", query, "--since", "20d",
-        "--query-step", "10m", "--out", str(tmp_path),
-    )  # fmt: skip  # at its own step: at 5m, every other step can be missing (refused first)
+        "--out", str(tmp_path),
+    )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert f"--query {query!r} returned -" in done.stderr
     assert "wrap the query in clamp_min(..., 0)" in done.stderr

@@ -176,7 +176,8 @@ def test_a_sql_export_with_bracketed_names_is_still_read_as_a_csv(tmp_path: Path
 def test_a_series_recorded_every_two_query_steps_is_refused_naming_the_step_to_give(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with pytest.raises(ConfigError, match=r"has a value every 10m, .* give --query-step 10m"):
+    fix = r"last_over_time\(metric\[10m\]\), or give --query-step 10m"
+    with pytest.raises(ConfigError, match=rf"has a value every 10m, .*{fix}"):
         fetched(monkeypatch, ["812.5", "nan", "790", "nan"])
 
 
