@@ -100,19 +100,25 @@ def test_the_reader_counts_every_step_once_as_a_per_step_sum_would(tmp_path: Pat
     assert explain.matching([key], "team-a/llm") == [key]
 
 
+def killed_and_restarted(path: Path, plan: list[tuple[int, int]], *, down: float) -> list[Any]:
+    """The records of `plan` decided, the process killed (no stop line), and `plan` decided
+    again by a new process `down` seconds after the first one's last step."""
+    log = DecisionLog(path, checkpoint=900.0)
+    write(log, plan)
+    assert log._file is not None
+    log._file.close()  # killed: no stop line
+    restarted = DecisionLog(path, checkpoint=900.0)
+    write(restarted, plan, start=T0 + len(plan) * STEP + down)
+    restarted.close()
+    return lines(path)
+
+
 def test_a_killed_scaler_is_a_gap_not_a_bill_because_each_line_says_when_the_next_is_due(
     tmp_path: Path,
 ) -> None:
     plan = [(10, 0)] * 200
-    log = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
-    write(log, plan)
-    assert log._file is not None
-    log._file.close()  # killed: no stop line
-    restarted = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
     down = 6 * HOUR
-    write(restarted, plan, start=T0 + len(plan) * STEP + down)
-    restarted.close()
-    records = lines(tmp_path / "d.jsonl")
+    records = killed_and_restarted(tmp_path / "d.jsonl", plan, down=down)
     spans, gaps = explain.spans(records)
     counted = explain.totals(spans).replica_hours
     served = 10 * 2 * len(plan) * STEP / HOUR
@@ -134,15 +140,8 @@ def test_a_kill_shorter_than_a_checkpoint_is_a_gap_up_to_the_restart_not_a_bill(
     """The restart's first line came before the killed process's `next_by`, so the 90 s down
     were billed as if the old decision had been answered through them."""
     plan = [(10, 0)] * 200
-    log = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
-    write(log, plan)
-    assert log._file is not None
-    log._file.close()  # killed: no stop line
-    restarted = DecisionLog(tmp_path / "d.jsonl", checkpoint=900.0)
+    records = killed_and_restarted(tmp_path / "d.jsonl", plan, down=90.0)
     back = T0 + len(plan) * STEP + 90.0
-    write(restarted, plan, start=back)
-    restarted.close()
-    records = lines(tmp_path / "d.jsonl")
     spans, gaps = explain.spans(records)
     assert [g.end for g in gaps] == [back] and gaps[0].why == explain.RESTARTED
     assert explain.totals(spans).replica_hours <= 10 * 2 * 2 * len(plan) * STEP / HOUR
