@@ -64,6 +64,10 @@ class CircuitOpen(SourceUnavailable):
         super().__init__(message)
         self.problem = problem
 
+    def for_log(self) -> str:
+        """The message and the last failure behind it: for the scaler's log only."""
+        return f"{self}; the last failure: {self.problem}"
+
 
 class BadQuery(SpecError, SourceError):
     """The source says the `query` key is wrong: Prometheus rejects it (400/422 `bad_data`), or

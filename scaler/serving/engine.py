@@ -322,8 +322,9 @@ class Engine:
             return
         except CircuitOpen as exc:  # the endpoint's problem, already logged as the target's
             told = str(exc)  # names no other target (tenant): the log line may
-            detail = f"{told}; the last failure: {exc.problem}"
-            self._note_error(state, type(exc).__name__, told, problem=exc.problem, detail=detail)
+            self._note_error(
+                state, type(exc).__name__, told, problem=exc.problem, detail=exc.for_log()
+            )
         except NegativeLoad as exc:  # its value changes every step; the problem does not
             self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
         except ScalerError as exc:
@@ -426,9 +427,8 @@ class Engine:
             batched = await self.ledger_batches.read(spec, now=now, waiting=waiting)
             samples, used = batched or await self._ledger_samples(record, spec, start, now)
         except ScalerError as exc:
-            note = str(exc)  # for the scaler's log only: an open breaker's last failure too
-            if isinstance(exc, CircuitOpen):
-                note = f"{note}; the last failure: {exc.problem}"
+            # for the scaler's log only: an open breaker's last failure too
+            note = exc.for_log() if isinstance(exc, CircuitOpen) else str(exc)
             if state.ledger_note is None:
                 logger.warning(
                     "%s: prewarm budget unknown, staying reactive until it can be read: %s",
