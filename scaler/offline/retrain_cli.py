@@ -23,10 +23,18 @@ from typing import Any, TextIO
 
 from scaler import helptext
 from scaler.decision import spec
+from scaler.decision.literals import format_duration
 from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
 from scaler.kube.targets import Problem, Target
-from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard, live_fallback
+from scaler.offline.retrain import (
+    SERVE_STEP,
+    Outcome,
+    Retrainer,
+    RetrainSettings,
+    Shard,
+    live_fallback,
+)
 from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
 from scaler.store import base as store_base
@@ -135,8 +143,9 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=spec.duration_flag(spec.MODEL_STEP, "scaler serve fits at 5m"),
         metavar="DURATION",
         default=env("MODEL_STEP", None) or defaults.model_step,
-        help="resolution models fit at (1m-1h; 5m): `scaler serve` fits and forecasts at 5m, with "
-        "no flag to change it, so keep the default for models it serves",
+        help="resolution models fit at (1m-1h; 5m). `scaler serve` forecasts at 5m whatever "
+        "a model's step, so at any other step nothing is promoted (the rows show how those fits "
+        "score), and a champion left at another step is replaced at 5m without a race",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
     g.add_argument(
@@ -184,6 +193,14 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         shard.count,
         store,
     )
+    if args.model_step != SERVE_STEP:
+        logger.warning(
+            "--model-step %s: scaler serve forecasts at %s, so no model of this run is promoted; "
+            "the summary shows how %s fits score against the champions",
+            format_duration(args.model_step),
+            format_duration(SERVE_STEP),
+            format_duration(args.model_step),
+        )
     connection = PrometheusSettings(
         url=args.prometheus_url,
         timeout=args.prometheus_timeout,
