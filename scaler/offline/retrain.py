@@ -50,7 +50,7 @@ from scaler.decision.literals import format_duration
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
 from scaler.kube.targets import Target
-from scaler.offline import retrain_score
+from scaler.offline import abandonable, retrain_score
 from scaler.serving import driftstate, workers
 from scaler.serving.state import forecast_steps
 from scaler.settings import EngineSettings
@@ -291,7 +291,9 @@ class Retrainer:
     ) -> list[Outcome]:
         """Every target's outcome, in the order given; `on_done` hears each as it ends. Once
         `stop` is set no target starts, those reading history or fitting are stopped, and each
-        is a failure that says the job was terminated (recorded in the store like any other)."""
+        is a failure that says the job was terminated (recorded in the store like any other).
+        A stopped read is abandoned, not waited for (scaler/offline/abandonable.py): the
+        run returns once the outcomes are recorded, whatever Prometheus does."""
         # A few targets ahead of the fits, so histories are fetched while others fit, and
         # memory holds a handful of histories rather than the fleet's.
         slots = asyncio.Semaphore(max(self.settings.workers, 1) * 2)
@@ -318,7 +320,7 @@ class Retrainer:
         try:
             step, window = self.settings.model_step, self.settings.history
             end = math.floor(now / step) * step  # the grid `scaler serve` fits on
-            read = asyncio.to_thread(
+            read = functools.partial(
                 self.source.history,
                 spec,
                 start=end - window + step,
@@ -326,7 +328,10 @@ class Retrainer:
                 step=step,
                 resolution=self.settings.peaks_every,
             )
-            history = await _unless(stop, read, "while its history was read")
+            # In a thread SIGTERM abandons: a Prometheus that never answers holds no exit.
+            history = await _unless(
+                stop, abandonable.call(read, name=f"history {key}"), "while its history was read"
+            )
             pointer = await asyncio.to_thread(self.store.champion_version, key)
             champion = None
             if pointer is not None:
@@ -336,7 +341,9 @@ class Retrainer:
                 challenge, spec, history, steps, champion.artefact if champion else None
             )
             result = await _unless(stop, self._fit(job), "during its fit (the fit was killed)")
-            result["fallback"] = await self._fallback(spec, now)
+            result["fallback"] = await _unless(
+                stop, self._fallback(spec, now), "while the replicas' drift state was read"
+            )
             held = champion.version if champion else None
             outcome = await self._decide(base, key, result, held, pointer, now)
             return replace(outcome, seconds=time.monotonic() - started)
@@ -368,7 +375,9 @@ class Retrainer:
         if self.live is None:
             return False
         try:
-            held = await asyncio.to_thread(self.live, spec, now)
+            held = await abandonable.call(
+                functools.partial(self.live, spec, now), name=f"drift state {spec.key}"
+            )
         except ScalerError as exc:
             logger.warning(
                 "%s: drift state of the replicas unreadable, taken as none: %s", spec.key, exc
@@ -377,8 +386,8 @@ class Retrainer:
         return bool(held)
 
     async def _fit(self, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        if self._pool is None:
-            return await asyncio.to_thread(job)
+        if self._pool is None:  # a fit in a thread cannot be killed: SIGTERM abandons it
+            return await abandonable.call(job, name="fit")
         result: dict[str, Any] = await self._pool.run(job)
         return result
 

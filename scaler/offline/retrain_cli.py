@@ -61,7 +61,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "latest week, and promote it only if its P95 pinball loss is lower. Prints one row per "
         "target: model, scores, promoted or not, and why. Exit 0 when every target was "
         "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 143 after "
-        "SIGTERM (no target starts, those in flight stop, each is recorded as failed).\n\n"
+        "SIGTERM, within seconds (no target starts, those in flight stop, a Prometheus read "
+        "that never answers is abandoned, each is recorded as failed).\n\n"
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
@@ -239,7 +240,9 @@ async def run_until_terminated(
     """Every target's outcome, and whether SIGTERM (the CronJob's activeDeadlineSeconds, a node
     drain) stopped the run: then no target starts, those in flight are stopped, and each is a
     failure naming the termination, recorded in the store, so that
-    scaler_retrain_last_failure_timestamp_seconds and its alert see it."""
+    scaler_retrain_last_failure_timestamp_seconds and its alert see it. Reads in flight are
+    abandoned (scaler/offline/abandonable.py): nothing here or in asyncio.run's exit waits
+    for a Prometheus that never answers."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
