@@ -67,7 +67,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
         "scalerAddress == --scaler-address. Every flag can also be set as SCALER_<FLAG> "
-        "(SCALER_MODEL_STEP for --model-step), which the flag overrides.",
+        "(SCALER_FIT_TIMEOUT for --fit-timeout), which the flag overrides.",
         epilog="examples:\n"
         "  scaler retrain --targets so.yaml --store /models --prometheus-url http://prom:9090\n"
         "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"
