@@ -11,6 +11,14 @@ number models.challenge.backtest_loss gives, in one pass).
 A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
 has, which favours it: re-running the job promotes nothing new, rather than churning models.
 
+The race is run at one model step only: losses at two steps grade two different series (each
+point the peak of a 5- or a 10-minute bucket), so they decide nothing. And `scaler serve`
+forecasts at SERVE_STEP, whatever step a model was fitted at: a model at another step would be
+served at the wrong step on every replica. So a run at another `--model-step` promotes nothing
+(its rows say how those fits scored), and a champion at another step (written by an older
+version of this job) is replaced by a challenger at SERVE_STEP without a race, the row saying
+so: a step change is never decided by a comparison that means nothing, and never flips back.
+
 A promoted model carries what serve writes with its own fits: its drift null (in the artefact)
 and `fallback_at_fit`, whether the replicas hold the target in drift fallback (their exported
 gauge, `live_fallback`). Every target's outcome is recorded in the store, from which serve
@@ -38,12 +46,14 @@ from models import artefact
 from models.base import ModelError, Series
 from models.calibrate import calibration_window
 from scaler.decision import drift
+from scaler.decision.literals import format_duration
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
 from scaler.kube.targets import Target
-from scaler.offline import retrain_score
+from scaler.offline import abandonable, retrain_score
 from scaler.serving import driftstate, workers
 from scaler.serving.state import forecast_steps
+from scaler.settings import EngineSettings
 from scaler.sources.base import Source
 from scaler.store.base import ModelStore, StoreError, StoreKey
 
@@ -53,6 +63,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
+SERVE_STEP = EngineSettings().model_step
+"""The step `scaler serve` fits and forecasts at (no flag changes it): the one step whose
+models the store may hold as champions."""
 DRIFT_GAUGE = "scaler_drift_fallback"
 """What every serve replica exports per target, 1 while in drift fallback (serving/telemetry.py)."""
 LiveFallback = Callable[[TargetSpec, float], "bool | None"]
@@ -61,9 +74,9 @@ LiveFallback = Callable[[TargetSpec, float], "bool | None"]
 
 @dataclass(frozen=True)
 class RetrainSettings:
-    model_step: float = 300.0
-    """Resolution models are fitted at, seconds (`scaler serve` fits at 5 minutes,
-    EngineSettings.model_step, which no flag changes)."""
+    model_step: float = SERVE_STEP
+    """Resolution models are fitted at, seconds. `scaler serve` fits and forecasts at
+    SERVE_STEP, which no flag changes: at any other step nothing is promoted (verdict)."""
     history: float = 28 * 86400.0
     """Seconds of history per fit."""
     peaks_every: float | None = 30.0
@@ -132,12 +145,28 @@ class Outcome:
 
 
 def verdict(
-    loss: float, old: float, *, champion: int | None, problem: str = "", idle: bool = False
+    loss: float,
+    old: float,
+    *,
+    champion: int | None,
+    problem: str = "",
+    idle: bool = False,
+    step: float = SERVE_STEP,
+    champion_step: float | None = None,
 ) -> tuple[bool, str]:
     """Promote the challenger? And why, in words. `idle`: the latest week's load was 0
-    throughout, so both are scored on nothing and a challenger that forecasts 0 wins. Pure."""
+    throughout, so both are scored on nothing and a challenger that forecasts 0 wins. `step`:
+    the challenger's model step; `champion_step`: the champion's (None: unknown, it does not
+    load). Pure."""
     if not math.isfinite(loss):
         return False, "challenger has no out-of-sample score; the champion stays"
+    if step != SERVE_STEP:
+        kept = "no champion yet" if champion is None else f"v{champion} stays"
+        return False, (
+            f"not promoted ({kept}): fitted at a {format_duration(step)} model step "
+            f"(--model-step), and scaler serve forecasts at {format_duration(SERVE_STEP)}, "
+            "so it would serve this model at the wrong step"
+        )
     if champion is None:
         return True, "no champion yet"
     if idle:
@@ -148,6 +177,12 @@ def verdict(
         )
     if problem:
         return True, f"champion v{champion} cannot be scored ({problem})"
+    if champion_step is not None and champion_step != step:
+        return True, (
+            f"re-baseline: v{champion} was fitted at a {format_duration(champion_step)} model "
+            f"step, and scaler serve forecasts at {format_duration(step)}; replaced without a "
+            "race (losses at two steps grade two different series)"
+        )
     if not math.isfinite(old):
         return True, f"champion v{champion} has no forecast over the latest week"
     if loss < old:
@@ -159,26 +194,27 @@ def challenge(
     spec: TargetSpec, history: Series, steps: int, champion: dict[str, Any] | None
 ) -> dict[str, Any]:
     """Fit the trigger's model on `history`, score the champion on the challenger's
-    calibration window, and measure the challenger's drift null as `scaler serve` does with a
-    model it fits (scaler/serving/champions.py publish), stored in the artefact so that no
-    replica measures it again. Runs in a fit worker: plain data in and out. ModelError when
-    the challenger cannot be fitted."""
+    calibration window (not one at another model step: `verdict`), and measure the
+    challenger's drift null as `scaler serve` does with a model it fits
+    (scaler/serving/champions.py publish), stored in the artefact so that no replica measures
+    it again. Runs in a fit worker: plain data in and out. ModelError when the challenger
+    cannot be fitted."""
     quantile = spec.quantile
     data = artefact.fit(spec.model, history, steps, quantile=quantile)
     loss = float(data.get("scores", {}).get("pinball", math.nan))
     fitted = artefact.load(data)
     null = drift.null_for(fitted, history, lead_time=spec.lead_time, quantile=quantile)
     data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, fitted.step)}
-    old, problem = math.nan, ""
+    old, problem, champion_step = math.nan, "", None
     if champion is not None:
         try:
             model = artefact.load(champion)
-            if model.step != history.step:
-                raise ModelError(f"fitted at a {model.step:.0f} s step, not {history.step:.0f} s")
-            since = history.end - calibration_window(history.span)
-            old = retrain_score.champion_loss(
-                model, history, since=since, steps=steps, quantile=quantile
-            )
+            champion_step = model.step
+            if model.step == history.step:
+                since = history.end - calibration_window(history.span)
+                old = retrain_score.champion_loss(
+                    model, history, since=since, steps=steps, quantile=quantile
+                )
         except ModelError as exc:
             problem = str(exc)
     return {
@@ -187,6 +223,8 @@ def challenge(
         "champion_loss": old,
         "problem": problem,
         "idle": idle(history),
+        "step": history.step,
+        "champion_step": champion_step,
     }
 
 
@@ -253,7 +291,9 @@ class Retrainer:
     ) -> list[Outcome]:
         """Every target's outcome, in the order given; `on_done` hears each as it ends. Once
         `stop` is set no target starts, those reading history or fitting are stopped, and each
-        is a failure that says the job was terminated (recorded in the store like any other)."""
+        is a failure that says the job was terminated (recorded in the store like any other).
+        A stopped read is abandoned, not waited for (scaler/offline/abandonable.py): the
+        run returns once the outcomes are recorded, whatever Prometheus does."""
         # A few targets ahead of the fits, so histories are fetched while others fit, and
         # memory holds a handful of histories rather than the fleet's.
         slots = asyncio.Semaphore(max(self.settings.workers, 1) * 2)
@@ -280,7 +320,7 @@ class Retrainer:
         try:
             step, window = self.settings.model_step, self.settings.history
             end = math.floor(now / step) * step  # the grid `scaler serve` fits on
-            read = asyncio.to_thread(
+            read = functools.partial(
                 self.source.history,
                 spec,
                 start=end - window + step,
@@ -288,7 +328,10 @@ class Retrainer:
                 step=step,
                 resolution=self.settings.peaks_every,
             )
-            history = await _unless(stop, read, "while its history was read")
+            # In a thread SIGTERM abandons: a Prometheus that never answers holds no exit.
+            history = await _unless(
+                stop, abandonable.call(read, name=f"history {key}"), "while its history was read"
+            )
             pointer = await asyncio.to_thread(self.store.champion_version, key)
             champion = None
             if pointer is not None:
@@ -298,7 +341,9 @@ class Retrainer:
                 challenge, spec, history, steps, champion.artefact if champion else None
             )
             result = await _unless(stop, self._fit(job), "during its fit (the fit was killed)")
-            result["fallback"] = await self._fallback(spec, now)
+            result["fallback"] = await _unless(
+                stop, self._fallback(spec, now), "while the replicas' drift state was read"
+            )
             held = champion.version if champion else None
             outcome = await self._decide(base, key, result, held, pointer, now)
             return replace(outcome, seconds=time.monotonic() - started)
@@ -330,7 +375,9 @@ class Retrainer:
         if self.live is None:
             return False
         try:
-            held = await asyncio.to_thread(self.live, spec, now)
+            held = await abandonable.call(
+                functools.partial(self.live, spec, now), name=f"drift state {spec.key}"
+            )
         except ScalerError as exc:
             logger.warning(
                 "%s: drift state of the replicas unreadable, taken as none: %s", spec.key, exc
@@ -339,8 +386,8 @@ class Retrainer:
         return bool(held)
 
     async def _fit(self, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        if self._pool is None:
-            return await asyncio.to_thread(job)
+        if self._pool is None:  # a fit in a thread cannot be killed: SIGTERM abandons it
+            return await abandonable.call(job, name="fit")
         result: dict[str, Any] = await self._pool.run(job)
         return result
 
@@ -360,6 +407,8 @@ class Retrainer:
             champion=champion,
             problem=result["problem"],
             idle=bool(result["idle"]),
+            step=float(result["step"]),
+            champion_step=result["champion_step"],
         )
         if champion is None and pointer is not None and promote:
             # The store fell back past every version it could not load: not a first model.

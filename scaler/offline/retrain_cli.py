@@ -23,10 +23,18 @@ from typing import Any, TextIO
 
 from scaler import helptext
 from scaler.decision import spec
+from scaler.decision.literals import format_duration
 from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
 from scaler.kube.targets import Problem, Target
-from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard, live_fallback
+from scaler.offline.retrain import (
+    SERVE_STEP,
+    Outcome,
+    Retrainer,
+    RetrainSettings,
+    Shard,
+    live_fallback,
+)
 from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
 from scaler.store import base as store_base
@@ -53,12 +61,13 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "latest week, and promote it only if its P95 pinball loss is lower. Prints one row per "
         "target: model, scores, promoted or not, and why. Exit 0 when every target was "
         "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 143 after "
-        "SIGTERM (no target starts, those in flight stop, each is recorded as failed).\n\n"
+        "SIGTERM, within seconds (no target starts, those in flight stop, a Prometheus read "
+        "that never answers is abandoned, each is recorded as failed).\n\n"
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
         "scalerAddress == --scaler-address. Every flag can also be set as SCALER_<FLAG> "
-        "(SCALER_MODEL_STEP for --model-step), which the flag overrides.",
+        "(SCALER_FIT_TIMEOUT for --fit-timeout), which the flag overrides.",
         epilog="examples:\n"
         "  scaler retrain --targets so.yaml --store /models --prometheus-url http://prom:9090\n"
         "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"
@@ -135,8 +144,9 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=spec.duration_flag(spec.MODEL_STEP, "scaler serve fits at 5m"),
         metavar="DURATION",
         default=env("MODEL_STEP", None) or defaults.model_step,
-        help="resolution models fit at (1m-1h; 5m): `scaler serve` fits and forecasts at 5m, with "
-        "no flag to change it, so keep the default for models it serves",
+        help="resolution models fit at (1m-1h; 5m). `scaler serve` forecasts at 5m whatever "
+        "a model's step, so at any other step nothing is promoted (the rows show how those fits "
+        "score), and a champion left at another step is replaced at 5m without a race",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
     g.add_argument(
@@ -184,6 +194,14 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         shard.count,
         store,
     )
+    if args.model_step != SERVE_STEP:
+        logger.warning(
+            "--model-step %s: scaler serve forecasts at %s, so no model of this run is promoted; "
+            "the summary shows how %s fits score against the champions",
+            format_duration(args.model_step),
+            format_duration(SERVE_STEP),
+            format_duration(args.model_step),
+        )
     connection = PrometheusSettings(
         url=args.prometheus_url,
         timeout=args.prometheus_timeout,
@@ -222,7 +240,9 @@ async def run_until_terminated(
     """Every target's outcome, and whether SIGTERM (the CronJob's activeDeadlineSeconds, a node
     drain) stopped the run: then no target starts, those in flight are stopped, and each is a
     failure naming the termination, recorded in the store, so that
-    scaler_retrain_last_failure_timestamp_seconds and its alert see it."""
+    scaler_retrain_last_failure_timestamp_seconds and its alert see it. Reads in flight are
+    abandoned (scaler/offline/abandonable.py): nothing here or in asyncio.run's exit waits
+    for a Prometheus that never answers."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 

@@ -1242,6 +1242,13 @@ def test_the_retrain_cronjob_runs_weekly_one_at_a_time_with_bounded_history(wher
 
 
 @pytest.mark.parametrize("where", RETRAINS)
+def test_the_retrain_pod_is_given_time_to_record_its_targets_after_sigterm(where: str) -> None:
+    """The deadline's SIGTERM: every unfinished target recorded, then the summary, before the
+    kubelet's SIGKILL. Said in the manifest rather than left to the 30 s default."""
+    assert 30 <= retrain_pod(where)["terminationGracePeriodSeconds"] <= 300
+
+
+@pytest.mark.parametrize("where", RETRAINS)
 def test_the_retrain_job_runs_the_scalers_image_and_cli_unprivileged(where: str) -> None:
     (container,) = retrain_pod(where)["containers"]
     assert container["image"] == scaler_container()["image"]

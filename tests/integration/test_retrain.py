@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +197,76 @@ def test_sigterm_stops_the_run_records_every_unfinished_target_and_writes_the_su
     for row in stopped:
         status = statuses[row["key"]]
         assert status.retrain_failure is not None and "terminated" in status.retrain_reason
+
+
+GRACE = 20.0
+"""Seconds from SIGTERM to exit allowed: under the pod's 30 s default grace period, far under
+the hung read's 5 minutes."""
+
+
+class SilentPrometheus:
+    """A server on loopback that takes every request and never answers: a hung Prometheus (a
+    stalled TSDB, a proxy that lost its upstream). Its sockets stay open until `close`."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.asked = threading.Event()
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._take, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _take(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.held.append(conn)
+            if conn.recv(65536):
+                self.asked.set()
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+def test_sigterm_during_a_history_read_that_never_ends_exits_143_within_the_grace_period(
+    tmp_path: Path,
+) -> None:
+    """The job recorded the failures after SIGTERM, then waited for the hung read (up to
+    --prometheus-timeout per request) before it wrote the summary: the kubelet killed it at
+    terminationGracePeriodSeconds (30 s by default), 137 and no summary."""
+    silent = SilentPrometheus()
+    (tmp_path / "so.yaml").write_text(yaml.safe_dump(scaled_object("api", "sum(up)")))
+    argv = ["--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store")]
+    argv += ["--prometheus-url", silent.url, "--prometheus-timeout", "5m"]
+    argv += ["--prometheus-retries", "0", "--workers", "1", "--json", str(tmp_path / "s.json")]
+    job = subprocess.Popen(
+        [sys.executable, "-m", "scaler", "retrain", *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert silent.asked.wait(120), "the job never asked Prometheus for the history"
+        job.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        out, err = job.communicate(timeout=GRACE)
+        took = time.monotonic() - signalled
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running {GRACE:.0f} s after SIGTERM") from None
+    finally:
+        job.kill()
+        job.wait()
+        silent.close()
+    assert job.returncode == 143, err
+    assert took < GRACE and "terminated by SIGTERM" in out
+    (row,) = json.loads((tmp_path / "s.json").read_text())["outcomes"]
+    assert row["failed"] and row["reason"].endswith("while its history was read")
+    (status,) = DirectoryStore(tmp_path / "store").statuses().values()
+    assert status.retrain_failure is not None and "terminated" in status.retrain_reason

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from models import artefact
 from models.base import Series
 from scaler.decision.spec import TargetSpec
 from scaler.kube import targets as manifests
@@ -161,3 +162,61 @@ def test_a_challenger_that_loses_the_promotion_race_is_not_left_for_a_fallback_t
     assert store.versions(target.key) == [1, 2]
     (tmp_path / target.key.slug / "champion.json").write_text("{damaged")
     assert store.champion_version(target.key) == 2
+
+
+def retrain_once(
+    store: DirectoryStore, target: manifests.Target, *, step: float
+) -> retrain.Outcome:
+    """One `scaler retrain` of `target` at `--model-step step` on the daily cycle."""
+    settings = retrain.RetrainSettings(
+        history=3 * 86400.0, workers=0, peaks_every=None, model_step=step
+    )
+    trainer = retrain.Retrainer(store, DailyLoad(), settings)  # type: ignore[arg-type]
+    try:
+        (outcome,) = asyncio.run(trainer.run([target], now=10 * 86400.0))
+    finally:
+        trainer.close()
+    return outcome
+
+
+def test_a_run_at_another_model_step_replaces_no_champion_and_the_default_run_races_as_before(
+    tmp_path: Path,
+) -> None:
+    """`--model-step 10m` replaced every champion (a champion at another step could not be
+    scored, so it lost), and the next default run replaced them all again, at 5m: a flip-flop
+    of models `scaler serve`, which forecasts at 5m, served at the wrong step half the time."""
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    store = DirectoryStore(tmp_path)
+    assert retrain_once(store, target, step=300.0).promoted
+    coarse = retrain_once(store, target, step=600.0)
+    assert not coarse.promoted and not coarse.failed, coarse
+    assert coarse.reason.startswith(
+        "not promoted (v1 stays): fitted at a 10m model step (--model-step), and scaler serve "
+        "forecasts at 5m"
+    )
+    assert coarse.challenger_loss is not None  # how the 10m fit scored, for whoever asked
+    assert store.versions(target.key) == [1] and store.champion_version(target.key) == 1
+    default = retrain_once(store, target, step=300.0)
+    assert default.champion == 1 and default.champion_loss is not None  # a race, as ever
+    assert "re-baseline" not in default.reason
+
+
+def test_a_champion_left_at_another_step_is_replaced_once_saying_so_and_stays_replaced(
+    tmp_path: Path,
+) -> None:
+    """A store an older job filled at 10m: the next default run re-baselines it at the step
+    `scaler serve` forecasts at, saying so, and a run at 10m does not put it back."""
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    store = DirectoryStore(tmp_path)
+    series = DailyLoad().history(None, start=86400.0, end=10 * 86400.0, step=600.0)
+    left = store.put(target.key, artefact.fit("seasonal", series, 4))
+    assert store.promote(target.key, left, expected=None)
+    rebased = retrain_once(store, target, step=300.0)
+    assert rebased.promoted and rebased.version == 2, rebased
+    assert rebased.reason.startswith(
+        "re-baseline: v1 was fitted at a 10m model step, and scaler serve forecasts at 5m; "
+        "replaced without a race"
+    )
+    assert not retrain_once(store, target, step=600.0).promoted
+    again = retrain_once(store, target, step=300.0)
+    assert again.champion == 2 and "re-baseline" not in again.reason, again

@@ -75,6 +75,18 @@ def test_a_challenger_is_promoted_only_when_better_or_the_champion_unusable() ->
     assert verdict(5.0, 1.0, champion=3, problem="artefact format")[0] is True
 
 
+def test_a_model_step_change_is_never_decided_by_losses_at_two_steps() -> None:
+    """scaler serve forecasts at 5m: a model at another step is never promoted, even first or
+    when it scores better; a champion at another step is replaced by a 5m one, whatever the
+    numbers, and the reason says it was a re-baseline."""
+    promote, why = verdict(1.0, 2.0, champion=3, step=600.0, champion_step=600.0)
+    assert not promote and why.startswith("not promoted (v3 stays): fitted at a 10m model step")
+    assert not verdict(1.0, math.nan, champion=None, step=60.0)[0]
+    promote, why = verdict(5.0, math.nan, champion=3, step=300.0, champion_step=600.0)
+    assert promote and why.startswith("re-baseline: v3 was fitted at a 10m model step")
+    assert verdict(5.0, 1.0, champion=3, step=300.0, champion_step=300.0)[0] is False
+
+
 MANIFESTS = """
 apiVersion: keda.sh/v1alpha1
 kind: ScaledObject

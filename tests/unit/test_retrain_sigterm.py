@@ -1,0 +1,69 @@
+"""`scaler retrain` told to stop (SIGTERM: the CronJob's activeDeadlineSeconds, a node drain)
+while a history read hangs (a Prometheus that accepted the query and never answers): the run
+returns at once, every unfinished target recorded as failed, rather than waiting on the read
+past the pod's terminationGracePeriodSeconds. The process-level check, against a real HTTP
+server that never answers, is in tests/integration/test_retrain.py."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from models.base import Series
+from scaler.kube import targets as manifests
+from scaler.offline import retrain
+from scaler.store.directory import DirectoryStore
+from tests.unit.test_retrain_isolation import scaled_object
+
+BOUND = 10.0
+"""Seconds the run may take to return after the stop; the read it abandons never ends."""
+
+
+class HungPrometheus:
+    """A Source whose history read never returns until the test lets it go."""
+
+    def __init__(self) -> None:
+        self.reading = threading.Event()
+        self.release = threading.Event()
+
+    def history(self, spec: object, **kwargs: Any) -> Series:
+        self.reading.set()
+        self.release.wait()
+        raise AssertionError("released by the test's clean-up: nobody waits for this any more")
+
+
+def test_a_stopped_run_returns_at_once_though_a_history_read_never_ends(tmp_path: Path) -> None:
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    store = DirectoryStore(tmp_path)
+    source = HungPrometheus()
+    settings = retrain.RetrainSettings(history=3 * 86400.0, workers=0, peaks_every=None)
+    trainer = retrain.Retrainer(store, source, settings)  # type: ignore[arg-type]
+    outcomes: list[retrain.Outcome] = []
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        run = asyncio.ensure_future(trainer.run([target], now=10 * 86400.0, stop=stop))
+        await asyncio.to_thread(source.reading.wait, BOUND)
+        stop.set()  # what the SIGTERM handler does
+        outcomes.extend(await run)
+
+    # asyncio.run, as `scaler retrain` runs it, in a thread: on a hang the test fails, not hangs.
+    job = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    try:
+        began = time.monotonic()
+        job.start()
+        assert source.reading.wait(BOUND), "the history read never began"
+        job.join(BOUND)
+        assert not job.is_alive(), f"still running {time.monotonic() - began:.0f} s after the stop"
+    finally:
+        source.release.set()
+        trainer.close()
+    (outcome,) = outcomes
+    assert outcome.failed and outcome.reason == (
+        "not retrained: the job was terminated (SIGTERM) while its history was read"
+    )
+    status = store.statuses()[target.key]
+    assert status.retrain_failure is not None and "terminated" in status.retrain_reason
