@@ -571,6 +571,7 @@ async def run_server(
             fit_input=(settings.engine.model_step, settings.engine.history_peaks)
             if settings.checkpoints
             else None,
+            model_step=settings.engine.model_step,
         )
     source = make_source(settings, clock, telemetry)
     spend_record = make_spend_record(settings, telemetry)

@@ -85,8 +85,13 @@ class Champions:
         poll: float,
         on_status: Callable[[str, Status], None] = lambda _key, _status: None,
         fit_input: tuple[float, float | None] | None = None,
+        model_step: float = 300.0,
     ) -> None:
         self.store = store
+        self.model_step = model_step
+        """The step this replica forecasts at: a champion fitted at another is refused."""
+        self._refused: dict[str, int] = {}
+        """The champion version of each target refused for its model step (warned of once)."""
         self.poll_every = poll
         self.on_status = on_status
         """Hears each served target's store status every poll (retrain_gauges)."""
@@ -112,6 +117,10 @@ class Champions:
     def _use(self, state: TargetState, stored: Stored) -> None:
         model = artefact.load(stored.artefact)
         spec = state.spec
+        problem = self._wrong_step(model, stored.version)
+        if problem is not None:
+            self._refused[spec.key] = stored.version
+            raise StoreError(f"{key_of(spec)}: {problem}")
         state.model = model
         state.model_version = stored.version
         state.model_null = driftstate.null_from_json(
@@ -142,7 +151,7 @@ class Champions:
         for state in list(states.values()):
             status = statuses.get(key_of(state.spec), Status())
             self.on_status(state.spec.key, status)
-            if status.champion is None or status.champion == state.model_version:
+            if status.champion in (None, state.model_version, self._refused.get(state.spec.key)):
                 continue
             try:
                 await self._reload(state)
@@ -238,6 +247,17 @@ class Champions:
         self._checkpointed[spec.key] = (version, at)
         return wrote
 
+    def _wrong_step(self, model: CalibratedModel, version: int) -> str | None:
+        """Why champion `version` cannot be served here (fitted at another model step: its
+        points would be read as steps of this replica's), or None."""
+        if math.isclose(model.step, self.model_step):
+            return None
+        return (
+            f"champion v{version} was fitted at a {model.step:g} s model step and this replica "
+            f"forecasts at {self.model_step:g} s, so it is not served: the model fitted here "
+            "replaces it (or run `scaler retrain` without --model-step)"
+        )
+
     # ---- writing -----------------------------------------------------------------------------
     def allow(self, state: TargetState, now: float) -> bool:
         """May the fitter start this due fit? An early one (fitted_at reset by a drift alarm or
@@ -260,6 +280,23 @@ class Champions:
                 "%s: store unreadable before a fit, fitting anyway: %s", state.spec.key, exc
             )
             return False
+
+    async def _replace_wrong_step(self, key: StoreKey, version: int, champion: int) -> bool:
+        """Make `version` champion in place of `champion`, refused for its model step; False
+        when another writer moved the pointer first or the store failed."""
+        try:
+            won = await asyncio.to_thread(self.store.promote, key, version, expected=champion)
+        except StoreError as exc:
+            logger.warning("%s: v%d not promoted over v%d: %s", key, version, champion, exc)
+            return False
+        if won:
+            logger.warning(
+                "%s: v%d replaces champion v%d, fitted at another model step",
+                key,
+                version,
+                champion,
+            )
+        return won
 
     async def publish(
         self,
@@ -300,7 +337,11 @@ class Champions:
             logger.info("%s: fitted here, stored as v%d, champion", spec.key, version)
             return model
         stored = await asyncio.to_thread(self.store.champion, key)
-        if stored is None:  # the winner's version is unreadable: serve ours, stored
+        if stored is not None and self._wrong_step(artefact.load(stored.artefact), stored.version):
+            # served here either way; a pointer moved meanwhile is adopted at the next poll
+            await self._replace_wrong_step(key, version, stored.version)
+            stored = None
+        if stored is None:  # the winner's version is unreadable or refused: serve ours, stored
             state.model_version, state.model_null, state.model_fallback = version, null, fallback
             return model
         logger.info("%s: v%d lost the race to v%d, adopting it", spec.key, version, stored.version)

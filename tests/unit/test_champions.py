@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from models import artefact
+from models import artefact, resample
 from scaler.decision import budget, spec
 from scaler.errors import ConfigError
 from scaler.serving import champions
 from scaler.serving.state import TargetState
 from scaler.store import location
-from scaler.store.base import StoreKey
+from scaler.store.base import StoreError, StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.contract import synthetic
 
@@ -107,3 +107,38 @@ def test_a_store_path_that_is_a_file_is_refused_naming_the_fix(tmp_path: Path) -
     path.write_text("")
     with pytest.raises(ConfigError, match="not a directory"):
         location.open_store(str(path))
+
+
+def _fitted_at_10m() -> dict[str, Any]:
+    """A real artefact fitted at a 10-minute model step (`scaler retrain --model-step 10m`)."""
+    return artefact.fit("seasonal", resample.peaks(synthetic.load(15, seed=5), 600.0), steps=3)
+
+
+def test_a_champion_fitted_at_another_model_step_is_refused_and_the_fit_here_replaces_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store, key = DirectoryStore(tmp_path), StoreKey.of(SPEC)
+    store.promote(key, store.put(key, _fitted_at_10m()), expected=None)
+    state, served = fresh_state(), champions.Champions(store, poll=1, model_step=300.0)
+    with pytest.raises(StoreError, match="v1 was fitted at a 600 s model step") as refused:
+        asyncio.run(served.load(state))
+    assert "scaler retrain` without --model-step" in str(refused.value)
+    assert state.model is None and state.model_version is None  # nothing half-adopted
+    caplog.clear()
+    asyncio.run(served.poll_once({SPEC.key: state}))  # refused once, not again every poll
+    assert state.model is None and "not reloaded" not in caplog.text
+    model = asyncio.run(served.publish(state, fitted(1), quick=False, replaces=None))
+    assert model.step == 300.0 and state.model_version == 2
+    assert store.champion_version(key) == 2  # the 5m model replaces the 10m champion
+
+
+def test_a_replica_keeps_its_model_when_a_champion_at_another_step_is_promoted(
+    tmp_path: Path,
+) -> None:
+    store, key = DirectoryStore(tmp_path), StoreKey.of(SPEC)
+    store.promote(key, store.put(key, fitted(1)), expected=None)
+    state, served = fresh_state(), champions.Champions(store, poll=1, model_step=300.0)
+    asyncio.run(served.load(state))
+    store.promote(key, store.put(key, _fitted_at_10m()), expected=1)
+    asyncio.run(served.poll_once({SPEC.key: state}))
+    assert state.model_version == 1 and state.model is not None and state.model.step == 300.0
