@@ -60,6 +60,25 @@ def refusal(ref: pb.ScaledObjectRef, exc: SpecError) -> str:
     return bounded(f"{specs.echo(ref.namespace)}/{specs.echo(ref.name)}: {exc}")
 
 
+def unnamed(ref: pb.ScaledObjectRef) -> str | None:
+    """INVALID_ARGUMENT details for a ScaledObjectRef without a name or a namespace, or None.
+    KEDA always sends its ScaledObject's; a target named `/` would be answered, logged and
+    billed under no object anyone can find."""
+    name, namespace = ref.name.strip(), ref.namespace.strip()
+    if name and namespace:
+        return None
+    if namespace:
+        which = f"ScaledObjectRef in namespace {specs.echo(namespace)!r} has no name"
+    elif name:
+        which = f"ScaledObjectRef {specs.echo(name)!r} has no namespace"
+    else:
+        which = "ScaledObjectRef has no name and no namespace"
+    return bounded(
+        f"{which}: KEDA sends its ScaledObject's name and namespace; a client calling the "
+        "scaler itself must send both"
+    )
+
+
 def bounded(text: str) -> str:
     """`text` cut to MAX_DETAILS_BYTES of UTF-8 (a reason may quote a 4 KB query)."""
     encoded = text.encode()
@@ -73,6 +92,9 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         self.engine = engine
 
     async def _state(self, ref: pb.ScaledObjectRef, context: Context) -> TargetState:
+        missing = unnamed(ref)
+        if missing is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, missing)
         try:
             spec = parse_ref(ref)
         except SpecError as exc:
