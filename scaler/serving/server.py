@@ -111,7 +111,8 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         try:
             return self.engine.answer(state)
         except SpecError as exc:  # the source says the query is wrong (BadQuery)
-            quoted = f"scalerMetadata key {exc.key!r} = {specs.echo(exc.value)!r}: {exc.fix}"
+            value = specs.echo_query(exc.value)
+            quoted = f"scalerMetadata key {exc.key!r} = {value!r}: {exc.fix}"
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, bounded(f"{state.spec.label}: {quoted}")
             )
