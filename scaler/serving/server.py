@@ -130,8 +130,14 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         self, request: pb.ScaledObjectRef, context: Context
     ) -> AsyncIterator[pb.IsActiveResponse]:
         state = await self._state(request, context)
-        while state.decision is None and state.bad_query is None:  # the first message is
-            await state.updated.wait()  # the current state, once known
+        # The first message is the current state, once known. A target without data yet is
+        # silent, on purpose: `false` would be a made-up answer (KEDA takes a pushed false as
+        # inactive: to zero once cooldownPeriod has passed since it was last active), and an
+        # UNAVAILABLE would end the stream, which KEDA reopens after a backoff growing to a
+        # minute, delaying the wake-up `true` by as much once data comes. Its errors reach KEDA
+        # on the polling path (IsActive, GetMetrics), where `fallback` applies.
+        while state.decision is None and state.bad_query is None:
+            await state.updated.wait()
         answer = await self._answer(state, context)
         yield pb.IsActiveResponse(result=answer.active)
         was_active = answer.active
