@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from scaler import helptext, quiet, threads
+from scaler import helptext, quiet, switches, threads
 from scaler.clock import Clock, WallClock
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec, duration_arg, format_duration
@@ -49,10 +49,6 @@ logger = logging.getLogger("scaler")
 
 def env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(f"SCALER_{name}", default)
-
-
-def _bool(text: str | None) -> bool:
-    return (text or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 MEMORY_UNITS = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
@@ -242,10 +238,11 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=env("DECISION_LOG_KEEP", "5"),
         help="rotated decision logs kept (env SCALER_DECISION_LOG_KEEP; 0-1000; default 5)",
     )
-    g.add_argument(
+    switches.add(
+        g,
         "--kube-events",
-        action="store_true",
-        default=_bool(env("KUBE_EVENTS")),
+        env=env,
+        name="KUBE_EVENTS",
         help="post Kubernetes Events on ScaledObjects when a target enters or leaves drift "
         "fallback, exhausts its budget or gets a new model; rate-limited (env SCALER_KUBE_EVENTS)",
     )
@@ -256,10 +253,11 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         help="at most one Event per ScaledObject and reason in this window, across replicas "
         "(env SCALER_KUBE_EVENTS_INTERVAL; 1m-24h; default 10m)",
     )
-    g.add_argument(
+    switches.add(
+        g,
         "--kube-pod-selectors",
-        action="store_true",
-        default=_bool(env("KUBE_POD_SELECTORS")),
+        env=env,
+        name="KUBE_POD_SELECTORS",
         help="for leadTime: auto without podSelector, read the scaleTargetRef's pod selector "
         "from the Kubernetes API (env SCALER_KUBE_POD_SELECTORS)",
     )
@@ -408,10 +406,11 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
         default=env("TLS_CLIENT_CA"),
         help="CA that client certificates must chain to (PEM; env SCALER_TLS_CLIENT_CA)",
     )
-    t.add_argument(
+    switches.add(
+        t,
         "--tls-require-client-cert",
-        action="store_true",
-        default=_bool(env("TLS_REQUIRE_CLIENT_CERT")),
+        env=env,
+        name="TLS_REQUIRE_CLIENT_CERT",
         help="mTLS: refuse clients without a certificate from --tls-client-ca (env "
         "SCALER_TLS_REQUIRE_CLIENT_CERT)",
     )

@@ -58,6 +58,10 @@ class Reason(StrEnum):
     """The forecast wanted more prewarm than the budget allows now."""
     PREWARM_CAPPED = "prewarm_capped"
     """The forecast wanted more than maxPrewarmReplicas above reactive."""
+    PREWARM_OFF = "prewarm_off"
+    """The trigger turned prewarm off (`prewarmBudget: "0"` or `maxPrewarmReplicas: "0"`): the
+    forecast (or the hold) wanted replicas above reactive, and by the user's choice, not a cap
+    reached, none are bought."""
     MAX_REPLICAS = "max_replicas"
     """maxReplicas cut the request."""
     MIN_REPLICAS = "min_replicas"
@@ -96,6 +100,13 @@ class Limits:
     min_replicas: int = 0
     max_replicas: int = 100
     max_prewarm_replicas: int = 10
+    no_budget: bool = False
+    """The budget is an amount of 0 (`prewarmBudget: "0"`): prewarm is off, not spent."""
+
+    @property
+    def prewarm_off(self) -> bool:
+        """No prewarm ever, by the trigger's choice: a budget of 0 or maxPrewarmReplicas 0."""
+        return self.no_budget or self.max_prewarm_replicas <= 0
 
     def clamp(self, replicas: int) -> int:
         """`replicas` within [min_replicas, max_replicas]: what a reactive autoscaler with these
@@ -282,7 +293,7 @@ def decide(
         else Reason.HOLD
     )
     if prewarm < wanted and fallback is None:  # a fallback's reason says more than its cap
-        reason = min(caps, key=lambda r: caps[r])
+        reason = Reason.PREWARM_OFF if limits.prewarm_off else min(caps, key=lambda r: caps[r])
     desired = reactive + prewarm
     if desired > limits.max_replicas:
         desired, reason = limits.max_replicas, Reason.MAX_REPLICAS

@@ -143,6 +143,10 @@ DEFAULT_VALUE_CHARS = 64
 ECHO_CHARS = 40
 """Longest quote of a key or value in an error message: errors must stay well under gRPC's
 16 KB metadata limit (the status details travel as a header), or the client loses the key."""
+QUERY_ECHO_CHARS = 200
+"""Longest quote of a target's query in a log line or an answer's error: a usual query (a sum of
+a rate, 60-120 characters) whole, a 4 KB one its start and length (the key's fingerprint names
+it), so that a message keeps its fix within the 1 KB of status details (server.bounded)."""
 _SPACE = " \t\r\n"
 
 
@@ -220,6 +224,11 @@ def echo(text: str, limit: int = ECHO_CHARS) -> str:
             break
         cut += 1
     return f"{text[:cut]}... ({len(text)} characters)"
+
+
+def echo_query(query: str) -> str:
+    """`query` as a log line or an answer's error quotes it: up to QUERY_ECHO_CHARS."""
+    return echo(query, QUERY_ECHO_CHARS)
 
 
 def _get(meta: Mapping[str, str], key: str, parse: Callable[[str], T], default: T, fix: str) -> T:

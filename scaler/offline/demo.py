@@ -61,6 +61,7 @@ REASONS = {
     "level": "the load's own level insured at the forecast's band (paid from the budget)",
     "budget_capped": "the forecast wanted more prewarm than the budget has left",
     "prewarm_capped": "the forecast wanted more than maxPrewarmReplicas above reactive",
+    "prewarm_off": "the forecast wanted prewarm, but the trigger turns it off (budget 0)",
     "max_replicas": "maxReplicas cut the request",
     "min_replicas": "minReplicas raised the request",
     "no_model": "no model fitted yet: reactive, plus any hold",

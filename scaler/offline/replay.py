@@ -110,6 +110,7 @@ class ReplayConfig:
             min_replicas=self.min_replicas,
             max_replicas=self.max_replicas,
             max_prewarm_replicas=self.max_prewarm_replicas,
+            no_budget=self.budget <= 0 and self.budget_share is None,
         )
 
 

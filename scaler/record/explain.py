@@ -273,6 +273,8 @@ def why(r: Record) -> str:
         "above reactive paid from the budget",
         "prewarm_capped": f"{need}, capped at maxPrewarmReplicas "
         f"{num(r.get('max_prewarm_replicas'))} above reactive",
+        "prewarm_off": f"{need}, but the trigger turns prewarm off ({_off(r)}): reactive "
+        f"only, {floor}",
         "max_replicas": f"{need if peak is not None else floor}; "
         f"maxReplicas {num(r.get('max_replicas'))} cut the request",
         "min_replicas": f"{floor}; minReplicas {num(r.get('min_replicas'))} raised the request",
@@ -285,6 +287,13 @@ def why(r: Record) -> str:
         "no_data": "no current load sample: the last request is held",
     }
     return words.get(reason, f"reason {reason}")
+
+
+def _off(r: Record) -> str:
+    """Which key of the trigger turns its prewarm off (reason prewarm_off)."""
+    if r.get("max_prewarm_replicas") is not None and float(r["max_prewarm_replicas"]) <= 0:
+        return "maxPrewarmReplicas 0"
+    return "prewarmBudget 0"
 
 
 def _bound(r: Record) -> str:

@@ -7,6 +7,12 @@ gRPC asks `Certificates` on each new connection; it stats the files, and only wh
 reads and checks them again. A renewal caught half-written (a key that does not match its
 certificate yet) keeps the files in use, logged once, and is read again on a later connection.
 
+A renewal swaps the files between two reads as easily as between two connections: the
+certificate read before the swap and the key after it make no pair, and Python's ssl, which
+reads the files again by path, would check the new pair, not the bytes handed to gRPC. So the
+bytes are read again after the check, and used only when every file still holds them; and a
+file's stamp is taken before it is read, so that a swap during the read is seen as a change.
+
 Checked with Python's ssl: a certificate and key that do not make a pair, or a client CA that is
 not a certificate, are refused at start-up naming the files (grpcio reported either as a gRPC
 port it could not bind). An expired certificate is refused too (at start-up, and as a renewal):
@@ -66,8 +72,12 @@ class Certificates:
         self.tls = tls
         self._paths = [p for p in (tls.cert, tls.key, tls.client_ca) if p is not None]
         self._lock = threading.Lock()
-        self.material = load(tls)  # first: its errors name the file and the fix
-        self._stamp = self._stamps()
+        try:  # before the read: a renewal during it is read again on the next connection
+            stamp = self._stamps()
+        except OSError:
+            stamp = ()  # a missing file: `load` names it
+        self.material = load(tls)  # its errors name the file and the fix
+        self._stamp: Stamp = stamp
         self._refused: Stamp | None = None
 
     def credentials(self) -> grpc.ServerCredentials:
@@ -137,13 +147,37 @@ def check_flags(tls: TLSSettings) -> None:
         )
 
 
+READ_ATTEMPTS = 3
+"""Reads of the files in a row that a renewal may interrupt before they are given up on (and
+read again on a later connection)."""
+
+
 def load(tls: TLSSettings) -> Material:
-    """The files of `tls`, read and checked with Python's ssl, the certificate not expired;
-    ConfigError names the file."""
+    """The files of `tls`, read and checked with Python's ssl, the certificate not expired, all
+    of one generation (none changed while they were read); ConfigError names the file."""
+    for _ in range(READ_ATTEMPTS):
+        material = _load(tls)
+        if _contents(tls) == (material.cert, material.key, material.ca):
+            return material
+    raise ConfigError(
+        f"TLS files {tls.cert} and {tls.key} changed while they were read, {READ_ATTEMPTS} "
+        "times in a row; a renewal should swap them at once (a Kubernetes Secret volume does)"
+    )
+
+
+def _contents(tls: TLSSettings) -> tuple[bytes, bytes, bytes | None]:
     assert tls.cert is not None and tls.key is not None
-    cert = _read(tls.cert, "TLS certificate (--tls-cert)")
-    key = _read(tls.key, "TLS key (--tls-key)")
-    ca = _read(tls.client_ca, "client CA (--tls-client-ca)") if tls.client_ca else None
+    return (
+        _read(tls.cert, "TLS certificate (--tls-cert)"),
+        _read(tls.key, "TLS key (--tls-key)"),
+        _read(tls.client_ca, "client CA (--tls-client-ca)") if tls.client_ca else None,
+    )
+
+
+def _load(tls: TLSSettings) -> Material:
+    """One read of the files of `tls`, checked (their bytes may be of two generations)."""
+    assert tls.cert is not None and tls.key is not None
+    cert, key, ca = _contents(tls)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(tls.cert, tls.key)

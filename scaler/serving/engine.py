@@ -125,6 +125,7 @@ def _limits(spec: TargetSpec) -> policy.Limits:
         min_replicas=spec.min_replicas,
         max_replicas=spec.max_replicas,
         max_prewarm_replicas=spec.max_prewarm_replicas,
+        no_budget=spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None,
     )
 
 
@@ -209,7 +210,8 @@ class Engine:
             )
             self.targets[spec.key] = state
             self.telemetry.targets.set(len(self.targets))
-            logger.info("new target %s (%s)", spec.key, spec.query)
+            # the key's fingerprint names the query: the line need not carry 4 KB of it
+            logger.info("new target %s (%s)", spec.key, specs.echo_query(spec.query))
             self._wake.set()
         if now - state.last_asked > SAME_POLL:
             state.poll_gap = now - state.last_asked

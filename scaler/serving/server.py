@@ -60,6 +60,25 @@ def refusal(ref: pb.ScaledObjectRef, exc: SpecError) -> str:
     return bounded(f"{specs.echo(ref.namespace)}/{specs.echo(ref.name)}: {exc}")
 
 
+def unnamed(ref: pb.ScaledObjectRef) -> str | None:
+    """INVALID_ARGUMENT details for a ScaledObjectRef without a name or a namespace, or None.
+    KEDA always sends its ScaledObject's; a target named `/` would be answered, logged and
+    billed under no object anyone can find."""
+    name, namespace = ref.name.strip(), ref.namespace.strip()
+    if name and namespace:
+        return None
+    if namespace:
+        which = f"ScaledObjectRef in namespace {specs.echo(namespace)!r} has no name"
+    elif name:
+        which = f"ScaledObjectRef {specs.echo(name)!r} has no namespace"
+    else:
+        which = "ScaledObjectRef has no name and no namespace"
+    return bounded(
+        f"{which}: KEDA sends its ScaledObject's name and namespace; a client calling the "
+        "scaler itself must send both"
+    )
+
+
 def bounded(text: str) -> str:
     """`text` cut to MAX_DETAILS_BYTES of UTF-8 (a reason may quote a 4 KB query)."""
     encoded = text.encode()
@@ -73,6 +92,9 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         self.engine = engine
 
     async def _state(self, ref: pb.ScaledObjectRef, context: Context) -> TargetState:
+        missing = unnamed(ref)
+        if missing is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, missing)
         try:
             spec = parse_ref(ref)
         except SpecError as exc:
@@ -89,7 +111,8 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         try:
             return self.engine.answer(state)
         except SpecError as exc:  # the source says the query is wrong (BadQuery)
-            quoted = f"scalerMetadata key {exc.key!r} = {specs.echo(exc.value)!r}: {exc.fix}"
+            value = specs.echo_query(exc.value)
+            quoted = f"scalerMetadata key {exc.key!r} = {value!r}: {exc.fix}"
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, bounded(f"{state.spec.label}: {quoted}")
             )
@@ -107,8 +130,14 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         self, request: pb.ScaledObjectRef, context: Context
     ) -> AsyncIterator[pb.IsActiveResponse]:
         state = await self._state(request, context)
-        while state.decision is None and state.bad_query is None:  # the first message is
-            await state.updated.wait()  # the current state, once known
+        # The first message is the current state, once known. A target without data yet is
+        # silent, on purpose: `false` would be a made-up answer (KEDA takes a pushed false as
+        # inactive: to zero once cooldownPeriod has passed since it was last active), and an
+        # UNAVAILABLE would end the stream, which KEDA reopens after a backoff growing to a
+        # minute, delaying the wake-up `true` by as much once data comes. Its errors reach KEDA
+        # on the polling path (IsActive, GetMetrics), where `fallback` applies.
+        while state.decision is None and state.bad_query is None:
+            await state.updated.wait()
         answer = await self._answer(state, context)
         yield pb.IsActiveResponse(result=answer.active)
         was_active = answer.active

@@ -6,16 +6,21 @@ every few seconds holds the request (its thread, and its endpoint's bulkhead slo
 an answer of millions of points (a query without `sum()` on a large fleet) was read and parsed
 whole before anything could refuse it: gigabytes, with the GIL held through the parse, which
 stalls every other target. Here the body is read in chunks while a watchdog shuts the socket
-down at the deadline, and reading stops at `max_bytes`.
+down at the deadline, and reading stops at `max_bytes`. One watchdog thread serves every request
+of the process (`Deadlines`): a thread a request (threading.Timer) cost a thread start and exit
+per query, dozens a second at a thousand targets.
 
 Must not: parse, retry or judge the answer (scaler/sources/prometheus.py does).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
@@ -24,6 +29,75 @@ from requests.adapters import HTTPAdapter
 
 CHUNK = 1 << 16
 """Bytes read at a time."""
+
+
+class Deadline:
+    """A call due at a time, cancellable: once `cancel` returns it will not run, and has not
+    run unless it already ran whole."""
+
+    def __init__(self, call: Callable[[], None]) -> None:
+        self._call: Callable[[], None] | None = call
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._call = None
+
+    @property
+    def done(self) -> bool:
+        """Run, or cancelled."""
+        return self._call is None
+
+    def fire(self) -> None:
+        with self._lock:
+            call, self._call = self._call, None
+            if call is not None:
+                call()
+
+
+class Deadlines:
+    """One daemon thread that runs each Deadline at its time (monotonic clock), unless it was
+    cancelled first. Started on first use, and anew in a forked child (which has no threads).
+    A call must be quick: the ones after it wait for it."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)  # the parent's requests are not ours
+
+    def _reset(self) -> None:
+        self._due: list[tuple[float, int, Deadline]] = []
+        self._order = itertools.count()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def at(self, when: float, call: Callable[[], None]) -> Deadline:
+        deadline = Deadline(call)
+        with self._wake:
+            heapq.heappush(self._due, (when, next(self._order), deadline))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="http-deadlines", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+        return deadline
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while True:
+                    while self._due and self._due[0][2].done:
+                        heapq.heappop(self._due)
+                    wait = self._due[0][0] - time.monotonic() if self._due else None
+                    if wait is not None and wait <= 0:
+                        deadline = heapq.heappop(self._due)[2]
+                        break
+                    self._wake.wait(wait)
+            deadline.fire()  # outside the condition: new deadlines are not held up
+
+
+DEADLINES = Deadlines()
+"""The watchdog of every BoundedAdapter in the process."""
 
 
 class AnswerTooLarge(requests.RequestException):
@@ -65,11 +139,7 @@ class BoundedAdapter(HTTPAdapter):
             except (ValueError, RuntimeError):
                 expired.clear()  # read whole and released to the pool just now: nothing cut
 
-        watchdog = None
-        if total is not None:
-            watchdog = threading.Timer(max(total - (time.monotonic() - began), 0.0), expire)
-            watchdog.daemon = True
-            watchdog.start()
+        watchdog = None if total is None else DEADLINES.at(began + total, expire)
         try:
             body = self._read(response, request)
         except AnswerTooLarge:  # an OSError too (as every RequestException): first

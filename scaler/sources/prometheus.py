@@ -49,7 +49,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
-from scaler.decision.spec import TargetSpec
+from scaler.decision.spec import TargetSpec, echo_query
 from scaler.errors import (
     BadQuery,
     ConfigError,
@@ -190,9 +190,9 @@ class PrometheusSource:
         else:
             values, found = self._range(spec, spec.query, grid, began)
         if grid.size and not found:
-            url = self._url(spec)
+            url, query = self._url(spec), echo_query(spec.query)
             raise NoData(
-                f"query {spec.query!r} for {spec.label} returned no series from {url} in the "
+                f"query {query!r} for {spec.label} returned no series from {url} in the "
                 f"{_span(end - start + step)} asked for; check the metric name and labels"
             )
         return Series(start, step, values)
@@ -229,8 +229,9 @@ class PrometheusSource:
         value = self._instant(spec, at=at, began=time.monotonic())
         url = self._url(spec)
         if value is None or math.isnan(value):
+            query = echo_query(spec.query)
             raise NoData(
-                f"query {spec.query!r} for {spec.label} has no value now at {url} (no sample "
+                f"query {query!r} for {spec.label} has no value now at {url} (no sample "
                 f"in Prometheus' lookback window, or NaN/Inf); check the metric name and labels"
             )
         return Sample(at, _load(spec, url, value))
@@ -803,8 +804,9 @@ def _load(spec: TargetSpec, url: str, value: float) -> float:
         return value
     if -value <= NEGATIVE_NOISE * spec.threshold:
         return 0.0
+    query = echo_query(spec.query)
     problem = (
-        f"query {spec.query!r} for {spec.label} returned a negative load at {url}, and a load "
+        f"query {query!r} for {spec.label} returned a negative load at {url}, and a load "
         f"is never negative (a negative within {NEGATIVE_NOISE:g} of the threshold is float "
         "noise, read as 0); wrap the query in clamp_min(..., 0) or fix the subtraction in it"
     )

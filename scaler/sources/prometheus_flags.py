@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from scaler import switches
 from scaler.decision import spec
 from scaler.decision.spec import parse_headers
 from scaler.errors import ConfigError
@@ -64,10 +65,11 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
     )
     path("--prometheus-client-cert", "PROMETHEUS_CLIENT_CERT", "client certificate for mTLS")
     path("--prometheus-client-key", "PROMETHEUS_CLIENT_KEY", "its private key")
-    g.add_argument(
+    switches.add(
+        g,
         "--prometheus-insecure-skip-verify",
-        action="store_true",
-        default=(env("PROMETHEUS_INSECURE_SKIP_VERIFY") or "").lower() in ("1", "true", "yes"),
+        env=env,
+        name="PROMETHEUS_INSECURE_SKIP_VERIFY",
         help="do not verify Prometheus' certificate (KEDA's unsafeSsl); unsafe (env "
         "SCALER_PROMETHEUS_INSECURE_SKIP_VERIFY)",
     )

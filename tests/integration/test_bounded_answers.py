@@ -8,13 +8,14 @@ import gzip
 import http.server
 import json
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from scaler.decision import spec
 from scaler.errors import BadQuery
-from scaler.sources import prometheus
+from scaler.sources import bounded, prometheus
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration import sick_endpoints
 
@@ -93,3 +94,37 @@ def test_a_compressed_answer_is_decoded_and_the_connection_kept_for_the_next(
     assert [s.value for s in samples] == [12.5] * 3
     assert len(served) == 3
     assert len(set(served)) == 1, "each answer read whole releases its connection to the pool"
+
+
+def test_requests_share_one_watchdog_thread_instead_of_starting_one_each(
+    gzipped: tuple[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, served = gzipped
+    source = PrometheusSource(url, timeout=5.0)
+    source.latest(PROBE, at=NOW)  # the connection, and the watchdog, exist from here on
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    samples = [source.latest(PROBE, at=NOW) for _ in range(20)]
+    source.close()
+    assert [s.value for s in samples] == [12.5] * 20
+    assert len(set(served)) == 1  # one connection: the server started no thread either
+    assert started == []
+
+
+def test_a_deadline_runs_at_its_time_unless_cancelled_and_an_earlier_one_goes_first() -> None:
+    ran: list[str] = []
+    now = time.monotonic()
+    late = bounded.DEADLINES.at(now + 0.4, lambda: ran.append("late"))
+    cancelled = bounded.DEADLINES.at(now + 0.1, lambda: ran.append("cancelled"))
+    early = bounded.DEADLINES.at(now + 0.2, lambda: ran.append("early"))
+    cancelled.cancel()
+    time.sleep(0.7)
+    late.cancel()  # ran already: nothing to undo
+    assert ran == ["early", "late"]
+    assert early.done and late.done

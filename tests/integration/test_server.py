@@ -138,6 +138,36 @@ def test_bad_metadata_is_invalid_argument_naming_the_key_and_others_keep_serving
     assert stub.GetMetricSpec(ref()).metricSpecs
 
 
+@pytest.mark.parametrize(
+    ("name", "namespace", "says"),
+    [
+        ("", "", "ScaledObjectRef has no name and no namespace"),
+        ("llm-serve", "", "ScaledObjectRef 'llm-serve' has no namespace"),
+        ("", "team-a", "ScaledObjectRef in namespace 'team-a' has no name"),
+        (" ", "team-a", "ScaledObjectRef in namespace 'team-a' has no name"),
+    ],
+)
+def test_a_ref_without_name_or_namespace_is_invalid_argument_not_a_target_named_slash(
+    name: str, namespace: str, says: str, stub: pb_grpc.ExternalScalerStub, scaler: RunningScaler
+) -> None:
+    target = ref(name=name, namespace=namespace)
+    calls = [
+        lambda: stub.GetMetricSpec(target),
+        lambda: stub.IsActive(target),
+        lambda: stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")),
+        lambda: next(stub.StreamIsActive(target, timeout=5)),
+    ]
+    for call in calls:
+        with pytest.raises(grpc.RpcError) as err:
+            call()
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert says in str(err.value.details())
+    assert scaler.engine is not None
+    assert all(
+        s.spec.name.strip() and s.spec.namespace.strip() for s in scaler.engine.targets.values()
+    )
+
+
 def test_a_query_naming_no_trace_is_invalid_argument_naming_query_never_zero(
     stub: pb_grpc.ExternalScalerStub,
 ) -> None:

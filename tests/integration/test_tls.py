@@ -22,6 +22,7 @@ from grpc_health.v1._async import HealthServicer
 from scaler import cli
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.errors import ConfigError
+from scaler.serving import certificates
 from scaler.serving.server import create_health_server, server_credentials
 from scaler.settings import ServerSettings, TLSSettings
 from scaler.sources.file import bundled_trace
@@ -338,3 +339,60 @@ def test_an_expired_certificate_is_refused_at_start_up_and_as_a_renewal(
         key.write_bytes(_pair(*renewed).key)
         assert _call(running.address, trust) == 1
         assert _expiry_gauge(running, cert) == renewed[0].not_valid_after_utc.timestamp()
+
+
+def _a_pair(cert: bytes, key: bytes) -> bool:
+    """Whether the PEM certificate was issued for the PEM private key."""
+    public = x509.load_pem_x509_certificate(cert).public_key()
+    private = serialization.load_pem_private_key(key, password=None)
+    der = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    return public.public_bytes(*der) == private.public_key().public_bytes(*der)
+
+
+def test_a_renewal_between_reading_the_certificate_and_the_key_is_not_served_mixed(
+    pki: PKI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ssl checked the files by path, after they were read: a renewal in between passed the
+    check with the new pair while gRPC was handed the old certificate and the new key."""
+    renewed = _pair(*_issue("scaler", issuer=_issue("ca", issuer=None, ca=True), ca=False))
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(pki.server.cert)
+    key.write_bytes(pki.server.key)
+    read = certificates._read
+
+    def renewed_after_the_first_read(path: Path, what: str) -> bytes:
+        data = read(path, what)
+        if path == cert and cert.read_bytes() == pki.server.cert:
+            cert.write_bytes(renewed.cert)
+            key.write_bytes(renewed.key)
+        return data
+
+    monkeypatch.setattr(certificates, "_read", renewed_after_the_first_read)
+    material = certificates.load(TLSSettings(cert=cert, key=key))
+    assert _a_pair(material.cert, material.key)
+    assert (material.cert, material.key) == (renewed.cert, renewed.key)
+
+
+def test_a_renewal_while_the_server_starts_is_picked_up_by_the_next_connection(
+    pki: PKI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files' stamp was taken after they were read: a renewal in between was taken for
+    the files in use, and never read until the next renewal."""
+    renewed = _pair(*_issue("scaler", issuer=_issue("ca", issuer=None, ca=True), ca=False))
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(pki.server.cert)
+    key.write_bytes(pki.server.key)
+    load = certificates.load
+
+    def renewed_once_read(tls: TLSSettings) -> certificates.Material:
+        material = load(tls)
+        cert.write_bytes(renewed.cert)
+        key.write_bytes(renewed.key + b"\n")  # another size: a stamp that differs in any case
+        return material
+
+    monkeypatch.setattr(certificates, "load", renewed_once_read)
+    files = certificates.Certificates(TLSSettings(cert=cert, key=key))
+    monkeypatch.setattr(certificates, "load", load)
+    assert files.material.cert == pki.server.cert
+    assert files.fetch() is not None
+    assert files.material.cert == renewed.cert

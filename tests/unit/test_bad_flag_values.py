@@ -76,3 +76,53 @@ def test_a_count_out_of_range_is_told_its_bound_even_when_negative(
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "not a whole number" not in err
+
+
+SWITCHES = {
+    "SCALER_KUBE_EVENTS": "kube_events",
+    "SCALER_KUBE_POD_SELECTORS": "kube_pod_selectors",
+    "SCALER_TLS_REQUIRE_CLIENT_CERT": "tls_require_client_cert",
+    "SCALER_PROMETHEUS_INSECURE_SKIP_VERIFY": "prometheus_insecure_skip_verify",
+}
+
+
+@pytest.mark.parametrize("variable", sorted(SWITCHES))
+def test_a_misspelt_boolean_variable_is_refused_not_read_as_false(
+    variable: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SCALER_TLS_REQUIRE_CLIENT_CERT=ture once served without mTLS, and said nothing.
+    monkeypatch.setenv(variable, "ture")
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args(["serve"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{variable}='ture' is not a boolean: use true or false (or 1/0, yes/no, on/off" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        *[("true", True), ("ON", True), (" Yes ", True), ("1", True)],
+        *[("false", False), ("Off", False), ("no", False), ("0", False), ("", False)],
+    ],
+)
+def test_a_boolean_variable_reads_the_usual_words_in_any_case(
+    value: str, expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in SWITCHES:
+        monkeypatch.setenv(variable, value)
+    args = cli.build_parser().parse_args(["serve"])
+    assert {getattr(args, dest) for dest in SWITCHES.values()} == {expected}
+    flags = ["--kube-events", "--tls-require-client-cert", "--prometheus-insecure-skip-verify"]
+    given = cli.build_parser().parse_args(["serve", *flags])
+    assert given.kube_events and given.tls_require_client_cert
+    assert given.prometheus_insecure_skip_verify
+
+
+def test_a_bad_boolean_variable_of_serve_does_not_stop_another_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SCALER_KUBE_EVENTS", "ture")
+    args = cli.build_parser().parse_args(["explain", "ns/name", "--log", "decisions.jsonl"])
+    assert args.target == "ns/name"
