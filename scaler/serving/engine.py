@@ -47,7 +47,7 @@ from scaler.errors import BadQuery, CircuitOpen, NegativeLoad, ScalerError, TooM
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import fitting, isolation, leadtime, ledgerreads, warmup
-from scaler.serving.state import ForecastKept, TargetState, forecast_steps
+from scaler.serving.state import Basis, ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
@@ -621,6 +621,7 @@ class Engine:
         )
         state.decision, state.predictive = served, predictive
         state.decided_at, state.active = now, active
+        state.basis = Basis.of(state)  # a step held from it is logged with it (`_hold`)
         state.booked.append(now)
         self._publish(state, now=now, cost=cost, load=load)
         state.updated.set()  # wakes StreamIsActive; it decides what to send

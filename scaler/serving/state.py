@@ -62,6 +62,8 @@ class TargetState:
     predictive: policy.Decision | None = None
     """The predictive decision; equals `decision` except in shadow mode."""
     decided_at: float = -math.inf
+    basis: Basis | None = None
+    """What `decision` was made with, as it was then (`Basis.of`, engine `_decide`)."""
     booked: deque[float] = field(default_factory=lambda: deque(maxlen=BOOKED_KEPT))
     """The latest steps whose answer was booked (charged, counted, logged): decided, or held
     from the last decision while the source failed (engine `_hold`), so each is booked once. A
@@ -93,6 +95,39 @@ class TargetState:
     over them, with `history`, whose buckets end at the model step (a sample of the bucket in
     progress is in no bucket yet)."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What a decision was made with besides its load: the model, the drift state, whether the
+    budget was known, the quantile and lead time read, as they were when it was made. A step
+    held from the decision while the source fails (engine `_hold`) is logged with these, not
+    with what a fit, a drift replay or a ledger rebuild finishing meanwhile put on the target:
+    the held answer is still the old model's, and the next decision made says the change."""
+
+    model: CalibratedModel | None
+    model_note: str
+    accuracy: drift.Accuracy | None
+    budget_known: bool
+    read_quantile: float | None
+    lead_time: float
+    lookahead: float
+    lead_time_source: str
+
+    @classmethod
+    def of(cls, state: TargetState) -> Basis:
+        """`state`'s basis now, for the decision just made."""
+        spec, tracker = state.spec, state.drift
+        return cls(
+            model=state.model,
+            model_note=state.model_note,
+            accuracy=tracker.monitor.accuracy() if tracker is not None else None,
+            budget_known=state.ledger_known,
+            read_quantile=state.read_quantile,
+            lead_time=spec.lead_time,
+            lookahead=spec.lookahead,
+            lead_time_source=state.lead_time_source,
+        )
 
 
 @dataclass(frozen=True)
