@@ -23,6 +23,33 @@ BOOKED_KEPT = 16
 
 
 @dataclass
+class Backoff:
+    """Failures in a row of one kind of request, and when the next may be sent: `first`
+    seconds after the first failure, doubling up to `most`. Pure: no clock, no I/O."""
+
+    failures: int = 0
+    wait: float = 0.0
+    """Seconds from the last failure to the next request."""
+    retry_at: float = -math.inf
+    error: str = ""
+    """The last failure's message."""
+
+    def failed(self, now: float, error: str, *, first: float, most: float) -> None:
+        """Count a failure at `now`: the next request waits twice as long as the last did."""
+        self.failures += 1
+        self.error = error
+        doublings = min(self.failures - 1, 64)  # past `most` long before; 2.0**1024 overflows
+        self.wait = min(first * 2.0**doublings, max(first, most))
+        self.retry_at = now + self.wait
+
+    def answered(self) -> None:
+        self.failures, self.wait, self.retry_at, self.error = 0, 0.0, -math.inf, ""
+
+    def waiting(self, now: float) -> bool:
+        return now < self.retry_at
+
+
+@dataclass
 class TargetState:
     """Everything the engine knows about one target. Mutated only by the engine."""
 
@@ -74,6 +101,9 @@ class TargetState:
     """Set while the source says the target's query is wrong (a configuration error)."""
     bad_query_until: float = -math.inf
     """Until when a wrong query is not asked again (engine.BAD_QUERY_RETRY after the refusal)."""
+    history_backoff: Backoff = field(default_factory=Backoff)
+    """The history reads that failed in a row, and until when none is sent (engine
+    `_reading_history`)."""
     read_quantile: float | None = None
     """The quantile this step's forecast (and a drift margin) was read at: the affordable one
     before the step's charge; None when there was no forecast."""
