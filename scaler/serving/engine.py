@@ -13,7 +13,9 @@ UNAVAILABLE once its data is older than `staleness` (INVALID_ARGUMENT at once wh
 says its query is wrong, BadQuery). Each target's refresh is a task of its own with a deadline,
 and its source calls go through its endpoint's bulkhead and breaker (scaler.serving.isolation): a
 silent Prometheus holds neither the step nor other endpoints' targets, and a new target is
-refreshed as soon as it registers. A refresh still running at the next step is not started twice.
+refreshed as soon as it registers (an edited trigger reading the query of the target it replaces
+is first decided reactively from that one's sample of the step, and refreshed the next step:
+`_decide_from_predecessor`). A refresh still running at the next step is not started twice.
 A target whose history reads fail at the transport (time out, cut by the deadline, HTTP 5xx) while
 the endpoint's other requests succeed, so its breaker stays closed, backs off on its own: the
 next read waits a step, doubling to half the staleness bound, and the steps between are held
@@ -138,6 +140,19 @@ def _trigger(spec: TargetSpec) -> tuple[str, str, str]:
     (which holds the fingerprint, so an edit changes it)."""
     default = specs.default_metric_name(spec.name, spec.fingerprint)
     return spec.namespace, spec.name, "" if spec.metric_name == default else spec.metric_name
+
+
+def _read(spec: TargetSpec) -> tuple[object, ...]:
+    """What `spec`'s load reads (sources/prometheus.py): the same query of the same Prometheus,
+    asked with the same credentials, headers and tenant, has the same newest sample."""
+    return (
+        spec.server_address,
+        spec.query,
+        spec.auth_modes,
+        spec.custom_headers,
+        spec.query_namespace,
+        spec.prometheus_unsafe_ssl,
+    )
 
 
 def _limits(spec: TargetSpec) -> policy.Limits:
@@ -298,12 +313,48 @@ class Engine:
                 self._tried[key] = now  # (booked once; the next refresh is the next step's)
                 self._hold(state, now)
                 continue
+            if key not in self._tried and self._decide_from_predecessor(state, now):
+                self._tried[key] = now  # its first refresh is the next step's
+                continue
             self._tried[key] = now
             task = asyncio.create_task(self._guarded_refresh(state, now), name=f"refresh {key}")
             task.add_done_callback(partial(self._finished, key))
             self._running[key] = task
             started.append(task)
         return started
+
+    def _decide_from_predecessor(self, state: TargetState, now: float) -> bool:
+        """Decide a new target for step `now` from another target of its trigger (the same
+        ScaledObject and metric name, as `superseded` reads them: the one an edit of its
+        metadata replaces), when that reads the same load (`_read`) and was decided at `now`:
+        reactive from that newest sample, with no forecast and no prewarm (reason no_model, or
+        budget_unknown), booked and logged as any decision. KEDA is answered at once instead of
+        UNAVAILABLE until the first refresh has read the new target's ledger and history, which
+        is the next step's; a changed query, or a predecessor without this step's sample, waits
+        for that refresh as before."""
+        spec = state.spec
+        if state.decision is not None:  # decided in the warm-up: refreshed as usual
+            return False
+        identity, read = _trigger(spec), _read(spec)
+        for other in self.targets.values():
+            if (other.spec.namespace, other.spec.name) != (spec.namespace, spec.name):
+                continue  # first, cheap: a start-up registers a thousand targets at once
+            if other is state or other.decided_at != now or not other.samples:
+                continue
+            at, load = other.samples[-1]
+            if at == now and _trigger(other.spec) == identity and _read(other.spec) == read:
+                break
+        else:
+            return False
+        reason = policy.Reason.NO_MODEL if state.ledger_known else policy.Reason.BUDGET_UNKNOWN
+        self._decide(state, now=now, load=load, peak=None, fallback=reason)
+        logger.info(
+            "%s: answered reactively from the newest sample of %s (the same trigger and query) "
+            "until its first refresh",
+            spec.key,
+            other.spec.key,
+        )
+        return True
 
     def _finished(self, key: str, task: asyncio.Task[None]) -> None:
         if self._running.get(key) is task:
