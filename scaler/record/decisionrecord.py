@@ -58,18 +58,18 @@ def _finite(value: float) -> float | None:
 
 
 def build(state: TargetState, *, now: float, load: float, step: float, cost: float) -> Record:
-    """The record of the decision just made for `state` at `now` (event `change`; the log
-    restamps `event`, `since` and `next_by`). `cost` is this step's prewarm replica-hours."""
-    spec, served, p = state.spec, state.decision, state.predictive
-    assert served is not None and p is not None
+    """The record of the decision just made for `state` at `now`, or held at `now` from it
+    (event `change`; the log restamps `event`, `since` and `next_by`): its model, drift state,
+    budget's knowledge and lead time are the decision's (`state.basis`), the budget's figures
+    now. `cost` is this step's prewarm replica-hours."""
+    spec, served, p, basis = state.spec, state.decision, state.predictive, state.basis
+    assert served is not None and p is not None and basis is not None
     ledger, price = state.ledger, spec.cost_per_replica_hour
-    known = state.ledger_known
+    known = basis.budget_known  # the model, drift and budget the decision was made with
     remaining = ledger.remaining(now) if known else 0.0
     # The quantile the forecast was read at, as the engine read it (before this step's charge).
-    quantile = None if math.isnan(p.forecast_peak) else state.read_quantile
-    model = state.model
-    monitor = state.drift.monitor if state.drift is not None else None
-    accuracy = monitor.accuracy() if monitor is not None else None
+    quantile = None if math.isnan(p.forecast_peak) else basis.read_quantile
+    model, accuracy = basis.model, basis.accuracy
     return {
         "v": VERSION,
         "event": CHANGE,
@@ -90,9 +90,9 @@ def build(state: TargetState, *, now: float, load: float, step: float, cost: flo
         "forecast_peak": _finite(p.forecast_peak),
         "quantile": quantile,
         "nominal_quantile": spec.quantile,
-        "lookahead": spec.lookahead,
-        "lead_time": spec.lead_time,
-        "lead_time_source": state.lead_time_source,
+        "lookahead": basis.lookahead,
+        "lead_time": basis.lead_time,
+        "lead_time_source": basis.lead_time_source,
         "reactive": served.reactive,
         "predictive": p.predictive,
         "prewarm": p.prewarm,
@@ -116,8 +116,8 @@ def build(state: TargetState, *, now: float, load: float, step: float, cost: flo
         "model_kind": model.kind if model is not None else None,
         "model_version": model.fingerprint if model is not None else None,
         "model_trained_until": model.trained_until if model is not None else None,
-        "model_note": None if model is not None else state.model_note,
-        "drift": monitor.state.value if monitor is not None else None,
+        "model_note": None if model is not None else basis.model_note,
+        "drift": accuracy.state.value if accuracy is not None else None,
         "coverage": _finite(accuracy.coverage) if accuracy is not None else None,
         "wape": _finite(accuracy.wape) if accuracy is not None else None,
     }

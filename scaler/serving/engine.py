@@ -13,7 +13,13 @@ UNAVAILABLE once its data is older than `staleness` (INVALID_ARGUMENT at once wh
 says its query is wrong, BadQuery). Each target's refresh is a task of its own with a deadline,
 and its source calls go through its endpoint's bulkhead and breaker (scaler.serving.isolation): a
 silent Prometheus holds neither the step nor other endpoints' targets, and a new target is
-refreshed as soon as it registers. A refresh still running at the next step is not started twice.
+refreshed as soon as it registers (an edited trigger reading the query of the target it replaces
+is first decided reactively from that one's sample of the step, and refreshed the next step:
+`_decide_from_predecessor`). A refresh still running at the next step is not started twice.
+A target whose history reads fail at the transport (time out, cut by the deadline, HTTP 5xx) while
+the endpoint's other requests succeed, so its breaker stays closed, backs off on its own: the
+next read waits a step, doubling to half the staleness bound, and the steps between are held
+with nothing sent (`reading_history`); a sick Prometheus is not sent a window of history a step.
 
 The ledger's truth is the spend counter every replica exports to a shared Prometheus: a target
 seen for the first time has its ledger rebuilt from it (`spend_record`), and until that has
@@ -29,9 +35,10 @@ spend record (file source) or with a zero budget the ledger starts empty and kno
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from functools import partial
 
@@ -43,11 +50,18 @@ from scaler.clock import Clock
 from scaler.decision import budget, drift, margin, policy, unrecorded
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
-from scaler.errors import BadQuery, CircuitOpen, NegativeLoad, ScalerError, TooManyTargets
+from scaler.errors import (
+    BadQuery,
+    CircuitOpen,
+    NegativeLoad,
+    ScalerError,
+    SourceUnavailable,
+    TooManyTargets,
+)
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import fitting, isolation, leadtime, ledgerreads, warmup
-from scaler.serving.state import ForecastKept, TargetState, forecast_steps
+from scaler.serving.state import Basis, ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
@@ -71,6 +85,15 @@ to this late, which keeps it in the window longer, never shorter."""
 
 class Unavailable(ScalerError):
     """The target has no trustworthy decision right now; the message says why."""
+
+
+class HistoryBackoff(Unavailable):
+    """The target's history is due, but its reads back off after failing (`reading_history`):
+    the step is held with nothing sent. `problem` is the last failure's, already logged."""
+
+    def __init__(self, message: str, *, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -117,6 +140,19 @@ def _trigger(spec: TargetSpec) -> tuple[str, str, str]:
     (which holds the fingerprint, so an edit changes it)."""
     default = specs.default_metric_name(spec.name, spec.fingerprint)
     return spec.namespace, spec.name, "" if spec.metric_name == default else spec.metric_name
+
+
+def _read(spec: TargetSpec) -> tuple[object, ...]:
+    """What `spec`'s load reads (sources/prometheus.py): the same query of the same Prometheus,
+    asked with the same credentials, headers and tenant, has the same newest sample."""
+    return (
+        spec.server_address,
+        spec.query,
+        spec.auth_modes,
+        spec.custom_headers,
+        spec.query_namespace,
+        spec.prometheus_unsafe_ssl,
+    )
 
 
 def _limits(spec: TargetSpec) -> policy.Limits:
@@ -279,12 +315,48 @@ class Engine:
                 self._tried[key] = now  # (booked once; the next refresh is the next step's)
                 self._hold(state, now)
                 continue
+            if key not in self._tried and self._decide_from_predecessor(state, now):
+                self._tried[key] = now  # its first refresh is the next step's
+                continue
             self._tried[key] = now
             task = asyncio.create_task(self._guarded_refresh(state, now), name=f"refresh {key}")
             task.add_done_callback(partial(self._finished, key))
             self._running[key] = task
             started.append(task)
         return started
+
+    def _decide_from_predecessor(self, state: TargetState, now: float) -> bool:
+        """Decide a new target for step `now` from another target of its trigger (the same
+        ScaledObject and metric name, as `superseded` reads them: the one an edit of its
+        metadata replaces), when that reads the same load (`_read`) and was decided at `now`:
+        reactive from that newest sample, with no forecast and no prewarm (reason no_model, or
+        budget_unknown), booked and logged as any decision. KEDA is answered at once instead of
+        UNAVAILABLE until the first refresh has read the new target's ledger and history, which
+        is the next step's; a changed query, or a predecessor without this step's sample, waits
+        for that refresh as before."""
+        spec = state.spec
+        if state.decision is not None:  # decided in the warm-up: refreshed as usual
+            return False
+        identity, read = _trigger(spec), _read(spec)
+        for other in self.targets.values():
+            if (other.spec.namespace, other.spec.name) != (spec.namespace, spec.name):
+                continue  # first, cheap: a start-up registers a thousand targets at once
+            if other is state or other.decided_at != now or not other.samples:
+                continue
+            at, load = other.samples[-1]
+            if at == now and _trigger(other.spec) == identity and _read(other.spec) == read:
+                break
+        else:
+            return False
+        reason = policy.Reason.NO_MODEL if state.ledger_known else policy.Reason.BUDGET_UNKNOWN
+        self._decide(state, now=now, load=load, peak=None, fallback=reason)
+        logger.info(
+            "%s: answered reactively from the newest sample of %s (the same trigger and query) "
+            "until its first refresh",
+            spec.key,
+            other.spec.key,
+        )
+        return True
 
     def _finished(self, key: str, task: asyncio.Task[None]) -> None:
         if self._running.get(key) is task:
@@ -311,8 +383,7 @@ class Engine:
             self._problems.pop(state.spec.key, None)
             return
         except TimeoutError:
-            message = f"refresh took longer than its {deadline:g}s deadline ({isolation.DEADLINE})"
-            self._note_error(state, "Deadline", f"{self._endpoint(state.spec)}: {message}")
+            self._note_error(state, "Deadline", self._past_deadline(state.spec))
         except BadQuery as exc:
             state.bad_query, state.bad_query_until = exc, now + BAD_QUERY_RETRY
             self._note_error(state, type(exc).__name__, str(exc))
@@ -327,6 +398,8 @@ class Engine:
             self._note_error(
                 state, type(exc).__name__, told, problem=exc.problem, detail=exc.for_log()
             )
+        except HistoryBackoff as exc:  # held with nothing sent: its failure is logged
+            self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
         except NegativeLoad as exc:  # its value changes every step; the problem does not
             self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
         except ScalerError as exc:
@@ -338,6 +411,59 @@ class Engine:
             self._note_error(state, "internal", repr(exc), logged=True)
         if hold:
             self._hold(state, now)
+
+    def _past_deadline(self, spec: TargetSpec) -> str:
+        deadline = self.settings.refresh_deadline
+        return (
+            f"{self._endpoint(spec)}: refresh took longer than its {deadline:g}s deadline "
+            f"({isolation.DEADLINE})"
+        )
+
+    @contextlib.contextmanager
+    def reading_history(self, state: TargetState) -> Iterator[None]:
+        """Around a read of `state`'s history (its window, or the older part a drift replay
+        needs, warmup.adopt): refused with HistoryBackoff, nothing sent, while its reads back
+        off. A read that fails at the transport (a timeout, the refresh deadline, HTTP 5xx, a
+        refused connection: SourceUnavailable) sets the next one a step later, doubling up to
+        half the staleness bound, as the endpoint's breaker probes; an answer of any kind (even
+        no data, or a refusal of the query) resets it. An open breaker's refusal sends nothing
+        and leaves it: the breaker backs off for the whole endpoint."""
+        backoff, step = state.history_backoff, self.settings.step
+        now = quantise(self.clock.now(), step)
+        if backoff.waiting(now):
+            raise HistoryBackoff(
+                f"its history reads failed {backoff.failures} times in a row, so the next is "
+                f"sent in {backoff.retry_at - now:g}s: {backoff.error}",
+                problem=backoff.error,
+            )
+        try:
+            yield
+        except CircuitOpen:
+            raise
+        except SourceUnavailable as exc:
+            self._history_failed(state, str(exc))
+            raise
+        except asyncio.CancelledError:  # the refresh deadline (or the target was dropped)
+            self._history_failed(state, self._past_deadline(state.spec))
+            raise
+        except BaseException:
+            backoff.answered()
+            raise
+        backoff.answered()
+
+    def _history_failed(self, state: TargetState, error: str) -> None:
+        backoff, step = state.history_backoff, self.settings.step
+        before = backoff.wait
+        now = quantise(self.clock.now(), step)
+        backoff.failed(now, error, first=step, most=self.settings.staleness / 2)
+        if backoff.failures > 1 and backoff.wait > before:  # once per doubling, not per retry
+            logger.info(
+                "%s: history read failed %d times in a row; the next is sent in %gs (a step, "
+                "doubling up to half --staleness), the steps between held with nothing sent",
+                state.spec.key,
+                backoff.failures,
+                backoff.wait,
+            )
 
     def _hold(self, state: TargetState, now: float) -> None:
         """A refresh failed: KEDA is still answered the last good decision until it is
@@ -395,9 +521,10 @@ class Engine:
             await self._rebuild_ledger(state, now)
         endpoint = self._endpoint(spec)
         if self._history_due(state, now):  # 9 steps in 10 the model step holds no new point
-            state.history = await self.isolation.run(
-                endpoint, partial(self._updated_history, source, state, now)
-            )
+            with self.reading_history(state):
+                state.history = await self.isolation.run(
+                    endpoint, partial(self._updated_history, source, state, now)
+                )
         sample = await self.isolation.run(endpoint, partial(source.latest, spec, at=now))
         if now - sample.at > self.settings.staleness:
             raise Unavailable(f"{spec.label}: newest sample is {now - sample.at:.0f}s old")
@@ -623,6 +750,7 @@ class Engine:
         )
         state.decision, state.predictive = served, predictive
         state.decided_at, state.active = now, active
+        state.basis = Basis.of(state)  # a step held from it is logged with it (`_hold`)
         state.booked.append(now)
         self._publish(state, now=now, cost=cost, load=load)
         state.updated.set()  # wakes StreamIsActive; it decides what to send

@@ -98,7 +98,8 @@ class Breaker:
 
     @property
     def current_cooldown(self) -> float:
-        return min(self.cooldown * 2.0 ** max(self.opened - 1, 0), self.max_cooldown)
+        doublings = min(max(self.opened - 1, 0), 64)  # at max_cooldown long before 2.0**1024
+        return min(self.cooldown * 2.0**doublings, self.max_cooldown)
 
     def success(self) -> None:
         self.failures, self.failing_since = 0, math.nan

@@ -23,6 +23,33 @@ BOOKED_KEPT = 16
 
 
 @dataclass
+class Backoff:
+    """Failures in a row of one kind of request, and when the next may be sent: `first`
+    seconds after the first failure, doubling up to `most`. Pure: no clock, no I/O."""
+
+    failures: int = 0
+    wait: float = 0.0
+    """Seconds from the last failure to the next request."""
+    retry_at: float = -math.inf
+    error: str = ""
+    """The last failure's message."""
+
+    def failed(self, now: float, error: str, *, first: float, most: float) -> None:
+        """Count a failure at `now`: the next request waits twice as long as the last did."""
+        self.failures += 1
+        self.error = error
+        doublings = min(self.failures - 1, 64)  # past `most` long before; 2.0**1024 overflows
+        self.wait = min(first * 2.0**doublings, max(first, most))
+        self.retry_at = now + self.wait
+
+    def answered(self) -> None:
+        self.failures, self.wait, self.retry_at, self.error = 0, 0.0, -math.inf, ""
+
+    def waiting(self, now: float) -> bool:
+        return now < self.retry_at
+
+
+@dataclass
 class TargetState:
     """Everything the engine knows about one target. Mutated only by the engine."""
 
@@ -62,6 +89,8 @@ class TargetState:
     predictive: policy.Decision | None = None
     """The predictive decision; equals `decision` except in shadow mode."""
     decided_at: float = -math.inf
+    basis: Basis | None = None
+    """What `decision` was made with, as it was then (`Basis.of`, engine `_decide`)."""
     booked: deque[float] = field(default_factory=lambda: deque(maxlen=BOOKED_KEPT))
     """The latest steps whose answer was booked (charged, counted, logged): decided, or held
     from the last decision while the source failed (engine `_hold`), so each is booked once. A
@@ -72,6 +101,9 @@ class TargetState:
     """Set while the source says the target's query is wrong (a configuration error)."""
     bad_query_until: float = -math.inf
     """Until when a wrong query is not asked again (engine.BAD_QUERY_RETRY after the refusal)."""
+    history_backoff: Backoff = field(default_factory=Backoff)
+    """The history reads that failed in a row, and until when none is sent (engine
+    `_reading_history`)."""
     read_quantile: float | None = None
     """The quantile this step's forecast (and a drift margin) was read at: the affordable one
     before the step's charge; None when there was no forecast."""
@@ -93,6 +125,39 @@ class TargetState:
     over them, with `history`, whose buckets end at the model step (a sample of the bucket in
     progress is in no bucket yet)."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What a decision was made with besides its load: the model, the drift state, whether the
+    budget was known, the quantile and lead time read, as they were when it was made. A step
+    held from the decision while the source fails (engine `_hold`) is logged with these, not
+    with what a fit, a drift replay or a ledger rebuild finishing meanwhile put on the target:
+    the held answer is still the old model's, and the next decision made says the change."""
+
+    model: CalibratedModel | None
+    model_note: str
+    accuracy: drift.Accuracy | None
+    budget_known: bool
+    read_quantile: float | None
+    lead_time: float
+    lookahead: float
+    lead_time_source: str
+
+    @classmethod
+    def of(cls, state: TargetState) -> Basis:
+        """`state`'s basis now, for the decision just made."""
+        spec, tracker = state.spec, state.drift
+        return cls(
+            model=state.model,
+            model_note=state.model_note,
+            accuracy=tracker.monitor.accuracy() if tracker is not None else None,
+            budget_known=state.ledger_known,
+            read_quantile=state.read_quantile,
+            lead_time=spec.lead_time,
+            lookahead=spec.lookahead,
+            lead_time_source=state.lead_time_source,
+        )
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ async def adopt(engine: Engine, state: TargetState) -> None:
     begin = max(first, end - 2 * window + step)
     history = state.history
     if history is None or history.step != step or history.start > begin or history.end < end:
-        history = await _fetch(engine, spec, start=begin, end=float(end), old=history)
+        with engine.reading_history(state):  # backs off after failures, as the engine's reads
+            history = await _fetch(engine, spec, start=begin, end=float(end), old=history)
         # Less than the window the engine fits on: the rest is read after SERVING (`backfill`),
         # and no fit starts before it is in.
         state.history_partial = history.start > end - window + step

@@ -7,7 +7,7 @@ from scaler.decision import budget, policy
 from scaler.decision import spec as specs
 from scaler.record import decisionrecord
 from scaler.record.decisionrecord import Record
-from scaler.serving.state import TargetState
+from scaler.serving.state import Basis, TargetState
 
 STEP = 30.0
 
@@ -50,5 +50,6 @@ def decide(
     state.read_quantile = policy.affordable_quantile(  # as the engine reads it, before the charge
         state.spec.quantile, remaining=state.ledger.remaining(at), budget=state.ledger.limit(at)
     )
+    state.basis = Basis.of(state)
     cost = state.ledger.charge(at, prewarm, STEP)
     return decisionrecord.build(state, now=at, load=load, step=STEP, cost=cost)

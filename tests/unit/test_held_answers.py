@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry
 
+from models import artefact
 from models.base import DAY, HOUR, Series
 from scaler.clock import ManualClock
 from scaler.decision import spec
@@ -24,7 +26,8 @@ from scaler.errors import BadQuery, SourceUnavailable
 from scaler.record import explain
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving.engine import Engine, Unavailable
-from scaler.serving.state import TargetState
+from scaler.serving.state import TargetState, forecast_steps
+from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Sample
 from tests.unit.test_drift_rebuild import engine_with
@@ -245,3 +248,67 @@ def test_a_step_after_a_refused_query_is_not_booked_whatever_fails_next(tmp_path
 
     assert asyncio.run(run()) == 0.0
     engine.close()
+
+
+@dataclass
+class Record:
+    """The ledger's spend record (a SpendRecord): unreadable at `down`, holding no spend."""
+
+    clock: ManualClock
+    down: set[float]
+
+    def spent_samples(self, _spec: object, **_: object) -> list[object]:
+        if self.clock.now() in self.down:
+            raise SourceUnavailable("prometheus at http://ledger:9090 did not answer")
+        return []
+
+    def spent_samples_of(self, _specs: object, **_: object) -> dict[str, list[object]]:
+        return {}  # each read alone
+
+
+def test_a_held_step_is_logged_with_the_model_and_budget_its_decision_was_made_with(
+    tmp_path: Path,
+) -> None:
+    """A fit and a ledger rebuild that finished during an outage were read from the target as
+    it was: a `change` line named the new model and a known budget beside the held answer,
+    which the old ones had decided (no model, budget unknown: reactive)."""
+    log = tmp_path / "d.jsonl"
+    clock = ManualClock(NOW)
+    settings = EngineSettings(step=STEP, model_step=MODEL_STEP, staleness=STALENESS, fit_workers=0)
+    source = Flaky(clock, {NOW + i * STEP for i in range(1, 3)})
+    engine = Engine(
+        settings=settings,
+        source_for=lambda _spec: source,  # type: ignore[arg-type,return-value]
+        clock=clock,
+        telemetry=Telemetry(CollectorRegistry()),
+        decision_log=DecisionLog(log),
+        spend_record=Record(clock, {NOW}),  # type: ignore[arg-type]
+    )
+    engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]  # models are set
+    target = spec.parse("gpu", "llm", {"query": "load", "threshold": "10"})
+    known = Series(NOW - 2 * DAY, MODEL_STEP, np.full(int(2 * DAY / MODEL_STEP) + 1, 100.0))
+    model = artefact.load(artefact.fit("seasonal", known, forecast_steps(target, MODEL_STEP)))
+
+    async def run() -> None:
+        state = engine.ensure(target)
+        await engine.tick(NOW)  # no model, and the ledger's record unreadable
+        state.model = model  # a fit that finishes during the outage
+        for i in range(1, 4):  # the ledger is rebuilt at step 1, the source fails to step 2
+            clock.t = NOW + i * STEP
+            await engine.tick(clock.t)
+
+    asyncio.run(run())
+    engine.close()
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    events = [(r["event"], r["at"]) for r in records]
+    assert events == [("start", NOW), ("change", NOW + 3 * STEP), ("stop", NOW + 3 * STEP)]
+    first, decided, _ = records
+    assert (first["reason"], first["model_version"], first["budget_known"]) == (
+        "budget_unknown",
+        None,
+        False,
+    )
+    assert (decided["model_version"], decided["budget_known"]) == (model.fingerprint, True)
+    replica_hours, gaps = billed(log)
+    assert replica_hours == pytest.approx(counted(engine, engine.targets[target.key]))
+    assert gaps == []

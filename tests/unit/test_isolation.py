@@ -70,6 +70,21 @@ def test_failed_probes_double_the_cooldown_up_to_half_the_staleness() -> None:
     assert max(waits) == b.max_cooldown == 150.0
 
 
+def test_a_dead_endpoint_is_probed_at_the_longest_cooldown_however_long_it_stays_dead() -> None:
+    """The 1,025th failed probe (two days at 150 s) raised OverflowError (2.0**1024) out of
+    `failure`, before it set the next probe's time: the endpoint was probed every step from then
+    on, each failure an internal error."""
+    b = breaker()
+    for t in (0.0, STEP, 2 * STEP):
+        b.failure(t, "timeout")
+    for _ in range(1100):
+        t = b.open_until
+        assert b.refusal(t) is None
+        b.failure(t, "still down")
+    assert b.open_until - t == b.max_cooldown
+    assert b.refusal(t + STEP) is not None
+
+
 @pytest.mark.parametrize(
     ("fields", "says"),
     [

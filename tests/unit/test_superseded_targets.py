@@ -7,11 +7,18 @@ both kept."""
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
+
+import pytest
 
 from scaler.clock import ManualClock
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec
+from scaler.record import explain
+from scaler.serving.engine import Unavailable
 from scaler.settings import EngineSettings
+from tests.unit import test_held_answers as held
 from tests.unit.test_drift_rebuild import FIT_AT, STEP, SeriesSource, engine_with, series
 
 BASE = {"query": "load", "threshold": "20", "model": "seasonal"}
@@ -78,3 +85,49 @@ def test_two_live_triggers_alike_in_scaled_object_and_metric_are_both_kept() -> 
     assert registered == {one.key: FIT_AT, two.key: FIT_AT + 2 * STEP + 0.2}  # never dropped
     other = trigger(metricName="llm-queue", threshold="30")  # another trigger, not an edit
     assert served([[one], [other], [other], [other]]).keys() == {one.key, other.key}
+
+
+def test_an_edited_trigger_answers_reactively_from_the_old_ones_sample_until_its_refresh(
+    tmp_path: Path,
+) -> None:
+    """The first GetMetrics of an edited trigger was UNAVAILABLE (KEDA's fallback) until the
+    new target's first refresh had read its ledger and weeks of history. Now the step it comes
+    in is decided from the newest sample of the trigger it replaces, which reads the same query
+    from the same Prometheus: reactive, at its own threshold, with no prewarm, and booked and
+    logged as such; its first refresh is the next step's. A changed query waits as before."""
+    log = tmp_path / "d.jsonl"
+    engine, _, clock, _ = held.make(log)
+    old = trigger(metricName="llm-replicas", threshold="10", mode="shadow")
+    new = trigger(metricName="llm-replicas", threshold="30")
+    requery = trigger(metricName="llm-replicas", threshold="30", query="other")
+
+    async def run() -> None:
+        engine.ensure(old)
+        await engine.tick(held.NOW)  # the newest sample is 200: 20 replicas at threshold 10
+        clock.t = held.NOW + 5.0  # KEDA asks about the edited trigger
+        state, other = engine.ensure(new), engine.ensure(requery)
+        engine._launch(held.NOW)  # the engine's loop, woken by the new targets
+        assert engine.answer(state).desired == 7  # at once: ceil(200 / 30), answered
+        assert state.predictive is not None and state.predictive.prewarm == 0
+        assert state.predictive.reason.value == "no_model"
+        assert state.history is None and new.key not in engine._running  # read next step
+        with pytest.raises(Unavailable, match="warming up"):
+            engine.answer(other)  # another query: its own refresh first, as before
+        await asyncio.gather(*engine._running.values())
+        clock.t = held.NOW + held.STEP
+        for target in (old, new, requery):
+            engine.ensure(target)
+        await engine.tick(clock.t)
+        assert state.history is not None and state.decided_at == clock.t
+
+    asyncio.run(run())
+    engine.close()
+    state = engine.targets[new.key]
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    first = next(r for r in records if r["target"] == new.key)
+    assert (first["event"], first["at"], first["load"]) == ("start", held.NOW, 200.0)
+    assert (first["desired"], first["prewarm"], first["reason"]) == (7, 0, "no_model")
+    mine = [r for r in records if r["target"] == new.key]
+    spans, gaps = explain.spans(mine)
+    assert explain.totals(spans).replica_hours == pytest.approx(held.counted(engine, state))
+    assert gaps == []
