@@ -187,11 +187,15 @@ def must_be_refused(meta: dict[str, str]) -> bool:
     return not meta.get("query", "").strip() or not meta.get("threshold", "").strip()
 
 
-def check_refusal(error: grpc.RpcError, meta: dict[str, str]) -> None:
+def check_refusal(error: grpc.RpcError, meta: dict[str, str], *, unnamed: bool) -> None:
+    """`unnamed`: the ref has no name or no namespace, refused before its metadata is read."""
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
     details = error.details() or ""
     REASONS[next((kind for kind in KINDS if kind in details), "other")] += 1
     assert len(details.encode()) < DETAILS_LIMIT
+    if unnamed:
+        assert details.startswith("ScaledObjectRef") and " has no " in details, details
+        return
     named = set(meta) | {"query", "threshold"}
     assert any(f"scalerMetadata key {specs.echo(k)!r}" in details for k in named), details
 
@@ -208,17 +212,18 @@ def test_any_metadata_is_answered_and_refusals_name_a_key_in_under_1kb(
 ) -> None:
     target = pb.ScaledObjectRef(name=name, namespace=namespace, scalerMetadata=meta)
     request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")
+    unnamed = not (name.strip() and namespace.strip())
     try:
         stub.GetMetricSpec(target, timeout=RPC_TIMEOUT)
     except grpc.RpcError as error:
         OUTCOMES[error.code().name] += 1
-        check_refusal(error, meta)
+        check_refusal(error, meta, unnamed=unnamed)
         with pytest.raises(grpc.RpcError) as again:  # the same answer on the path KEDA polls
             stub.GetMetrics(request, timeout=RPC_TIMEOUT)
-        check_refusal(again.value, meta)
+        check_refusal(again.value, meta, unnamed=unnamed)
     else:
         OUTCOMES["OK"] += 1
-        assert not must_be_refused(meta), f"accepted {meta!r}"
+        assert not unnamed and not must_be_refused(meta), f"accepted {meta!r} for {target!r}"
         try:
             stub.GetMetrics(request, timeout=RPC_TIMEOUT)
         except grpc.RpcError as error:  # no such trace: no decision, never a made-up answer
