@@ -191,6 +191,7 @@ class Engine:
                     window=spec.prewarm_budget_window,
                     cost_per_replica_hour=spec.cost_per_replica_hour,
                     share=spec.prewarm_budget_share,
+                    wake_hours=budget.wake_floor(spec.max_prewarm_replicas, spec.lookahead),
                 ),
                 last_asked=now,
                 registered=now,
