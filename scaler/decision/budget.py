@@ -18,10 +18,12 @@ fits a 5-replica and a 500-replica service alike. Each step's reactive replicas 
 strict: a charge at `now` is checked, with the same two-sided spend as above, against the share
 of the reactive hours stamped in (newest - window, now], which lies inside every window ending
 at or after the newest charge; so every window that ends at a charge spent at most `share` of the
-reactive hours recorded in it. What it means at start: an empty window has no reactive hours, so
-no budget; it builds up with the first steps (10 replicas for 5 minutes at 10 % buy one
-replica-step), and a restarted scaler rebuilds both records, so only a brand-new target starts
-at 0. With a cost per replica-hour both sides are priced alike: the share is unit-free, and
+reactive hours recorded in it, or `wake_hours` when that is more. At start an empty window
+has no reactive hours, so no share (a restarted scaler rebuilds both records); a share budget is
+never below `wake_hours`, one full-size wake-up (`wake_floor`: maxPrewarmReplicas for the
+look-ahead), so a new target, or a pool that sat at zero for a window, can still be prewarmed
+before its load comes back.
+With a cost per replica-hour both sides are priced alike: the share is unit-free, and
 `limit`/`remaining` are in money.
 
 A restarted scaler (or a second replica) does not start from an empty window: `spent_per_step`
@@ -65,6 +67,17 @@ DEFAULT_BUDGET = "30%"
 floor is charged (the hold past its 5-minute stabilisation too, policy.decide), so a share is
 the bound on GPU-hours itself: 30 % keeps each window within 1.3x of what it ran reactively,
 the issue's GPU-hours goal. Measured across the shared traces in docs/budget.md."""
+
+
+def wake_floor(max_prewarm_replicas: int, lookahead: float) -> float:
+    """Replica-hours of one wake-up at full size: `maxPrewarmReplicas` held for the look-ahead
+    a decision buys for (lead time + horizon). The least a share budget is per window, so a
+    pool scaled to zero (no reactive hours in the window) can still be prewarmed before its
+    load comes back, once a window; 0 when either is not positive."""
+    if max_prewarm_replicas <= 0 or not (math.isfinite(lookahead) and lookahead > 0):
+        return 0.0
+    return max_prewarm_replicas * lookahead / HOUR
+
 
 Spans = deque[tuple[float, float, float]]
 """(first time, last time, amount in budget units) records, oldest first."""
@@ -127,6 +140,10 @@ class Ledger:
     share: float | None = None
     """When set, the budget per window is this share (0 < share <= MAX_SHARE) of the reactive
     replica-hours recorded in the window, and `budget` is not used."""
+    wake_hours: float = 0.0
+    """The least a share budget is per window, in replica-hours (`wake_floor`): a pool that sat
+    at zero for a window has no reactive hours to take a share of, and would wake with no
+    prewarm at all. Not used by an absolute budget."""
     charges: TimeSums = field(default_factory=TimeSums)
     """(time, amount in budget units) of each charge, in time order: spend seeded from the
     shared record and this process's own charges."""
@@ -143,16 +160,19 @@ class Ledger:
 
     def limit(self, now: float) -> float:
         """The budget at `now` in budget units: `budget`, or `share` of the reactive hours
-        stamped in (newest - window, now]; 0 when it cannot be checked."""
+        stamped in (newest - window, now] but at least `wake_hours`; 0 when it cannot be
+        checked."""
         if self.share is None:
             return self.budget if math.isfinite(self.budget) and self.budget > 0 else 0.0
         if not (math.isfinite(now) and 0 < self.share <= MAX_SHARE):
             return 0.0
         self._advance(now)
         since = self.newest - self.window
-        return self.share * sum(
+        share = self.share * sum(
             x for first, last, x in self.reactive if since < first and last <= now
         )
+        wake = self.price(self.wake_hours)
+        return max(share, wake) if math.isfinite(wake) and wake > 0 else share
 
     def remaining(self, now: float) -> float:
         """What is left to spend at `now` (0 when `now` cannot be checked)."""

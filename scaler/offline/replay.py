@@ -163,6 +163,9 @@ def simulate(
         window=config.budget_window,
         cost_per_replica_hour=config.cost_per_replica_hour,
         share=config.budget_share,
+        wake_hours=budget.wake_floor(
+            limits.max_prewarm_replicas, config.lead_time + config.horizon
+        ),
     )
     tracker = drift.DriftTracker(
         lead_time=config.lead_time,

@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping, Set
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -60,7 +60,7 @@ from scaler.errors import (
 )
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import fitting, isolation, leadtime, ledgerreads, warmup
+from scaler.serving import fitting, isolation, leadtime, ledgerreads, succession, warmup
 from scaler.serving.state import Basis, ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -106,53 +106,6 @@ class Answer:
 
 SAME_POLL = 1.0
 """Calls about one target less than this many seconds apart are one poll of KEDA's."""
-
-
-def superseded(
-    targets: Mapping[str, TargetState], pinned: Set[str], *, now: float, step: float
-) -> list[str]:
-    """Targets an edit of their trigger replaced: another target of the same ScaledObject and
-    metric name was registered after KEDA last asked about them and has been asked since, and
-    they have gone unasked for two of their polls (or steps). They would be decided for, logged
-    and billed until --idle-expiry. Two live triggers alike in namespace, name and metric are
-    both asked every poll, so neither is ever superseded, whatever the order of the calls.
-    Pinned (discovered) targets follow the cluster."""
-    newest: dict[tuple[str, str, str], TargetState] = {}
-    for state in targets.values():
-        identity = _trigger(state.spec)
-        if identity not in newest or state.registered > newest[identity].registered:
-            newest[identity] = state
-    found = []
-    for key, state in targets.items():
-        latest = newest[_trigger(state.spec)]
-        if (
-            latest is not state
-            and key not in pinned
-            and state.last_asked < latest.registered < latest.last_asked
-            and now - state.last_asked > 2 * max(state.poll_gap, step)
-        ):
-            found.append(key)
-    return found
-
-
-def _trigger(spec: TargetSpec) -> tuple[str, str, str]:
-    """Which trigger of which ScaledObject `spec` is: its metric name, or "" for the default one
-    (which holds the fingerprint, so an edit changes it)."""
-    default = specs.default_metric_name(spec.name, spec.fingerprint)
-    return spec.namespace, spec.name, "" if spec.metric_name == default else spec.metric_name
-
-
-def _read(spec: TargetSpec) -> tuple[object, ...]:
-    """What `spec`'s load reads (sources/prometheus.py): the same query of the same Prometheus,
-    asked with the same credentials, headers and tenant, has the same newest sample."""
-    return (
-        spec.server_address,
-        spec.query,
-        spec.auth_modes,
-        spec.custom_headers,
-        spec.query_namespace,
-        spec.prometheus_unsafe_ssl,
-    )
 
 
 def _limits(spec: TargetSpec) -> policy.Limits:
@@ -238,6 +191,7 @@ class Engine:
                     window=spec.prewarm_budget_window,
                     cost_per_replica_hour=spec.cost_per_replica_hour,
                     share=spec.prewarm_budget_share,
+                    wake_hours=budget.wake_floor(spec.max_prewarm_replicas, spec.lookahead),
                 ),
                 last_asked=now,
                 registered=now,
@@ -326,34 +280,25 @@ class Engine:
         return started
 
     def _decide_from_predecessor(self, state: TargetState, now: float) -> bool:
-        """Decide a new target for step `now` from another target of its trigger (the same
-        ScaledObject and metric name, as `superseded` reads them: the one an edit of its
-        metadata replaces), when that reads the same load (`_read`) and was decided at `now`:
-        reactive from that newest sample, with no forecast and no prewarm (reason no_model, or
-        budget_unknown), booked and logged as any decision. KEDA is answered at once instead of
-        UNAVAILABLE until the first refresh has read the new target's ledger and history, which
-        is the next step's; a changed query, or a predecessor without this step's sample, waits
-        for that refresh as before."""
-        spec = state.spec
+        """Decide a new target for step `now` from another target of its trigger, the one an
+        edit of its metadata replaces, reading the same load and decided at `now`
+        (`succession.predecessor_sample`): reactive from that newest sample, with no forecast
+        and no prewarm (reason no_model, or budget_unknown), booked and logged as any decision.
+        KEDA is answered at once instead of UNAVAILABLE until the first refresh has read the
+        new target's ledger and history, which is the next step's; a changed query, or a
+        predecessor without this step's sample, waits for that refresh as before."""
         if state.decision is not None:  # decided in the warm-up: refreshed as usual
             return False
-        identity, read = _trigger(spec), _read(spec)
-        for other in self.targets.values():
-            if (other.spec.namespace, other.spec.name) != (spec.namespace, spec.name):
-                continue  # first, cheap: a start-up registers a thousand targets at once
-            if other is state or other.decided_at != now or not other.samples:
-                continue
-            at, load = other.samples[-1]
-            if at == now and _trigger(other.spec) == identity and _read(other.spec) == read:
-                break
-        else:
+        found = succession.predecessor_sample(self.targets, state, now)
+        if found is None:
             return False
+        other, load = found
         reason = policy.Reason.NO_MODEL if state.ledger_known else policy.Reason.BUDGET_UNKNOWN
         self._decide(state, now=now, load=load, peak=None, fallback=reason)
         logger.info(
             "%s: answered reactively from the newest sample of %s (the same trigger and query) "
             "until its first refresh",
-            spec.key,
+            state.spec.key,
             other.spec.key,
         )
         return True
@@ -807,7 +752,9 @@ class Engine:
         for key, state in list(self.targets.items()):
             if key not in self.pinned and now - state.last_asked > self.settings.idle_expiry:
                 self.forget(key)
-        for key in superseded(self.targets, self.pinned, now=now, step=self.settings.step):
+        for key in succession.superseded(
+            self.targets, self.pinned, now=now, step=self.settings.step
+        ):
             self.forget(key, "superseded")
         self.telemetry.targets.set(len(self.targets))
         used = {self._endpoint(s.spec) for s in self.targets.values()} | {SPEND_RECORD}

@@ -50,6 +50,8 @@ def test_a_share_budget_is_served_and_its_reactive_hours_exported(
     state = next(s for s in scaler.engine.targets.values() if s.spec.name == "shared")
     assert state.spec.prewarm_budget_share == pytest.approx(0.1)
     assert state.ledger.share == pytest.approx(0.1) and state.ledger.reactive
+    # never below one full-size wake-up: maxPrewarmReplicas (10) for leadTime + horizon (25 min)
+    assert state.ledger.wake_hours == pytest.approx(10 * 1500 / 3600)
     with urllib.request.urlopen(f"http://127.0.0.1:{scaler.http_port}/metrics", timeout=5) as r:
         exported = r.read().decode()
     line = next(

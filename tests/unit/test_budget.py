@@ -87,6 +87,34 @@ def test_a_share_budget_starts_at_nothing_and_builds_up_with_the_reactive_use() 
     assert ledger.allowance(STEP, STEP) == 1
 
 
+def test_a_share_budget_after_a_window_at_zero_still_buys_one_full_size_wake_up() -> None:
+    wake = budget.wake_floor(10, 600.0 + 900.0)  # maxPrewarmReplicas for lead time + horizon
+    assert wake == pytest.approx(10 * 1500 / 3600)
+    ledger = budget.Ledger(budget=0.0, window=DAY, share=0.3, wake_hours=wake)
+    friday = reactive_for(ledger, start=0.0, replicas=10, steps=120)  # 10 h at 10 replicas
+    assert ledger.limit(friday) == pytest.approx(30.0)  # the share, far above the floor
+    monday = friday + 2.5 * DAY  # a weekend at zero: no reactive hours in the window
+    assert ledger.limit(monday) == pytest.approx(wake)
+    assert ledger.allowance(monday, STEP) == 50  # 4.17 replica-hours: 10 replicas for 25 min
+    ledger.charge(monday, 10, STEP)
+    assert ledger.allowance(monday + STEP, STEP) == 40  # strict: the floor is spent, not renewed
+    without = budget.Ledger(budget=0.0, window=DAY, share=0.3)
+    reactive_for(without, start=0.0, replicas=10, steps=120)
+    assert without.allowance(monday, STEP) == 0  # the share alone: no prewarm to wake on
+
+
+@pytest.mark.parametrize("replicas, lookahead", [(0, 1500.0), (10, 0.0), (10, math.nan)])
+def test_no_wake_floor_without_prewarm_replicas_or_a_look_ahead(
+    replicas: int, lookahead: float
+) -> None:
+    assert budget.wake_floor(replicas, lookahead) == 0.0
+
+
+def test_an_absolute_budget_ignores_the_wake_floor() -> None:
+    ledger = budget.Ledger(budget=1.0, window=DAY, wake_hours=4.0)
+    assert ledger.limit(0.0) == 1.0
+
+
 def test_reactive_hours_that_leave_the_window_take_their_share_with_them() -> None:
     ledger = budget.Ledger(budget=0.0, window=DAY, share=0.5)
     reactive_for(ledger, start=0.0, replicas=4, steps=3)  # 1 replica-hour

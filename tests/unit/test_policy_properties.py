@@ -325,6 +325,7 @@ def test_an_absurd_load_asks_for_max_replicas_instead_of_crashing() -> None:
     price=st.one_of(st.none(), st.floats(min_value=0.01, max_value=10)),
     limits=limit_sets(),
     ratio=ratios,
+    wake=st.sampled_from([0.0, 0.25, 4.0]),
 )
 def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it(
     sequence: list[Step],
@@ -333,8 +334,12 @@ def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it
     price: float | None,
     limits: policy.Limits,
     ratio: float,
+    wake: float,
 ) -> None:
-    ledger = budget.Ledger(budget=0.0, window=window, cost_per_replica_hour=price, share=share)
+    """...or the wake-up floor (budget.wake_floor) when that is more."""
+    ledger = budget.Ledger(
+        budget=0.0, window=window, cost_per_replica_hour=price, share=share, wake_hours=wake
+    )
     spent: list[tuple[float, float]] = []
     used: list[tuple[float, float]] = []
     for stamp, load, peak, step, recent in walked(sequence):
@@ -351,7 +356,8 @@ def test_prewarm_in_a_window_never_exceeds_its_share_of_the_reactive_hours_in_it
             spent.append((stamp, hours))
         used.append((stamp, ledger.record_reactive(stamp, d.reactive, step)))
     for end, _ in spent:  # every window that ends at a charge
-        assert in_window(spent, end, window) <= share * in_window(used, end, window) + 1e-6
+        allowed = max(share * in_window(used, end, window), wake)
+        assert in_window(spent, end, window) <= allowed + 1e-6
 
 
 def test_the_level_insured_at_the_band_is_paid_prewarm_with_its_own_reason() -> None:
