@@ -16,7 +16,7 @@ from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution, spec
 from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
-from scaler.offline import model_switches, prometheus_history, replay
+from scaler.offline import model_steps, model_switches, prometheus_history, replay
 from scaler.offline.backtest import (
     OUTPUTS,
     BacktestConfig,
@@ -109,12 +109,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--step",
-        type=spec.duration_flag(spec.MODEL_STEP, "the live engine's is 5m"),
+        type=model_steps.step_flag(spec.MODEL_STEP, "the live engine's is 5m"),
         default=300.0,
         metavar="DURATION",
-        help="model step, 1m-1h: forecasts are made at it, on the peak of each step of a finer "
-        "trace; decisions are made and scored at the trace's own step (default 5m, the live "
-        "engine's)",
+        help="model step, 1m-1h and a whole fraction of a day (the seasonal profiles repeat "
+        "daily): forecasts are made at it, on the peak of each step of a finer trace; decisions "
+        "are made and scored at the trace's own step (default 5m, the live engine's)",
     )
     p.add_argument(
         "--warmup",
@@ -264,11 +264,14 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     live.add_argument(
         "--query-step",
-        type=spec.duration_flag(QUERY_STEP, "a step finer than 10s replays millions of decisions"),
+        type=model_steps.step_flag(
+            QUERY_STEP, "a step finer than 10s replays millions of decisions"
+        ),
         default=None,
         metavar="DURATION",
-        help="resolution of the range queries, the step decisions are scored at (10s-1h; "
-        "default --step; a finer one, e.g. 1m, scores per minute and forecasts per-step peaks)",
+        help="resolution of the range queries, the step decisions are scored at (10s-1h, a "
+        "whole fraction of a day; default --step; a finer one, e.g. 1m, scores per minute and "
+        "forecasts per-step peaks)",
     )
     prometheus_flags.add_flags(p, env)
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")

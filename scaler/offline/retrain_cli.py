@@ -26,6 +26,7 @@ from scaler.decision import spec
 from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
 from scaler.kube.targets import Problem, Target
+from scaler.offline import model_steps
 from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Shard, live_fallback
 from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
@@ -132,11 +133,12 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     )
     g.add_argument(
         "--model-step",
-        type=spec.duration_flag(spec.MODEL_STEP, "scaler serve fits at 5m"),
+        type=model_steps.step_flag(spec.MODEL_STEP, "scaler serve fits at 5m"),
         metavar="DURATION",
         default=env("MODEL_STEP", None) or defaults.model_step,
-        help="resolution models fit at (1m-1h; 5m): `scaler serve` fits and forecasts at 5m, with "
-        "no flag to change it, so keep the default for models it serves",
+        help="resolution models fit at (1m-1h, a whole fraction of a day; 5m): `scaler serve` "
+        "fits and forecasts at 5m, with no flag to change it, so keep the default for models it "
+        "serves",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
     g.add_argument(

@@ -178,6 +178,10 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
         (("--horizon", "30d"), "'30d': must be from 0s to 4h (as the trigger's `horizon`)"),
         (("--step", "1s"), "'1s': must be from 1m to 1h (the live engine's is 5m)"),
         (("--step", "1d"), "'1d': must be from 1m to 1h (the live engine's is 5m)"),
+        # Before, accepted: the daily profile, 206 steps of 7m, slipped 2 minutes a day.
+        (("--step", "7m"), "--step: '7m': a day is not a whole number of 7m steps (205.7)"),
+        (("--step", "7m"), "use a step that divides a day, such as 6m or 8m"),
+        (("--query-step", "7m"), "--query-step: '7m': a day is not a whole number of 7m steps"),
         # Before, these printed a table of nan and zeros and exited 0.
         # Before, these scored with no model for the first day and graded -167 % to -413 %.
         (("--warmup", "0s"), "'0s': must be from 2d to 3650d (the first fit needs over a day"),
