@@ -317,7 +317,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
     trace, name = _history(args, config)  # decided and scored at its own step
-    _refuse_unusable(trace, name)
+    _refuse_unusable(trace, name, config.step)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     _refuse_nothing_scored(trace, series, name, config)
     try:
@@ -344,14 +344,33 @@ def _backtest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_unusable(trace: Series, name: str) -> None:
-    """No model fits on less than a day of load (models.base.season_for), nor learns a daily
-    cycle from steps longer than a day, so such a trace would grade nothing (or break a fit):
-    refused with the fix rather than a table of nan or a traceback."""
-    if trace.step > DAY:
+def _refuse_unusable(trace: Series, name: str, model_step: float) -> None:
+    """No model fits on less than a day of load (models.base.season_for), so such a trace would
+    grade nothing: refused with the fix rather than a table of nan. A trace coarser than the
+    model step is modelled at its own step (resolution.model_series), so its step must be one
+    --step could be: at most an hour (spec.MODEL_STEP: a coarser step has under 24 points a day
+    and swallows the 10-30 minutes ahead the scaler forecasts, so the figures would grade a
+    daily mean against a cold start of minutes), and a whole fraction of a day."""
+    own = format_duration(trace.step)
+    fix = f"export a step of {format_duration(spec.MODEL_STEP.high)} or finer"
+    if trace.step > spec.MODEL_STEP.high:
         raise ConfigError(
-            f"{name}: its rows are {format_duration(trace.step)} apart; a trace coarser than a "
-            "day holds no daily cycle to learn: export a step of an hour or finer"
+            f"{name}: its rows are {own} apart; the scaler forecasts minutes ahead at a model "
+            f"step of at most {format_duration(spec.MODEL_STEP.high)}, and a coarser trace "
+            f"would be modelled at its own step, one value per {own}: {fix} (the live engine "
+            "models 5m)"
+        )
+    if trace.step > model_step + 1e-9 and not model_steps.divides_day(trace.step):
+        others = " or ".join(
+            f"--step {format_duration(s)}"
+            for s in model_steps.nearby(trace.step, spec.MODEL_STEP)
+            if s > trace.step
+        )
+        raise ConfigError(
+            f"{name}: its rows are {own} apart, coarser than --step "
+            f"{format_duration(model_step)}, so the models would run at {own}: "
+            f"{model_steps.slips(trace.step)}; {fix} that divides a day, or give "
+            f"{others or 'a --step that divides a day'}"
         )
     span = observed_span(trace)
     if span <= DAY:

@@ -138,6 +138,35 @@ def test_a_trace_coarser_than_a_day_exits_2_asking_for_a_finer_step(
     assert f"{trace}: its rows are 7d apart" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("hours", [2, 24])
+def test_a_trace_coarser_than_an_hour_exits_2_naming_its_step_and_the_fix(
+    hours: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, 60 daily rows (or 2-hourly ones) graded and replayed a day's mean against a
+    # 10-minute cold start, and exited 0 with figures that meant nothing.
+    step = hours * 3600.0
+    rows = Series(1_704_067_200.0, step, 100 + np.arange(60 * 24 // hours) % 7.0)
+    trace = write_trace(tmp_path / "coarse.csv", rows)
+    assert exit_code(["backtest", str(trace), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    own = "1d" if hours == 24 else "2h"
+    assert f"{trace}: its rows are {own} apart; the scaler forecasts minutes ahead" in err
+    assert "export a step of 1h or finer" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_trace_coarser_than_the_model_step_that_does_not_divide_a_day_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, a 7-minute trace was modelled at 7m, its daily profile slipping against the clock.
+    rows = Series(1_704_067_200.0, 420.0, 100 + np.arange(4 * 24 * 60 // 7) % 7.0)
+    trace = write_trace(tmp_path / "seven.csv", rows)
+    assert exit_code(["backtest", str(trace), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{trace}: its rows are 7m apart, coarser than --step 5m" in err
+    assert "divides a day, or give --step 8m" in err
+
+
 def test_forecasts_start_once_a_day_of_history_is_known_and_not_before(
     tmp_path: Path,
 ) -> None:
