@@ -162,8 +162,17 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         type=spec.flag(spec.number_in(spec.COST), "as the trigger's `costPerReplicaHour`"),
         default=None,
         metavar="PRICE",
-        help="price of one replica-hour: --budget and the figures are then money (default: "
-        "unset, replica-hours), as the trigger's `costPerReplicaHour`",
+        help="price of one replica-hour, as the trigger's `costPerReplicaHour`: --budget and "
+        "the prewarm spent per window are then money, and every run's GPU-hours are priced too "
+        "(a `cost` column, summary.json's `cost`); default: unset, replica-hours alone",
+    )
+    policy_flags.add_argument(
+        "--currency",
+        type=spec.flag(spec.currency_code, "as the trigger's `currency`"),
+        default=replay.ReplayConfig.currency,
+        metavar="CODE",
+        help="what --cost-per-replica-hour's money is, as the trigger's `currency`: labels the "
+        "money figures, converts nothing (default %(default)s, as the trigger's)",
     )
     policy_flags.add_argument(
         "--min-replicas",
@@ -477,6 +486,7 @@ def replay_config(
         budget_share=share,
         budget_window=args.budget_window,
         cost_per_replica_hour=args.cost_per_replica_hour,
+        currency=args.currency,
         refit_every=config.refit_every,
         history_window=config.window,
         model_step=config.step,
