@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, TypeVar
 
-from models import calibrate, catalog, fitcache, prophet, select
+from models import catalog, fitcache, prophet, select
 from models.base import DAY, HOUR, Series, observed_span
 from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution, spec
@@ -236,12 +236,6 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     p.add_argument(
-        "--band-power",
-        action="store_true",
-        help="experiment: scale the P95 band by the forecast to the power measured on the "
-        "calibration backtest instead of purely relative (docs/forecasting.md)",
-    )
-    p.add_argument(
         "--exact-prophet",
         action="store_true",
         help="ablation: fit Prophet from its default start to CmdStan's default tolerance, as "
@@ -314,7 +308,6 @@ def _prepare_out(out: Path) -> None:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
-    calibrate.LEVEL_POWER = args.band_power  # one process, one run: the offline experiment
     if args.exact_prophet:
         prophet.exact()
     select.PEAK_GUARD = not args.no_peak_guard
