@@ -2,11 +2,6 @@
 
 A replica asked for at step t is ready at step t + k (k = ceil(cold start / step)); scale-down is
 immediate, so ready[t] = min(D[t-k..t]); every asked-for replica is billed (booting ones too).
-
-A step with no load (a gap in the trace) cannot be judged served or not, so it is left out of
-the under-provisioning figures; but the replicas asked for keep running through it (the policy
-and the HPA both hold their last request when the metric is missing), so its GPU-hours are
-billed, for the policy and every baseline alike. The oracle needs nothing there.
 """
 
 from __future__ import annotations
@@ -45,11 +40,10 @@ def ready(desired: IntArray, k: int) -> IntArray:
 @dataclass(frozen=True)
 class Outcome:
     under_provisioned_pct: float
-    """Share of scored steps with a value with ready < required."""
+    """Share of scored steps with ready < required."""
     shortfall_replica_steps: int
     unserved_load_pct: float
     gpu_hours: float
-    """Replica-hours asked for over the scored steps, gaps in the load included."""
 
     def as_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}
@@ -64,12 +58,10 @@ def outcome(
     step: float,
     scored: npt.NDArray[np.bool_] | None = None,
 ) -> Outcome:
-    """Score `desired` against `load` over the scored steps (default: every step): how it served
-    the steps with a value, and the GPU-hours of every one, a gap's too (the module docstring)."""
+    """Score `desired` against `load` over the scored steps (default: every step with a value)."""
     need = required(load, threshold)
     have = ready(desired, k)
-    billed = np.ones(load.size, dtype=bool) if scored is None else scored
-    mask = billed & np.isfinite(load)
+    mask = np.isfinite(load) if scored is None else (scored & np.isfinite(load))
     n = max(1, int(mask.sum()))
     gap = np.maximum(need - have, 0)[mask]
     served_cap = have[mask] * threshold
@@ -79,7 +71,7 @@ def outcome(
         under_provisioned_pct=100.0 * float((gap > 0).sum()) / n,
         shortfall_replica_steps=int(gap.sum()),
         unserved_load_pct=100.0 * float(unserved) / max(float(demand.sum()), 1e-12),
-        gpu_hours=float(desired[billed].sum()) * step / 3600.0,
+        gpu_hours=float(desired[mask].sum()) * step / 3600.0,
     )
 
 

@@ -85,11 +85,3 @@ def test_the_frontier_denominator_is_floored_at_half_a_percent_of_steps() -> Non
         under_provisioned_pct=1.0, shortfall_replica_steps=1, unserved_load_pct=0.1, gpu_hours=30.0
     )
     assert front.ratio(result) == 1.0 / yardstick.FRONTIER_FLOOR_PCT
-
-
-def test_replicas_held_through_a_gap_in_the_load_are_billed_though_not_scored() -> None:
-    load = np.array([10.0, 10.0, np.nan, np.nan, np.nan, 30.0])
-    desired = np.full(6, 1, dtype=np.int64)
-    result = yardstick.outcome(load=load, desired=desired, threshold=10.0, k=0, step=3600.0)
-    assert result.gpu_hours == 6.0  # the three hours without a value ran a replica too
-    assert result.under_provisioned_pct == 100.0 / 3  # of the three steps with a value
