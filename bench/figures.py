@@ -50,6 +50,8 @@ class Row:
     budget: float
     """The budget: replica-hours per window, or the share (0.1 for '10%')."""
     budget_is_share: bool
+    budget_unit: str
+    """replica-hours, or the currency of `-- --cost-per-replica-hour P --currency CODE`."""
     coverage_pct: float
     pinball_x_reference: float
     wall_seconds: float
@@ -166,6 +168,7 @@ def _row(name: str, drift: bool, s: dict[str, Any], *, wall: float, cpu: float) 
         ),
         budget=float(share if share else prewarm["budget"]),
         budget_is_share=bool(share),
+        budget_unit=str(d.get("budget_unit", "replica-hours")),
         coverage_pct=100.0 * float(model["coverage"]),
         pinball_x_reference=float(model["pinball"]) / max(float(reference["pinball"]), 1e-12),
         wall_seconds=wall,
@@ -193,7 +196,8 @@ def markdown(rows: list[Row]) -> str:
 def _budget(r: Row) -> str:
     if r.budget_is_share:
         return f"{r.max_window_spend * 100:.1f}% / {r.budget * 100:g}%"
-    return f"{r.max_window_spend:.2f} / {r.budget:g}"
+    unit = "" if r.budget_unit == "replica-hours" else f" {r.budget_unit}"
+    return f"{r.max_window_spend:.2f} / {r.budget:g}{unit}"
 
 
 def _cores(jobs: int) -> list[int | None]:

@@ -28,6 +28,7 @@ import sys
 import warnings
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -255,10 +256,17 @@ def seasonal_variants(
     regressed.fit(history)
     picks[f"seasonal regression {'fitted' if regressed.regression is not None else 'none'}"] += 1
     found["seasonal level regression"] = regressed.predict_at(series, ends, ahead)[:, -1]
-    seasonal.COMBINE = False
-    found["seasonal level regression alone"] = regressed.predict_at(series, ends, ahead)[:, -1]
-    seasonal.COMBINE = True
+    alone = RegressionAlone.from_dict(regressed.to_dict())
+    found["seasonal level regression alone"] = alone.predict_at(series, ends, ahead)[:, -1]
     return found
+
+
+class RegressionAlone(SeasonalBaseline):
+    """The level regression's forecast alone, not combined with the last hour's level: the
+    first version measured (`scaler backtest --level-regression-alone` until c21b1a4)."""
+
+    def _combined(self, path: FloatArray, *_: Any) -> FloatArray:
+        return path
 
 
 class HourLevel(SeasonalBaseline):

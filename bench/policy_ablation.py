@@ -3,7 +3,7 @@
     .venv/bin/python bench/policy_ablation.py [--model seasonal] [--days 28] [--budget 10%]
         [--variants quantile,level,free_hold] [--kinds noise,...] [--traces A.csv,B.csv]
         [--drift] [--limit 56d] [--no-pool-phases]
-        [--no-level-regression] [--level-regression-alone]
+        [--no-level-regression]
 
 A variant may name its budget window after `@` (`quantile@3d`, `quantile@12h`: the
 `prewarmBudgetWindow` it replays with; without one, `--budget-window`, default 24h), so windows

@@ -7,12 +7,11 @@ nominal quantile whatever model is underneath.
 
 Residuals are scaled by the point forecast (floored at a fraction of the mean load), because
 load noise grows with load: absolute residuals would make the band too wide at night and too
-narrow at the peak, exactly where prewarming matters. How fast it grows is measured, not assumed
-(normalized conformal): the scale is max(p50, floor) ** power x mean ** (1 - power), `power` the
-slope of log |residual| on log scale over the calibration backtest, within [0, 1]. Counts of
-independent requests grow their noise as the square root of the level (power 0.5): a purely
-relative band (power 1) is then too wide at the peak, where the budget is spent, and too narrow
-at night.
+narrow at the peak, exactly where prewarming matters. The scale is max(p50, floor) ** power x
+mean ** (1 - power) with `power` 1 for every fit: purely relative. Measuring the power on the
+calibration backtest (normalized conformal: counting noise grows as the square root of the
+level) was an experiment, off by default, removed after c21b1a4 (docs/forecasting.md "The
+band's level power" keeps its figures); an artefact's `power` is still read as written.
 """
 
 from __future__ import annotations
@@ -52,16 +51,6 @@ LEVELS: FloatArray = np.round(np.arange(0.50, 0.995, 0.01), 2)
 """Quantile levels kept in the calibration table (0.50 .. 0.99)."""
 FLOOR_FRACTION = 0.1
 """Residual scale floor, as a fraction of the mean load: keeps near-zero forecasts sane."""
-LEVEL_POWER = False
-"""Measure the scale's power on the calibration backtest (False, the default: power 1, the
-residuals purely relative to the forecast). Off by default: with it, drift fallback after an
-injected drop buys more phantom prewarm than no drift (tests/unit/test_drift_drop.py fails);
-`scaler backtest --band-power` turns it on (docs/forecasting.md)."""
-MIN_POWER_POINTS = 200
-"""Fewest residuals a measured power needs; with fewer, power 1."""
-MIN_POWER_SPREAD = 0.1
-"""Least standard deviation of log scale (the forecast's range, ~10 %) a power is measured on:
-a flat forecast says nothing about how noise grows with load."""
 ARTEFACT_FORMAT = 3
 """Bumped whenever an artefact of the previous format would predict differently when loaded."""
 CONTEXT = WEEK + DAY
@@ -81,7 +70,8 @@ class Calibration:
     """Adaptive widening of the spread above the median (models.adaptive); 0 = as measured.
     Not in the artefact: it is recomputed from the load seen since the fit."""
     power: float = 1.0
-    """How the residual scale grows with the forecast (level_power); 1 = purely relative."""
+    """How the residual scale grows with the forecast; 1 = purely relative, what every fit
+    measures since the level power's experiment was removed (an artefact's is read as written)."""
 
     def scale(self, p50: FloatArray) -> FloatArray:
         return scale_of(p50, floor=self.floor, power=self.power)
@@ -187,14 +177,12 @@ def pinball_terms(diff: FloatArray, quantile: float) -> FloatArray:
     return out
 
 
-def scores(
-    backtest: Backtest, *, floor: float, quantile: float, relative: bool = False
-) -> dict[str, float]:
+def scores(backtest: Backtest, *, floor: float, quantile: float) -> dict[str, float]:
     """Out-of-sample scores of the calibrated quantile: each half of the origins is scored with
     the table measured on the other half (cross-fitted), so no origin grades its own table."""
     if backtest.origins < 4:
         return {}
-    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile, relative=relative)
+    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
     a, u = actual.ravel(), upper.ravel()
     ok = np.isfinite(a)
     p50, seen = backtest.p50.ravel(), backtest.actual.ravel()
@@ -244,14 +232,14 @@ def origin_peak_losses(backtest: Backtest, *, floor: float, quantile: float) -> 
 
 
 def _cross_fitted(
-    backtest: Backtest, *, floor: float, quantile: float, relative: bool = False
+    backtest: Backtest, *, floor: float, quantile: float
 ) -> tuple[FloatArray, FloatArray]:
     """(actual, calibrated upper) per origin, each half calibrated on the other half."""
     n = backtest.origins
     halves = (slice(0, n // 2), slice(n // 2, n))
     upper = np.empty_like(backtest.p50)
     for fit_on, score_on in (halves, halves[::-1]):
-        table = measured(backtest.part(fit_on), floor=floor, samples=n, relative=relative)
+        table = measured(backtest.part(fit_on), floor=floor, samples=n)
         p50 = backtest.p50[score_on]
         offsets = table.offsets(p50.shape[1], quantile)
         upper[score_on] = np.maximum(p50 + offsets * table.scale(p50), np.maximum(p50, 0.0))
@@ -269,37 +257,9 @@ def scale_of(p50: FloatArray, *, floor: float, power: float) -> FloatArray:
     return out
 
 
-def level_power(backtest: Backtest, *, floor: float) -> float:
-    """How the size of the residuals grows with the forecast: the least-squares slope of
-    log |actual - p50| on log max(p50, floor) over every graded point, within [0, 1]
-    (multiplicative heteroscedasticity, Harvey 1976); 1 when there is too little to measure it
-    on (LEVEL_POWER off, too few residuals, a forecast without range)."""
-    if not LEVEL_POWER:
-        return 1.0
-    error = np.abs(backtest.actual - backtest.p50).ravel()
-    scale = np.maximum(backtest.p50, floor).ravel()
-    ok = np.isfinite(error) & np.isfinite(scale) & (error > floor * 1e-3)
-    if ok.sum() < MIN_POWER_POINTS:
-        return 1.0
-    x, y = np.log(scale[ok]), np.log(error[ok])
-    spread = float(x.std())
-    if spread < MIN_POWER_SPREAD:
-        return 1.0
-    slope = float(np.mean((x - x.mean()) * (y - y.mean())) / spread**2)
-    return round(min(max(slope, 0.0), 1.0), 3) if math.isfinite(slope) else 1.0
-
-
-def measured(
-    backtest: Backtest, *, floor: float, samples: int, relative: bool = False
-) -> Calibration:
-    """The table of a calibration backtest, at the power measured on it (1 when `relative`)."""
-    power = 1.0 if relative else level_power(backtest, floor=floor)
-    return Calibration(
-        table=table_from(backtest.relative(floor, power)),
-        floor=floor,
-        samples=samples,
-        power=power,
-    )
+def measured(backtest: Backtest, *, floor: float, samples: int) -> Calibration:
+    """The table of a calibration backtest: its residuals relative to the forecast."""
+    return Calibration(table=table_from(backtest.relative(floor)), floor=floor, samples=samples)
 
 
 def table_from(errors: FloatArray) -> FloatArray:
@@ -483,11 +443,10 @@ def calibrated(
     the last half of fit_calibrated, also what combines fitted models without refitting them."""
     history = prepared(history)
     floor = _floor(history)
-    relative = not getattr(final, "band_power", True)  # the reference's (models.reference)
-    graded = scores(backtest, floor=floor, quantile=quantile, relative=relative)
+    graded = scores(backtest, floor=floor, quantile=quantile)
     if graded:
         graded["in_sample"] = float(in_sample)
-    calibration = measured(backtest, floor=floor, samples=backtest.origins, relative=relative)
+    calibration = measured(backtest, floor=floor, samples=backtest.origins)
     return CalibratedModel(
         model=final,
         calibration=calibration,

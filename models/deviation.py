@@ -11,9 +11,9 @@ the data say how much of a 5-minute burst, of the last hour's level and of the a
 still there 10-25 minutes later. The deviations it learns from are out of sample (each cycle
 against the profile of the other cycles), as a live forecast's are. The forecast is a median,
 as the calibration and the drift monitor assume; models.seasonal combines it with the hour's
-level (`COMBINE`: their geometric mean). docs/forecasting.md "A model of the within-hour
-dynamics" measures it alone, combined, and a version that only ever raised the level's forecast
-(dropped: not a median).
+level (`SeasonalBaseline._combined`: their geometric mean). docs/forecasting.md "A model of the
+within-hour dynamics" measures it alone, combined, and a version that only ever raised the
+level's forecast (dropped: not a median).
 
 Pure: numpy, and statsmodels' QuantReg (imported when a fit asks for it).
 """

@@ -5,11 +5,10 @@ one season earlier.
 It is the yardstick the backtest reports every model against (DESIGN.md "same time one week
 earlier, level-corrected"), not a candidate for `model: auto`. Its P95 goes through the same
 conformal calibration as every model, so the comparison is between calibrated quantiles, not
-between a model and a strawman without an interval; but a yardstick must not move when the
-method it grades does, so its band stays purely relative to its forecast (power 1,
-`band_power`), as when issue 7's goal (at most 0.85x its pinball loss) was set. Calibrated at a
-measured power like the models, it would be a better forecaster than that goal was set
-against: docs/forecasting.md reports both.
+between a model and a strawman without an interval. Its band, like every model's, is purely
+relative to its forecast, as when issue 7's goal (at most 0.85x its pinball loss) was set
+(docs/forecasting.md "The band's level power": calibrated at a measured power, an experiment
+removed after c21b1a4, it was a better forecaster than that goal was set against).
 """
 
 from __future__ import annotations
@@ -42,8 +41,6 @@ class SeasonalNaive:
 
     kind: ClassVar[str] = "naive"
     cost: ClassVar[int] = 0
-    band_power: ClassVar[bool] = False
-    """The yardstick's band stays purely relative (models.calibrate.level_power)."""
 
     def __init__(self) -> None:
         self.period = 0.0

@@ -40,10 +40,6 @@ OFFSET_FRACTION = 0.05
 """log(load + offset) for the model's own interval; offset = this fraction of the mean load."""
 POOL_WIDTHS = (0, 1, 2)
 """Neighbours on each side the median may pool: 0 is the per-phase median."""
-COMBINE = True
-"""Whether the level regression's forecast is combined with the level window's (their geometric
-mean, `_regressed`) rather than taken alone: alone it follows a sample of 0 down and the
-relative band with it (docs/forecasting.md "A model of the within-hour dynamics")."""
 
 __all__ = ["SeasonalBaseline", "season_for"]
 
@@ -57,7 +53,7 @@ class SeasonalBaseline:
     """Whether the profile's median may pool neighbouring phases (`PooledSeasonal`)."""
     regress_level: ClassVar[bool] = True
     """Whether each fit learns how the deviation from the profile carries ahead, per step
-    (`models.deviation`), its forecast combined with the level window's (COMBINE), instead of
+    (`models.deviation`), its forecast combined with the level window's (`_combined`), instead of
     the level window's one ratio for every step ahead alone. On by default since issue 7's
     measurement (docs/forecasting.md "A model of the within-hour dynamics"); `scaler backtest
     --no-level-regression` is the ablation. An artefact fitted without it (none written, as
@@ -178,9 +174,8 @@ class SeasonalBaseline:
         """The forecast 1..`steps` ahead of each origin `history.values[: i + 1]`, i in `ends`
         (`profile`: the profile at those steps, a row per origin): the profile times the
         deviation `self.regression` carries ahead from the trailing ones (one code path for
-        `predict` and `predict_at`, so they agree bit for bit). With
-        COMBINE, the geometric mean of that and the level window's forecast (each with the
-        level's floor added): an equal-weight combination of two medians on the log scale."""
+        `predict` and `predict_at`, so they agree bit for bit), combined with the level
+        window's forecast (`_combined`)."""
         assert self.regression is not None
         floor = _level_floor(self.profile)
         # only the points the origins' windows read, not the whole history on every forecast
@@ -191,10 +186,25 @@ class SeasonalBaseline:
         x = deviation.features(load, expected, ends - lo, history.step)
         path = (profile + floor) * np.exp(deviation.predict(self.regression, x, profile.shape[1]))
         path = np.maximum(path, floor)  # a load of at least 0
-        if COMBINE:
-            levelled = np.maximum(profile * self._levels(history, ends)[:, None], 0.0)
-            path = np.sqrt(path * (levelled + floor))
-        out: FloatArray = path - floor
+        out: FloatArray = self._combined(path, history, ends, profile, floor) - floor
+        return out
+
+    def _combined(
+        self,
+        path: FloatArray,
+        history: Series,
+        ends: npt.NDArray[np.int64],
+        profile: FloatArray,
+        floor: float,
+    ) -> FloatArray:
+        """The regression's `path` (the level's floor added) combined with the level window's
+        forecast: their geometric mean, each with the floor added, an equal-weight combination
+        of two medians on the log scale. Alone, the regression follows a sample of 0 down and
+        the relative band with it (docs/forecasting.md "A model of the within-hour dynamics"
+        measures both; `scaler backtest --level-regression-alone` took it alone until c21b1a4,
+        bench/level_window.py's RegressionAlone still does)."""
+        levelled = np.maximum(profile * self._levels(history, ends)[:, None], 0.0)
+        out: FloatArray = np.sqrt(path * (levelled + floor))
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -264,6 +264,11 @@ def number_in(bounds: Range) -> Callable[[str], float]:
     return _number(bounds)
 
 
+def currency_code(text: str) -> str:
+    """A currency code as the key `currency` reads it, for a flag that mirrors it."""
+    return _currency(text)
+
+
 def count_in(bounds: Range) -> Callable[[str], int]:
     """A whole number within `bounds`, read as its key reads it, for a flag that mirrors one."""
     return _count(bounds)

@@ -10,13 +10,13 @@ import time
 from pathlib import Path
 from typing import Any, TypeVar
 
-from models import calibrate, catalog, fitcache, prophet, select
+from models import catalog, fitcache, prophet, select
 from models.base import DAY, HOUR, Series, observed_span
 from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution, spec
 from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
-from scaler.offline import model_switches, prometheus_history, replay
+from scaler.offline import model_steps, model_switches, prometheus_history, replay
 from scaler.offline.backtest import (
     OUTPUTS,
     BacktestConfig,
@@ -109,12 +109,12 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--step",
-        type=spec.duration_flag(spec.MODEL_STEP, "the live engine's is 5m"),
+        type=model_steps.step_flag(spec.MODEL_STEP, "the live engine's is 5m"),
         default=300.0,
         metavar="DURATION",
-        help="model step, 1m-1h: forecasts are made at it, on the peak of each step of a finer "
-        "trace; decisions are made and scored at the trace's own step (default 5m, the live "
-        "engine's)",
+        help="model step, 1m-1h and a whole fraction of a day (the seasonal profiles repeat "
+        "daily): forecasts are made at it, on the peak of each step of a finer trace; decisions "
+        "are made and scored at the trace's own step (default 5m, the live engine's)",
     )
     p.add_argument(
         "--warmup",
@@ -162,8 +162,17 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         type=spec.flag(spec.number_in(spec.COST), "as the trigger's `costPerReplicaHour`"),
         default=None,
         metavar="PRICE",
-        help="price of one replica-hour: --budget and the figures are then money (default: "
-        "unset, replica-hours), as the trigger's `costPerReplicaHour`",
+        help="price of one replica-hour, as the trigger's `costPerReplicaHour`: --budget and "
+        "the prewarm spent per window are then money, and every run's GPU-hours are priced too "
+        "(a `cost` column, summary.json's `cost`); default: unset, replica-hours alone",
+    )
+    policy_flags.add_argument(
+        "--currency",
+        type=spec.flag(spec.currency_code, "as the trigger's `currency`"),
+        default=replay.ReplayConfig.currency,
+        metavar="CODE",
+        help="what --cost-per-replica-hour's money is, as the trigger's `currency`: labels the "
+        "money figures, converts nothing (default %(default)s, as the trigger's)",
     )
     policy_flags.add_argument(
         "--min-replicas",
@@ -227,12 +236,6 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "--no-decisions", action="store_true", help="grade the forecasts only (faster)"
     )
     p.add_argument(
-        "--band-power",
-        action="store_true",
-        help="experiment: scale the P95 band by the forecast to the power measured on the "
-        "calibration backtest instead of purely relative (docs/forecasting.md)",
-    )
-    p.add_argument(
         "--exact-prophet",
         action="store_true",
         help="ablation: fit Prophet from its default start to CmdStan's default tolerance, as "
@@ -264,11 +267,14 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     live.add_argument(
         "--query-step",
-        type=spec.duration_flag(QUERY_STEP, "a step finer than 10s replays millions of decisions"),
+        type=model_steps.step_flag(
+            QUERY_STEP, "a step finer than 10s replays millions of decisions"
+        ),
         default=None,
         metavar="DURATION",
-        help="resolution of the range queries, the step decisions are scored at (10s-1h; "
-        "default --step; a finer one, e.g. 1m, scores per minute and forecasts per-step peaks)",
+        help="resolution of the range queries, the step decisions are scored at (10s-1h, a "
+        "whole fraction of a day; default --step; a finer one, e.g. 1m, scores per minute and "
+        "forecasts per-step peaks)",
     )
     prometheus_flags.add_flags(p, env)
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
@@ -302,7 +308,6 @@ def _prepare_out(out: Path) -> None:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
-    calibrate.LEVEL_POWER = args.band_power  # one process, one run: the offline experiment
     if args.exact_prophet:
         prophet.exact()
     select.PEAK_GUARD = not args.no_peak_guard
@@ -314,7 +319,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
     trace, name = _history(args, config)  # decided and scored at its own step
-    _refuse_unusable(trace, name)
+    _refuse_unusable(trace, name, config.step)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     _refuse_nothing_scored(trace, series, name, config)
     try:
@@ -341,14 +346,33 @@ def _backtest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_unusable(trace: Series, name: str) -> None:
-    """No model fits on less than a day of load (models.base.season_for), nor learns a daily
-    cycle from steps longer than a day, so such a trace would grade nothing (or break a fit):
-    refused with the fix rather than a table of nan or a traceback."""
-    if trace.step > DAY:
+def _refuse_unusable(trace: Series, name: str, model_step: float) -> None:
+    """No model fits on less than a day of load (models.base.season_for), so such a trace would
+    grade nothing: refused with the fix rather than a table of nan. A trace coarser than the
+    model step is modelled at its own step (resolution.model_series), so its step must be one
+    --step could be: at most an hour (spec.MODEL_STEP: a coarser step has under 24 points a day
+    and swallows the 10-30 minutes ahead the scaler forecasts, so the figures would grade a
+    daily mean against a cold start of minutes), and a whole fraction of a day."""
+    own = format_duration(trace.step)
+    fix = f"export a step of {format_duration(spec.MODEL_STEP.high)} or finer"
+    if trace.step > spec.MODEL_STEP.high:
         raise ConfigError(
-            f"{name}: its rows are {format_duration(trace.step)} apart; a trace coarser than a "
-            "day holds no daily cycle to learn: export a step of an hour or finer"
+            f"{name}: its rows are {own} apart; the scaler forecasts minutes ahead at a model "
+            f"step of at most {format_duration(spec.MODEL_STEP.high)}, and a coarser trace "
+            f"would be modelled at its own step, one value per {own}: {fix} (the live engine "
+            "models 5m)"
+        )
+    if trace.step > model_step + 1e-9 and not model_steps.divides_day(trace.step):
+        others = " or ".join(
+            f"--step {format_duration(s)}"
+            for s in model_steps.nearby(trace.step, spec.MODEL_STEP)
+            if s > trace.step
+        )
+        raise ConfigError(
+            f"{name}: its rows are {own} apart, coarser than --step "
+            f"{format_duration(model_step)}, so the models would run at {own}: "
+            f"{model_steps.slips(trace.step)}; {fix} that divides a day, or give "
+            f"{others or 'a --step that divides a day'}"
         )
     span = observed_span(trace)
     if span <= DAY:
@@ -455,6 +479,7 @@ def replay_config(
         budget_share=share,
         budget_window=args.budget_window,
         cost_per_replica_hour=args.cost_per_replica_hour,
+        currency=args.currency,
         refit_every=config.refit_every,
         history_window=config.window,
         model_step=config.step,

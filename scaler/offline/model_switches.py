@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 
 from models import seasonal, select
-from scaler.errors import ConfigError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,22 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "last hour's level (their geometric mean); on by default, --no-level-regression is the "
         "ablation: the last hour's level carried to every step alike",
     )
-    p.add_argument(
-        "--level-regression-alone",
-        action="store_true",
-        help="with --level-regression: the regression's forecast alone, not combined with the "
-        "level's (models/seasonal.py COMBINE; the first version measured)",
-    )
 
 
 def apply(args: argparse.Namespace) -> None:
-    """Set the switches as `args` (from `add_arguments`) say; ConfigError for a pair that
-    contradicts itself."""
-    if args.level_regression_alone and not args.level_regression:
-        raise ConfigError(
-            "--level-regression-alone with --no-level-regression: there is no regression to "
-            "take alone; drop one of them"
-        )
+    """Set the switches as `args` (from `add_arguments`) say."""
     select.POOLED_CANDIDATE = args.pool_phases
     seasonal.SeasonalBaseline.regress_level = args.level_regression
-    seasonal.COMBINE = not args.level_regression_alone

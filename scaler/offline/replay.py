@@ -73,6 +73,10 @@ class ReplayConfig:
     """When set, the budget is this share of the window's reactive replica-hours instead."""
     budget_window: float = DAY
     cost_per_replica_hour: float | None = None
+    """Price of one replica-hour: the budget, and the summary's `cost` figures, are then money."""
+    currency: str = "USD"
+    """What that money is, as the trigger's `currency` (the default is the trigger's too);
+    labels the money figures, converts nothing."""
     refit_every: float = WEEK
     history_window: float = 4 * WEEK
     """History a fit sees, as the engine's `history` setting."""
@@ -380,6 +384,7 @@ def summarise(
         )
         results[name] = {
             **result.as_dict(),
+            "cost": _priced(result.gpu_hours, config),
             "gpu_hours_x_reactive": result.gpu_hours / max(base.gpu_hours, 1e-12),
             "frontier_ratio": front.ratio(result),
             "prewarm": _spend(series, extra_hours, reactive_hours, config, scored),
@@ -406,6 +411,8 @@ def summarise(
             "warmup_steps": int((~scored).sum()),
         },
         "config": {**asdict(config), "cold_start_steps": k},
+        # The unit of every money figure (`cost`, the budget's), as the decision log names it.
+        "budget_unit": config.currency if config.cost_per_replica_hour else "replica-hours",
         **results,
         "drift": {**drift_counts, "reasons": {str(r): int(n) for r, n in reasons.items()}},
         "frontier": {
@@ -436,6 +443,7 @@ def _spend(
     spent, paid = float(per_step[scored].sum()), float(reactive[scored].sum())
     return {
         "replica_hours": spent,
+        "cost": _priced(spent, config),
         # rounded: a cumulative-sum difference carries ~1e-12 of float noise, not spend
         "max_window_spend": round(float(window.max(initial=0.0)) * price, 9),
         "reactive_replica_hours": paid,
@@ -446,6 +454,12 @@ def _spend(
         "budget_share": config.budget_share,
         "window_seconds": config.budget_window,
     }
+
+
+def _priced(replica_hours: float, config: ReplayConfig) -> float | None:
+    """`replica_hours` in money, in `config.currency`; None when no price is set."""
+    price = config.cost_per_replica_hour
+    return None if price is None else replica_hours * price
 
 
 def _trailing(per_step: Any, width: int) -> Any:
@@ -492,9 +506,14 @@ def table(summary: dict[str, Any]) -> str:
     """The yardstick figures as the fixed-width table `scaler backtest` prints."""
     share = summary["config"]["budget_share"]
     limit = budget.describe(summary["config"]["budget"], share)
+    priced = summary["config"]["cost_per_replica_hour"] is not None
+    unit = summary["config"]["currency"] if priced else ""
     lines = [
         f"{'decisions':14} {'frontier':>8} {'under-prov':>10} {'shortfall':>9} "
-        f"{'GPU-h':>9} {'x reactive':>10} {'max prewarm/window':>18}"
+        f"{'GPU-h':>9} {'x reactive':>10}"
+        + (f" {'cost ' + unit:>12}" if priced else "")
+        + f" {'max prewarm/window':>18}"
+        + (f" {unit}" if priced and share is None else "")
     ]
     for name in ("policy", "reactive", "reactive_20", "oracle"):
         m = summary[name]
@@ -505,9 +524,10 @@ def table(summary: dict[str, Any]) -> str:
             else f"{m['prewarm']['max_window_share']:10.1%}"
         )
         bound = f" / {limit}" if name == "policy" else ""  # the baselines answer to no budget
+        cost = f" {m['cost']:12.2f}" if priced else ""
         lines.append(
             f"{name:14} {ratio:8.2f} {m['under_provisioned_pct']:9.1f}% "
             f"{m['shortfall_replica_steps']:9.0f} {m['gpu_hours']:9.1f} "
-            f"{m['gpu_hours_x_reactive']:9.2f}x {spend}{bound}"
+            f"{m['gpu_hours_x_reactive']:9.2f}x{cost} {spend}{bound}"
         )
     return "\n".join(lines)

@@ -27,6 +27,7 @@ from scaler.decision.literals import format_duration
 from scaler.errors import ConfigError
 from scaler.kube import targets as manifests
 from scaler.kube.targets import Problem, Target
+from scaler.offline import model_steps
 from scaler.offline.retrain import (
     SERVE_STEP,
     Outcome,
@@ -141,12 +142,13 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     )
     g.add_argument(
         "--model-step",
-        type=spec.duration_flag(spec.MODEL_STEP, "scaler serve fits at 5m"),
+        type=model_steps.step_flag(spec.MODEL_STEP, "scaler serve fits at 5m"),
         metavar="DURATION",
         default=env("MODEL_STEP", None) or defaults.model_step,
-        help="resolution models fit at (1m-1h; 5m). `scaler serve` forecasts at 5m whatever "
-        "a model's step, so at any other step nothing is promoted (the rows show how those fits "
-        "score), and a champion left at another step is replaced at 5m without a race",
+        help="resolution models fit at (1m-1h, a whole fraction of a day; 5m). `scaler serve` "
+        "forecasts at 5m and refuses a champion fitted at another step, so at any other step "
+        "nothing is promoted (the rows show how those fits score), and a champion left at "
+        "another step is replaced at 5m without a race",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
     g.add_argument(

@@ -138,6 +138,35 @@ def test_a_trace_coarser_than_a_day_exits_2_asking_for_a_finer_step(
     assert f"{trace}: its rows are 7d apart" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("hours", [2, 24])
+def test_a_trace_coarser_than_an_hour_exits_2_naming_its_step_and_the_fix(
+    hours: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, 60 daily rows (or 2-hourly ones) graded and replayed a day's mean against a
+    # 10-minute cold start, and exited 0 with figures that meant nothing.
+    step = hours * 3600.0
+    rows = Series(1_704_067_200.0, step, 100 + np.arange(60 * 24 // hours) % 7.0)
+    trace = write_trace(tmp_path / "coarse.csv", rows)
+    assert exit_code(["backtest", str(trace), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    own = "1d" if hours == 24 else "2h"
+    assert f"{trace}: its rows are {own} apart; the scaler forecasts minutes ahead" in err
+    assert "export a step of 1h or finer" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_trace_coarser_than_the_model_step_that_does_not_divide_a_day_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, a 7-minute trace was modelled at 7m, its daily profile slipping against the clock.
+    rows = Series(1_704_067_200.0, 420.0, 100 + np.arange(4 * 24 * 60 // 7) % 7.0)
+    trace = write_trace(tmp_path / "seven.csv", rows)
+    assert exit_code(["backtest", str(trace), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{trace}: its rows are 7m apart, coarser than --step 5m" in err
+    assert "divides a day, or give --step 8m" in err
+
+
 def test_forecasts_start_once_a_day_of_history_is_known_and_not_before(
     tmp_path: Path,
 ) -> None:
@@ -178,6 +207,10 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
         (("--horizon", "30d"), "'30d': must be from 0s to 4h (as the trigger's `horizon`)"),
         (("--step", "1s"), "'1s': must be from 1m to 1h (the live engine's is 5m)"),
         (("--step", "1d"), "'1d': must be from 1m to 1h (the live engine's is 5m)"),
+        # Before, accepted: the daily profile, 206 steps of 7m, slipped 2 minutes a day.
+        (("--step", "7m"), "--step: '7m': a day is not a whole number of 7m steps (205.7)"),
+        (("--step", "7m"), "use a step that divides a day, such as 6m or 8m"),
+        (("--query-step", "7m"), "--query-step: '7m': a day is not a whole number of 7m steps"),
         # Before, these printed a table of nan and zeros and exited 0.
         # Before, these scored with no model for the first day and graded -167 % to -413 %.
         (("--warmup", "0s"), "'0s': must be from 2d to 3650d (the first fit needs over a day"),
@@ -190,10 +223,6 @@ def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str
         # Before, 0s made the replay purely reactive and printed nonsense shares, exit 0.
         (("--budget-window", "0s"), "'0s': must be from 1h to 7d (as the trigger's"),
         (("--budget-window", "8d"), "'8d': must be from 1h to 7d (as the trigger's"),
-        (
-            ("--level-regression-alone", "--no-level-regression"),
-            "--level-regression-alone with --no-level-regression: there is no regression",
-        ),
         # Before, holidays were silently ignored by every model graded.
         (
             ("--holidays", "US", "--model", "seasonal", "--compare", "ets"),
@@ -208,6 +237,17 @@ def test_a_flag_out_of_range_or_a_run_that_would_score_nothing_exits_2_with_the_
     assert exit_code(["backtest", str(trace), *flags, "--out", str(tmp_path / "out")]) == 2
     assert message.format(trace=trace) in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag", ["--band-power", "--level-regression-alone"])
+def test_the_removed_experiments_flags_are_unknown(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, each set a module global of models/ for the process (off by default; their
+    # figures stay in docs/forecasting.md, `git checkout c21b1a4` reruns them).
+    trace = tmp_path / "trace.csv"  # never read: argparse refuses the flag first
+    assert exit_code(["backtest", str(trace), flag, "--out", str(tmp_path / "out")]) == 2
+    assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("where", ["file", "/proc/1/no-out-here"])

@@ -36,6 +36,41 @@ def test_a_share_budget_is_replayed_and_reported_as_a_share(tmp_path: Path) -> N
     assert prewarm["max_window_share"] > 0
 
 
+def test_with_a_price_every_money_figure_is_priced_alike_and_labelled_with_its_currency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, only the budget's column became money, unlabelled, beside GPU-hours in hours.
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    out = tmp_path / "out"
+    price = ["--budget", "5", "--cost-per-replica-hour", "2.5", "--currency", "EUR"]
+    assert cli.main(["backtest", str(trace), *FLAGS, *price, "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())["decisions"]
+    assert summary["budget_unit"] == "EUR"
+    for run in ("policy", "reactive", "reactive_20", "oracle"):
+        figures = summary[run]
+        assert figures["cost"] == pytest.approx(figures["gpu_hours"] * 2.5)
+        assert figures["prewarm"]["cost"] == pytest.approx(
+            figures["prewarm"]["replica_hours"] * 2.5
+        )
+    assert 0 < summary["policy"]["prewarm"]["max_window_spend"] <= 5 + 1e-9  # EUR, as --budget
+    printed = capsys.readouterr().out
+    assert "cost EUR max prewarm/window EUR" in printed
+    cost = f"{summary['policy']['cost']:.2f}"
+    assert any(line.startswith("policy") and cost in line for line in printed.splitlines())
+
+
+def test_without_a_price_the_figures_stay_replica_hours_and_name_no_currency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    out = tmp_path / "out"
+    assert cli.main(["backtest", str(trace), *FLAGS, "--budget", "5", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())["decisions"]
+    assert summary["budget_unit"] == "replica-hours"
+    assert summary["policy"]["cost"] is None and summary["policy"]["prewarm"]["cost"] is None
+    assert "USD" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("text", ["150%", "0%", "-4", "lots", "1e2"])
 def test_a_bad_budget_exits_2_naming_the_flag_and_both_forms(
     text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -54,6 +89,7 @@ def test_a_bad_budget_exits_2_naming_the_flag_and_both_forms(
     [
         (["--cost-per-replica-hour", "nan"], "as the trigger's `costPerReplicaHour`"),
         (["--cost-per-replica-hour", "-3"], "must be from 0.000001"),
+        (["--currency", "euro"], "'euro': must be three capital letters (as the trigger's"),
         (["--max-replicas", "0"], "must be from 1 to 10000"),
         (["--max-prewarm-replicas", "2.5"], "must be a whole number"),
         (["--quantile", "0.9_5"], "as the trigger's `quantile`"),

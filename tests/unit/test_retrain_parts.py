@@ -217,6 +217,7 @@ def test_a_count_in_the_environment_that_is_not_a_number_is_a_usage_error(
         (("--model-step", "0s"), "'0s': must be from 1m to 1h (scaler serve fits at 5m)"),
         (("--model-step", "1s"), "'1s': must be from 1m to 1h (scaler serve fits at 5m)"),
         (("--model-step", "1d"), "'1d': must be from 1m to 1h (scaler serve fits at 5m)"),
+        (("--model-step", "7m"), "'7m': a day is not a whole number of 7m steps (205.7)"),
         (("--history", "0s"), "'0s': must be from 2d to 365d (a fit needs over a day of load)"),
         (("--history", "1d"), "'1d': must be from 2d to 365d (a fit needs over a day of load)"),
         (("--history", "100y"), "'100y': must be from 2d to 365d (a fit needs over a day of load)"),
