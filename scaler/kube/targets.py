@@ -140,17 +140,17 @@ def nothing_to_serve(count: int, scaler_address: str | None) -> str:
     return f"none of its {count} ScaledObjects has an external or external-push trigger{pointing}"
 
 
-def identity(obj: dict[str, Any], number: int) -> tuple[str, str] | Problem:
+def identity(obj: dict[str, Any], unnamed: str) -> tuple[str, str] | Problem:
     """(namespace, name) of a ScaledObject, namespace `default` when unset, or the Problem that
-    makes it no target at all; `number` is its place in the list."""
+    makes it no target at all; `unnamed` says where an object without a usable name is."""
     meta, body = obj.get("metadata") or {}, obj.get("spec") or {}
     if not isinstance(meta, dict):
         fix = "metadata is not a mapping; give metadata.name and metadata.namespace"
-        return Problem(f"ScaledObject {number}", fix)
+        return Problem(unnamed, fix)
     namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
     if not (isinstance(namespace, str) and isinstance(name, str)):
         fix = "metadata.name and metadata.namespace must be strings (DNS labels)"
-        return Problem(f"ScaledObject {number}", fix)
+        return Problem(unnamed, fix)
     if not isinstance(body, dict):
         fix = "spec is not a mapping; give spec.triggers, a list of triggers"
         return Problem(f"{namespace}/{name}", fix)
@@ -193,7 +193,7 @@ def from_objects(
     targets: list[Target] = []
     problems: list[Problem] = []
     for number, obj in enumerate(objects, 1):
-        known = identity(obj, number)
+        known = identity(obj, f"ScaledObject {number}")
         if isinstance(known, Problem):
             problems.append(known)
             continue
