@@ -275,3 +275,34 @@ def test_the_crd_finds_an_unknown_field_and_a_file_that_is_no_crd_is_refused(
         "('minReplicas' was unexpected)" in lines[0]  # fmt: skip
     assert cli.main(["check", "--crd", str(path), str(path)]) == 2
     assert "--crd" in capsys.readouterr().err
+
+
+def test_a_repeated_key_is_refused_as_kubectl_refuses_it_not_read_as_the_last(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    twice = GOOD.replace('maxReplicas: "20"', 'maxReplicas: "20"\n        maxReplicas: "200"')
+    path = write(tmp_path, twice)
+    code, lines = run(capsys, path)
+    assert code == 2
+    assert lines[0] == (
+        f"{path}:18: error: not YAML: key 'maxReplicas' is repeated (first at line 17); kubectl "
+        "refuses it, and a reader keeping the last value drops the first"
+    )
+    assert (
+        targets.documents(twice, "so.yaml")[0].body["spec"]["triggers"][0]["metadata"][
+            "maxReplicas"
+        ]
+        == "200"
+    ), "serve --targets reads such a file as before"
+
+
+def test_a_key_overriding_a_yaml_merge_is_not_a_repeated_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    second = (
+        "    - type: external\n      metadata: {<<: *first, metricName: second, threshold: '6'}\n"
+    )
+    text = GOOD.replace("      metadata:\n", "      metadata: &first\n") + second
+    code, lines = run(capsys, write(tmp_path, text))
+    assert code == 0, lines
+    assert lines[-1].startswith("checked 2 triggers in 1 ScaledObject")
