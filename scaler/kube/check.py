@@ -65,8 +65,9 @@ def check(
         return report
     namespace, name = known
     label = f"{namespace}/{name or '<no name>'}"
-    ours = [(i, t) for i, t in targets.external_triggers(obj) if targets.names(t, scaler_address)]
-    report.elsewhere = len(targets.external_triggers(obj)) - len(ours)
+    external = targets.external_triggers(obj)
+    ours = [(i, t) for i, t in external if targets.names(t, scaler_address)]
+    report.elsewhere = len(external) - len(ours)
     report.checked = len(ours)
     mine = {f"spec.triggers.{index}.metadata." for index, _ in ours}
     for problem in schema.errors(obj) if schema else crd.cel_errors(obj):
