@@ -822,6 +822,7 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
     if serve_only:
         return parser
+    from scaler.kube import check_cli
     from scaler.offline import backtest_cli, demo, retrain_cli
     from scaler.record import explain_cli
 
@@ -829,6 +830,7 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     backtest_cli.add_parser(sub, env)
     explain_cli.add_parser(sub)
     retrain_cli.add_parser(sub, env=env, job_index=os.environ.get("JOB_COMPLETION_INDEX"))
+    check_cli.add_parser(sub)
     return parser
 
 

@@ -61,26 +61,98 @@ def scaler_address(text: str | None) -> str | None:
     return text.strip()
 
 
-def read_file(path: Path) -> list[dict[str, Any]]:
-    """The ScaledObject dicts in a YAML file (documents, Lists flattened); ConfigError if the
-    file cannot be read or is not YAML."""
+@dataclass(frozen=True)
+class Document:
+    """One object of a manifest file, and where it is for a reader of the file."""
+
+    where: str
+    """The YAML document's number in the file, 1 first; `3.2` is the second item of the List
+    (`kubectl get -o yaml`) that is the third document."""
+    body: dict[str, Any]
+
+
+class NotYaml(ConfigError):
+    """Text that is not YAML: `line` (1 first, 0 when unknown) is where the parser stopped."""
+
+    def __init__(self, source: str, line: int, problem: str) -> None:
+        self.source, self.line, self.problem = source, line, problem
+        at = f" at line {line}" if line else ""
+        super().__init__(f"{source}: not YAML{at} ({problem}); give ScaledObject manifests")
+
+
+# libyaml's loader when PyYAML has it: 4x faster on 1,000 ScaledObjects, at start-up.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _UniqueKeys(_LOADER):  # type: ignore[misc]
+    """Refuses a mapping that repeats a key, as kubectl does ("mapping key already defined"):
+    PyYAML keeps the last silently, so a second `maxReplicas` would hide the first."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: dict[str, int] = {}
+        for key, _ in node.value:
+            if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
+                continue
+            if key.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"key {key.value!r} is repeated (first at line {seen[key.value]}); kubectl "
+                    "refuses it, and a reader keeping the last value drops the first",
+                    key.start_mark,
+                )
+            seen[key.value] = key.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def documents(text: str, source: str, *, unique_keys: bool = False) -> list[Document]:
+    """The mappings of a multi-document YAML text, Lists flattened, with where each is;
+    NotYaml naming `source` and the line (a repeated key too, with `unique_keys`)."""
+    loader = _UniqueKeys if unique_keys else _LOADER
+    try:
+        loaded = list(yaml.load_all(text, Loader=loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = "; ".join(str(part) for part in (exc.context, exc.problem) if part)
+        raise NotYaml(source, mark.line + 1 if mark else 0, problem or str(exc)) from exc
+    except yaml.YAMLError as exc:
+        raise NotYaml(source, 0, str(exc)) from exc
+    found: list[Document] = []
+    for number, doc in enumerate(loaded, 1):
+        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List"):
+            items = doc.get("items") or []
+            found.extend(
+                Document(f"{number}.{index}", item)
+                for index, item in enumerate(items if isinstance(items, list) else [], 1)
+                if isinstance(item, dict)
+            )
+        elif isinstance(doc, dict):
+            found.append(Document(str(number), doc))
+    return found
+
+
+def read_text(path: Path) -> str:
+    """A manifest file's text; ConfigError if it cannot be read, is too large or not UTF-8."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes; split the targets")
-        # libyaml's loader when PyYAML has it: 4x faster on 1,000 ScaledObjects, at start-up.
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        documents = list(yaml.load_all(path.read_text(), Loader=loader))
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the targets file ({exc})") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not YAML ({exc}); give ScaledObject manifests") from exc
-    found: list[dict[str, Any]] = []
-    for doc in documents:
-        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List"):
-            found.extend(item for item in doc.get("items") or [] if isinstance(item, dict))
-        elif isinstance(doc, dict):
-            found.append(doc)
-    return [obj for obj in found if obj.get("kind") == "ScaledObject"]
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc}); give ScaledObject manifests") from exc
+
+
+def read_file(path: Path) -> list[dict[str, Any]]:
+    """The ScaledObject dicts in a YAML file (documents, Lists flattened); ConfigError if the
+    file cannot be read or is not YAML."""
+    found = documents(read_text(path), str(path))
+    return [doc.body for doc in found if is_scaled_object(doc.body)]
+
+
+def is_scaled_object(obj: dict[str, Any]) -> bool:
+    return obj.get("kind") == "ScaledObject"
 
 
 def nothing_to_serve(count: int, scaler_address: str | None) -> str:
@@ -93,6 +165,52 @@ def nothing_to_serve(count: int, scaler_address: str | None) -> str:
     return f"none of its {count} ScaledObjects has an external or external-push trigger{pointing}"
 
 
+def identity(obj: dict[str, Any], unnamed: str) -> tuple[str, str] | Problem:
+    """(namespace, name) of a ScaledObject, namespace `default` when unset, or the Problem that
+    makes it no target at all; `unnamed` says where an object without a usable name is."""
+    meta, body = obj.get("metadata") or {}, obj.get("spec") or {}
+    if not isinstance(meta, dict):
+        fix = "metadata is not a mapping; give metadata.name and metadata.namespace"
+        return Problem(unnamed, fix)
+    namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
+    if not (isinstance(namespace, str) and isinstance(name, str)):
+        fix = "metadata.name and metadata.namespace must be strings (DNS labels)"
+        return Problem(unnamed, fix)
+    if not isinstance(body, dict):
+        fix = "spec is not a mapping; give spec.triggers, a list of triggers"
+        return Problem(f"{namespace}/{name}", fix)
+    return namespace, name
+
+
+def external_triggers(obj: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(index in spec.triggers, trigger) of every external or external-push trigger."""
+    body = obj.get("spec") or {}
+    triggers = (body.get("triggers") or []) if isinstance(body, dict) else []
+    return [
+        (index, trigger)
+        for index, trigger in enumerate(triggers if isinstance(triggers, list) else [])
+        if isinstance(trigger, dict) and trigger.get("type") in EXTERNAL_TYPES
+    ]
+
+
+def names(trigger: dict[str, Any], scaler_address: str | None) -> bool:
+    """Whether an external trigger is this scaler's: any, without an address to match."""
+    metadata = trigger.get("metadata")
+    found = metadata.get("scalerAddress") if isinstance(metadata, dict) else None
+    return not scaler_address or found == scaler_address
+
+
+def parse_trigger(namespace: str, name: str, metadata: Any) -> TargetSpec:
+    """A trigger's metadata as the server reads it (spec.parse); ScalerError naming the key."""
+    if not name:
+        raise ConfigError("the ScaledObject has no metadata.name")
+    if not isinstance(metadata, dict):
+        raise ConfigError("trigger metadata is not a mapping of strings")
+    parsed = spec.parse(namespace, name, {str(k): str(v) for k, v in metadata.items()})
+    StoreKey.of(parsed)  # a name no store key can hold fails this trigger alone
+    return parsed
+
+
 def from_objects(
     objects: Iterable[dict[str, Any]], *, scaler_address: str | None = None
 ) -> tuple[list[Target], list[Problem]]:
@@ -100,36 +218,17 @@ def from_objects(
     targets: list[Target] = []
     problems: list[Problem] = []
     for number, obj in enumerate(objects, 1):
-        meta, body = obj.get("metadata") or {}, obj.get("spec") or {}
-        if not isinstance(meta, dict):
-            fix = "metadata is not a mapping; give metadata.name and metadata.namespace"
-            problems.append(Problem(f"ScaledObject {number}", fix))
+        known = identity(obj, f"ScaledObject {number}")
+        if isinstance(known, Problem):
+            problems.append(known)
             continue
-        namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
-        if not (isinstance(namespace, str) and isinstance(name, str)):
-            fix = "metadata.name and metadata.namespace must be strings (DNS labels)"
-            problems.append(Problem(f"ScaledObject {number}", fix))
-            continue
-        if not isinstance(body, dict):
-            fix = "spec is not a mapping; give spec.triggers, a list of triggers"
-            problems.append(Problem(f"{namespace}/{name}", fix))
-            continue
-        triggers = body.get("triggers") or []
-        for index, trigger in enumerate(triggers if isinstance(triggers, list) else []):
-            if not isinstance(trigger, dict) or trigger.get("type") not in EXTERNAL_TYPES:
+        namespace, name = known
+        for index, trigger in external_triggers(obj):
+            if not names(trigger, scaler_address):
                 continue
-            metadata = trigger.get("metadata") or {}
-            if scaler_address and metadata.get("scalerAddress") != scaler_address:
-                continue
-            where = f"{namespace}/{name} trigger {index}"
             try:
-                if not name:
-                    raise ConfigError("the ScaledObject has no metadata.name")
-                if not isinstance(metadata, dict):
-                    raise ConfigError("trigger metadata is not a mapping of strings")
-                parsed = spec.parse(namespace, name, {str(k): str(v) for k, v in metadata.items()})
-                StoreKey.of(parsed)  # a name no store key can hold fails this trigger alone
+                parsed = parse_trigger(namespace, name, trigger.get("metadata") or {})
                 targets.append(Target(parsed, index))
             except ScalerError as exc:
-                problems.append(Problem(where, str(exc)))
+                problems.append(Problem(f"{namespace}/{name} trigger {index}", str(exc)))
     return targets, problems

@@ -7,12 +7,14 @@ and of each example overlay (kubectl must be on PATH; a missing kubectl fails, n
   kubernetes-validate ships (offline), in strict mode: an unknown field is an error, as
   `kubectl apply` reports it since strict server-side field validation became its default.
 - ScaledObjects are validated against the served version of KEDA's CRD in ../shared/keda (not
-  copied into the project), closed the same way; TriggerAuthentications against the part of
-  KEDA's schema they use (and the whole CRD when ../shared/keda has it).
-- Then the wiring a user would trip over: metadata the scaler rejects, a scalerAddress that
-  misses the Service, certificates that do not match what KEDA and the scaler read, replica
-  bounds that disagree, an HPA tolerance that eats prewarmed replicas, a NetworkPolicy that
-  lets the wrong pods in, a GPU quota out of step with the replica cap.
+  copied into the project), closed the same way, by scaler/kube/crd.py (`scaler check --crd`);
+  TriggerAuthentications against the part of KEDA's schema they use (and the whole CRD when
+  ../shared/keda has it).
+- Then the wiring a user would trip over: metadata the scaler rejects, replica bounds that
+  disagree (both with the rules of `scaler check`, scaler/kube/check.py), a scalerAddress that
+  misses the Service, certificates that do not match what KEDA and the scaler read, an HPA
+  tolerance that eats prewarmed replicas, a NetworkPolicy that lets the wrong pods in, a GPU
+  quota out of step with the replica cap.
 
 Objects that need CRDs other than KEDA's (cert-manager, prometheus-operator) cannot be validated
 offline; they live in their own kustomizations, whose header says so, and are checked for
@@ -29,12 +31,11 @@ import os
 import shutil
 import subprocess
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
@@ -42,6 +43,7 @@ import yaml
 from scaler import cli
 from scaler.decision import spec
 from scaler.errors import SpecError
+from scaler.kube import check, crd
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -398,43 +400,10 @@ def core_errors(body: dict[str, Any], version: str) -> list[str]:
     try:
         kubernetes_validate.validate(body, version, strict=True)
     except kubernetes_validate.ValidationError as exc:
-        return [f"{_path(exc.absolute_path)}: {exc.message}"]
+        return [f"{crd.path(exc.absolute_path)}: {exc.message}"]
     except kubernetes_validate.SchemaNotFoundError as exc:
         return [exc.message]
     return []
-
-
-def schema_errors(body: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(body), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{_path(e.absolute_path)}: {e.message}" for e in errors]
-
-
-def _path(parts: Iterable[object]) -> str:
-    return ".".join(str(p) for p in parts) or "(root)"
-
-
-def closed(schema: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a structural schema in which unknown fields are errors.
-
-    The API server prunes unknown fields of a custom resource silently, or rejects them under
-    strict field validation (kubectl's default); either way a misspelt field does nothing, so
-    the tests treat it as an error.
-    """
-    out = dict(schema)
-    if "properties" in out:
-        out["properties"] = {name: closed(s) for name, s in out["properties"].items()}
-        open_ended = out.get("x-kubernetes-preserve-unknown-fields", False)
-        if "additionalProperties" not in out and not open_ended:
-            out["additionalProperties"] = False
-    if isinstance(out.get("additionalProperties"), dict):
-        out["additionalProperties"] = closed(out["additionalProperties"])
-    if isinstance(out.get("items"), dict):
-        out["items"] = closed(out["items"])
-    for key in ("allOf", "anyOf", "oneOf"):
-        if key in out:
-            out[key] = [closed(s) for s in out[key]]
-    return out
 
 
 def load_keda_crds() -> dict[str, dict[str, Any]]:
@@ -460,34 +429,16 @@ def keda_crds() -> dict[str, dict[str, Any]]:
     return crds
 
 
-def crd_errors(body: dict[str, Any], crd: dict[str, Any]) -> list[str]:
-    group, _, version = str(body.get("apiVersion", "")).partition("/")
-    if group != crd["spec"]["group"]:
-        return [f"apiVersion group {group!r} is not {crd['spec']['group']!r}"]
-    for served in crd["spec"]["versions"]:
-        if served["name"] == version and served.get("served"):
-            return schema_errors(body, closed(served["schema"]["openAPIV3Schema"]))
-    return [f"{crd['metadata']['name']} serves no version {version!r}"]
-
-
 def scaled_object_errors(body: dict[str, Any], crds: dict[str, dict[str, Any]]) -> list[str]:
-    return crd_errors(body, crds["ScaledObject"]) + cel_errors(body)
+    """KEDA's CRD closed to unknown fields, and its CEL rule: what `scaler check --crd` runs."""
+    return crd.Validator(crds["ScaledObject"]).errors(body)
 
 
 def trigger_auth_errors(body: dict[str, Any], crds: dict[str, dict[str, Any]]) -> list[str]:
-    errors = schema_errors(body, TRIGGER_AUTH_SUBSET)
+    errors = crd.schema_errors(body, TRIGGER_AUTH_SUBSET)
     if body.get("kind") in crds:
-        errors += crd_errors(body, crds[body["kind"]])
+        errors += crd.Validator(crds[body["kind"]]).errors(body)
     return errors
-
-
-def cel_errors(so: dict[str, Any]) -> list[str]:
-    """The ScaledObject CRD's x-kubernetes-validations rule, which jsonschema cannot run."""
-    low = so["spec"].get("minReplicaCount")
-    high = so["spec"].get("maxReplicaCount", 100)
-    if low is not None and low > high:
-        return ["spec: minReplicaCount must be less than or equal to maxReplicaCount"]
-    return []
 
 
 def metadata_errors(metadata: dict[str, Any]) -> list[str]:
@@ -939,6 +890,16 @@ def test_the_scaler_accepts_every_external_triggers_metadata(so: Doc) -> None:
         assert metadata_errors(metadata) == [], f"{so}"
 
 
+@pytest.mark.parametrize("so", all_of("ScaledObject"), ids=str)
+def test_scaler_check_finds_nothing_in_what_kubectl_apply_would_send(
+    so: Doc, keda_crds: dict[str, dict[str, Any]]
+) -> None:
+    """What the README's CI step runs (`kubectl kustomize ... | scaler check --strict --crd`),
+    on every build: no error, and no warning either."""
+    report = check.check(so.body, schema=crd.Validator(keda_crds["ScaledObject"]))
+    assert report.checked >= 1 and report.findings == [], report.findings
+
+
 def test_the_active_example_shows_every_metadata_key_the_scaler_accepts() -> None:
     _, trigger = the_trigger(ACTIVE)
     missing = spec.KNOWN_KEYS - set(trigger["metadata"])
@@ -959,6 +920,8 @@ def test_replica_bounds_agree_between_keda_and_the_scaler(overlay: str) -> None:
     fallback = so.spec.get("fallback")
     if fallback is not None:
         assert target.min_replicas <= fallback["replicas"] <= target.max_replicas
+    # `scaler check` warns on exactly these: the command and this test agree.
+    assert check.replica_bounds(so.spec, target) == check.fallback_bounds(so.spec, target) == []
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -967,6 +930,7 @@ def test_the_metric_is_a_replica_count_averaged_over_pods(overlay: str) -> None:
     # The scaler returns the desired replica count with a target of 1: only AverageValue turns
     # that into `desired`, and KEDA's fallback works only with AverageValue triggers.
     assert trigger.get("metricType", "AverageValue") == "AverageValue"
+    assert check.metric_type_error(trigger) is None
 
 
 def test_the_active_example_scales_to_zero_wakes_ahead_and_falls_back() -> None:

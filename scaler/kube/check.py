@@ -1,0 +1,221 @@
+"""What `scaler check` finds in a ScaledObject, offline: every external trigger this scaler
+would serve (targets.py picks them as `serve --targets` and `retrain` do) read by the server's
+own parser, and what the scaler can see that KEDA's validation does not.
+
+Errors (KEDA or the scaler would refuse it, or it scales wrongly):
+- metadata the server answers INVALID_ARGUMENT, with the server's message (spec.parse);
+- a metadata value that is not a string (KEDA's CRD takes strings only);
+- `metricType` other than AverageValue: the answer is a replica count with a target of 1;
+- minReplicaCount above maxReplicaCount (the CRD's CEL rule), and with a CRD every schema error.
+
+Warnings (it works, not as the author believes; `--strict` makes them errors):
+- `minReplicas`/`maxReplicas` that differ from `minReplicaCount`/`maxReplicaCount`;
+- `fallback.replicas` outside [minReplicas, maxReplicas];
+- no `fallback` on a ScaledObject with an active trigger of this scaler.
+
+The manifest tests (tests/integration/test_manifests.py) apply these same functions to deploy/.
+
+Must not: read files or print (check_cli.py does), or import jsonschema (crd.py does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from scaler.decision.spec import TargetSpec
+from scaler.errors import ScalerError
+from scaler.kube import crd, targets
+
+ERROR = "error"
+WARNING = "warning"
+KEDA_DEFAULT_MIN = 0
+"""minReplicaCount when a ScaledObject leaves it out."""
+AVERAGE_VALUE = "AverageValue"
+
+
+@dataclass(frozen=True)
+class Finding:
+    where: str
+    """`namespace/name`, or `namespace/name trigger N` (N: the index in spec.triggers, as
+    KEDA's `sN-` metric prefix)."""
+    severity: str
+    message: str
+
+
+@dataclass
+class Report:
+    """What one ScaledObject gave."""
+
+    findings: list[Finding] = field(default_factory=list)
+    checked: int = 0
+    """Triggers of this scaler read."""
+    elsewhere: int = 0
+    """External triggers left alone because their scalerAddress names another scaler."""
+
+
+def check(
+    obj: dict[str, Any], *, scaler_address: str | None = None, schema: crd.Validator | None = None
+) -> Report:
+    """The findings of one ScaledObject: the object's first, then each trigger's in order."""
+    report = Report()
+    known = targets.identity(obj, "ScaledObject")
+    if isinstance(known, targets.Problem):
+        report.findings.append(Finding(known.where, ERROR, known.error))
+        return report
+    namespace, name = known
+    label = f"{namespace}/{name or '<no name>'}"
+    external = targets.external_triggers(obj)
+    ours = [(i, t) for i, t in external if targets.names(t, scaler_address)]
+    report.elsewhere = len(external) - len(ours)
+    report.checked = len(ours)
+    mine = {f"spec.triggers.{index}.metadata." for index, _ in ours}
+    for problem in schema.errors(obj) if schema else crd.cel_errors(obj):
+        # A metadata value the trigger check below reports with its fix is not said twice.
+        if not any(problem.startswith(prefix) for prefix in mine):
+            report.findings.append(Finding(label, ERROR, f"KEDA's CRD: {problem}"))
+    if not name:
+        report.findings.append(Finding(label, ERROR, "no metadata.name: KEDA needs one"))
+        return report
+    so_spec: dict[str, Any] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+    active = False
+    for index, trigger in ours:
+        where = f"{label} trigger {index}"
+        found, parsed = check_trigger(namespace, name, trigger, so_spec)
+        report.findings.extend(Finding(where, severity, text) for severity, text in found)
+        active = active or (parsed is not None and parsed.mode == "active")
+    missing = missing_fallback(so_spec) if active else None
+    if missing:
+        report.findings.append(Finding(label, WARNING, missing))
+    return report
+
+
+def check_trigger(
+    namespace: str, name: str, trigger: dict[str, Any], so_spec: dict[str, Any]
+) -> tuple[list[tuple[str, str]], TargetSpec | None]:
+    """(severity, message) of one trigger, and its TargetSpec when the server would accept it."""
+    found: list[tuple[str, str]] = []
+    wrong_type = metric_type_error(trigger)
+    if wrong_type:
+        found.append((ERROR, wrong_type))
+    metadata = trigger.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        return [*found, (ERROR, "trigger metadata is not a mapping of strings")], None
+    found += [(ERROR, text) for text in value_errors(metadata)]
+    try:
+        parsed = targets.parse_trigger(namespace, name, as_sent(metadata))
+    except ScalerError as exc:  # the very message KEDA gets with INVALID_ARGUMENT
+        return [*found, (ERROR, str(exc))], None
+    found += [(WARNING, text) for text in replica_bounds(so_spec, parsed)]
+    found += [(WARNING, text) for text in fallback_bounds(so_spec, parsed)]
+    return found, parsed
+
+
+def as_sent(metadata: dict[Any, Any]) -> dict[str, str]:
+    """Metadata as the scaler would read it: a key without a value is no key, the rest text
+    (value_errors has said those are not strings)."""
+    return {str(k): _text(v) for k, v in metadata.items() if v is not None}
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def value_errors(metadata: dict[Any, Any]) -> list[str]:
+    """Metadata values KEDA's CRD refuses: it takes strings only."""
+    errors = []
+    for key, value in metadata.items():
+        if isinstance(value, str):
+            continue
+        if value is None:
+            errors.append(
+                f"metadata.{key} has no value: KEDA's CRD takes strings only; quote a value "
+                f'({key}: "...") or remove the key'
+            )
+        else:
+            errors.append(
+                f"metadata.{key} is {_text(value)} ({type(value).__name__}): KEDA's CRD takes "
+                f"strings only and `kubectl apply` refuses it; quote it: "
+                f'{key}: "{_text(value)}"'
+            )
+    return errors
+
+
+def metric_type_error(trigger: dict[str, Any]) -> str | None:
+    """Why the trigger's metricType scales wrongly, or None for AverageValue (the default)."""
+    kind = trigger.get("metricType")
+    if kind is None or kind == AVERAGE_VALUE:
+        return None
+    return (
+        f"metricType {kind!r}: the scaler answers the desired replica count with a target of "
+        f"1, which only AverageValue (the default) turns into that many replicas; Value makes "
+        f"the HPA multiply it by the ready pods; set metricType: AverageValue or leave it out"
+    )
+
+
+def _count(so_spec: dict[str, Any], key: str, default: int) -> int | None:
+    value = so_spec.get(key, default)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def replica_bounds(so_spec: dict[str, Any], target: TargetSpec) -> list[str]:
+    """Where the trigger's minReplicas/maxReplicas differ from KEDA's minReplicaCount/
+    maxReplicaCount: one of the two caps is then a lie."""
+    problems = []
+    low = _count(so_spec, "minReplicaCount", KEDA_DEFAULT_MIN)
+    if low is not None and low != target.min_replicas:
+        effect = (
+            "the HPA never goes below minReplicaCount, so the scaler's floor is not what runs"
+            if low > target.min_replicas
+            else "the scaler never asks below minReplicas, so KEDA's floor is not what runs"
+        )
+        problems.append(
+            f"minReplicas {target.min_replicas} differs from minReplicaCount {low}: {effect}; "
+            f'set minReplicas: "{low}" (or minReplicaCount: {target.min_replicas})'
+        )
+    high = _count(so_spec, "maxReplicaCount", crd.KEDA_DEFAULT_MAX)
+    if high is not None and high != target.max_replicas:
+        effect = (
+            "the scaler may ask for replicas the HPA will not run, and its decision log and "
+            "prewarm budget count them"
+            if high < target.max_replicas
+            else "the HPA may run more than the scaler's cap (fallback, other triggers)"
+        )
+        problems.append(
+            f"maxReplicas {target.max_replicas} differs from maxReplicaCount {high}: {effect}; "
+            f'set maxReplicas: "{high}" (or maxReplicaCount: {target.max_replicas})'
+        )
+    return problems
+
+
+def fallback_bounds(so_spec: dict[str, Any], target: TargetSpec) -> list[str]:
+    """A fallback.replicas outside the trigger's [minReplicas, maxReplicas]."""
+    fallback = so_spec.get("fallback")
+    replicas = _count(fallback, "replicas", -1) if isinstance(fallback, dict) else None
+    if replicas is None or replicas < 0:
+        return []
+    if replicas > target.max_replicas:
+        return [
+            f"fallback.replicas {replicas} is above maxReplicas {target.max_replicas}: while "
+            "the scaler cannot answer, KEDA runs more than the cap you set on it"
+        ]
+    if replicas < target.min_replicas:
+        return [
+            f"fallback.replicas {replicas} is below minReplicas {target.min_replicas}: while "
+            "the scaler cannot answer, KEDA runs less than the floor you set on it"
+        ]
+    return []
+
+
+def missing_fallback(so_spec: dict[str, Any]) -> str | None:
+    """Why an active trigger wants a `fallback`, or None when the ScaledObject has one."""
+    if so_spec.get("fallback"):
+        return None
+    return (
+        "no spec.fallback: when the scaler has no trustworthy answer (no data, data older than "
+        "--staleness, Prometheus down) it answers UNAVAILABLE rather than guess, and only a "
+        "fallback tells KEDA what to run meanwhile (without one the HPA holds whatever count "
+        "it had, whatever the load does); add fallback: {failureThreshold: 3, replicas: N}"
+    )

@@ -1,0 +1,308 @@
+"""`scaler check`: ScaledObjects validated offline, with the server's own messages."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scaler import cli
+from scaler.decision import spec
+from scaler.errors import SpecError
+from scaler.kube import targets
+from scaler.serving import server
+
+REPO = Path(__file__).resolve().parents[2]
+KEDA_CRD = REPO.parent / "shared" / "keda" / "keda.sh_scaledobjects.yaml"
+
+GOOD = """\
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: llm, namespace: gpu}
+spec:
+  scaleTargetRef: {name: llm}
+  minReplicaCount: 1
+  maxReplicaCount: 20
+  fallback: {failureThreshold: 3, replicas: 4}
+  triggers:
+    - type: external
+      metricType: AverageValue
+      metadata:
+        scalerAddress: scaler.keda.svc:9000
+        query: sum(rate(requests_total[2m]))
+        threshold: "3"
+        minReplicas: "1"
+        maxReplicas: "20"
+"""
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, list[str]]:
+    code = cli.main(["check", *(str(a) for a in args)])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def write(tmp_path: Path, text: str, name: str = "so.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def deploy_scaled_objects() -> list[Path]:
+    return sorted(
+        path
+        for path in (REPO / "deploy").rglob("*.yaml")
+        if any(
+            targets.is_scaled_object(doc.body)
+            for doc in targets.documents(path.read_text(), str(path))
+        )
+    )
+
+
+def test_every_scaled_object_under_deploy_passes_strictly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = deploy_scaled_objects()
+    assert len(files) >= 2, "the shadow and active overlays each hold one"
+    code, lines = run(capsys, "--strict", *files)
+    assert code == 0, lines
+    assert lines == [f"checked 2 triggers in 2 ScaledObjects from {len(files)} files: 0 errors, "
+                     "0 warnings (--strict: warnings count as errors)"]  # fmt: skip
+
+
+def test_every_scaled_object_under_deploy_matches_kedas_crd(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if not KEDA_CRD.exists():
+        pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
+    code, lines = run(capsys, "--strict", "--crd", KEDA_CRD, *deploy_scaled_objects())
+    assert code == 0, lines
+
+
+def test_a_clean_scaled_object_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = run(capsys, "--strict", write(tmp_path, GOOD))
+    assert (code, lines) == (0, ["checked 1 trigger in 1 ScaledObject from 1 file: 0 errors, "
+                                 "0 warnings (--strict: warnings count as errors)"])  # fmt: skip
+
+
+def test_a_typo_key_is_an_error_worded_as_keda_gets_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, GOOD.replace('maxReplicas: "20"', 'maxReplica: "20"'))
+    code, lines = run(capsys, path)
+    assert code == 1
+    finding = lines[0]
+    prefix = f"{path}:1 gpu/llm trigger 0: error: "
+    assert finding.startswith(prefix)
+    metadata = {
+        "scalerAddress": "scaler.keda.svc:9000",
+        "query": "sum(rate(requests_total[2m]))",
+        "threshold": "3",
+        "minReplicas": "1",
+        "maxReplica": "20",
+    }
+    with pytest.raises(SpecError) as refused:
+        spec.parse("gpu", "llm", metadata)
+    ref = server.pb.ScaledObjectRef(name="llm", namespace="gpu", scalerMetadata=metadata)
+    assert f"gpu/llm: {finding.removeprefix(prefix)}" == server.refusal(ref, refused.value)
+    assert "did you mean 'maxReplicas'?" in finding
+    assert lines[-1].endswith("1 error, 0 warnings")
+
+
+def test_an_out_of_range_value_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(
+        tmp_path, GOOD.replace('threshold: "3"', 'threshold: "3"\n        quantile: "1.5"')
+    )
+    code, lines = run(capsys, path)
+    assert code == 1
+    assert lines[0] == (
+        f"{path}:1 gpu/llm trigger 0: error: scalerMetadata key 'quantile' = '1.5': "
+        "must lie strictly between 0.5 and 1; e.g. '0.95'"
+    )
+
+
+def test_a_file_that_is_not_yaml_is_named_with_its_line_and_the_others_are_still_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = write(tmp_path, "kind: ScaledObject\nspec:\n  triggers: [unclosed\n", "broken.yaml")
+    bad = write(tmp_path, GOOD.replace('threshold: "3"', 'threshold: "-1"'), "bad.yaml")
+    code, lines = run(capsys, broken, bad)
+    assert code == 2
+    assert lines[0].startswith(f"{broken}:4: error: not YAML: ")
+    assert lines[1].startswith(f"{bad}:1 gpu/llm trigger 0: error: scalerMetadata key 'threshold'")
+    assert lines[-1].endswith("skipped 1 file unreadable")
+
+
+def test_a_missing_file_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = run(capsys, tmp_path / "nope.yaml", write(tmp_path, GOOD))
+    assert code == 2
+    assert lines[0].startswith(f"{tmp_path / 'nope.yaml'}: error: cannot read")
+
+
+def test_other_kinds_are_skipped_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llm}\n"
+    code, lines = run(capsys, write(tmp_path, f"{deployment}---\n{GOOD}"))
+    assert code == 0
+    assert lines == [
+        "checked 1 trigger in 1 ScaledObject from 1 file: 0 errors, 0 warnings; "
+        "skipped 1 document of other kinds"
+    ]
+
+
+def test_a_file_with_no_scaled_object_is_an_error_not_a_silent_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = run(capsys, write(tmp_path, "apiVersion: v1\nkind: ConfigMap\n"))
+    assert code == 1
+    assert (
+        lines[0] == "error: nothing checked: no ScaledObject in 1 file; give ScaledObject manifests"
+    )
+
+
+def test_stdin_is_read_for_a_dash(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = GOOD.replace("maxReplicaCount: 20", "maxReplicaCount: 30")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(broken.encode())))
+    code, lines = run(capsys, "-")
+    assert code == 0  # a warning only
+    assert lines[0].startswith(
+        "<stdin>:1 gpu/llm trigger 0: warning: maxReplicas 20 differs from maxReplicaCount 30"
+    )
+
+
+def test_strict_makes_a_warning_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, GOOD.replace('minReplicas: "1"', 'minReplicas: "0"'))
+    assert run(capsys, path)[0] == 0
+    code, lines = run(capsys, "--strict", path)
+    assert code == 1
+    assert lines[0].startswith(f"{path}:1 gpu/llm trigger 0: error: minReplicas 0 differs")
+
+
+def test_a_value_metric_type_and_an_unquoted_number_are_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = GOOD.replace("metricType: AverageValue", "metricType: Value")
+    code, lines = run(capsys, write(tmp_path, text.replace('threshold: "3"', "threshold: 3")))
+    assert code == 1
+    assert "error: metricType 'Value'" in lines[0]
+    assert "error: metadata.threshold is 3 (int): KEDA's CRD takes strings only" in lines[1]
+    assert 'quote it: threshold: "3"' in lines[1]
+
+
+def test_a_missing_fallback_is_a_warning_for_an_active_trigger_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = GOOD.replace("  fallback: {failureThreshold: 3, replicas: 4}\n", "")
+    code, lines = run(capsys, write(tmp_path, text))
+    assert code == 0
+    assert "gpu/llm: warning: no spec.fallback" in lines[0]
+    shadow = text.replace('threshold: "3"', 'threshold: "3"\n        mode: shadow')
+    _, lines = run(capsys, write(tmp_path, shadow))
+    assert lines[0].endswith("0 errors, 0 warnings")
+
+
+def test_a_fallback_above_the_triggers_cap_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, GOOD.replace("replicas: 4}", "replicas: 40}"))
+    _, lines = run(capsys, path)
+    assert "warning: fallback.replicas 40 is above maxReplicas 20" in lines[0]
+
+
+def test_min_above_max_is_kedas_own_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = run(
+        capsys, write(tmp_path, GOOD.replace("minReplicaCount: 1", "minReplicaCount: 30"))
+    )
+    assert code == 1
+    assert lines[0].endswith(
+        "gpu/llm: error: KEDA's CRD: spec: minReplicaCount must be less than or equal to "
+        "maxReplicaCount"
+    )
+
+
+def test_the_scaler_address_picks_the_triggers_as_serve_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = GOOD.replace("scaler.keda.svc:9000", "other.keda.svc:9000")
+    path = write(tmp_path, f"{GOOD}---\n{other.replace('quantile', 'x')}")
+    code, lines = run(capsys, "--scaler-address", "scaler.keda.svc:9000", path)
+    assert code == 0
+    assert lines[-1].endswith("skipped 1 trigger naming another scalerAddress")
+    code, lines = run(capsys, "--scaler-address", "nobody:9000", path)
+    assert code == 1
+    assert "none of the 2 ScaledObjects has an external or external-push trigger with " \
+        "scalerAddress nobody:9000" in lines[0]  # fmt: skip
+
+
+def test_list_items_are_placed_by_document_and_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    item = textwrap.indent(GOOD.replace('threshold: "3"', 'threshold: "x"'), "    ")
+    listed = (
+        f"apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: ConfigMap\n  -\n{item}"
+    )
+    path = write(tmp_path, f"kind: Namespace\n---\n{listed}")
+    code, lines = run(capsys, path)
+    assert code == 1
+    assert lines[0].startswith(
+        f"{path}:2.2 gpu/llm trigger 0: error: scalerMetadata key 'threshold'"
+    )
+
+
+def test_the_crd_finds_an_unknown_field_and_a_file_that_is_no_crd_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not KEDA_CRD.exists():
+        pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
+    path = write(
+        tmp_path, GOOD.replace("  minReplicaCount: 1\n", "  minReplicaCount: 1\n  minReplicas: 1\n")
+    )
+    code, lines = run(capsys, "--crd", KEDA_CRD, path)
+    assert code == 1
+    assert "gpu/llm: error: KEDA's CRD: spec: Additional properties are not allowed " \
+        "('minReplicas' was unexpected)" in lines[0]  # fmt: skip
+    assert cli.main(["check", "--crd", str(path), str(path)]) == 2
+    assert "--crd" in capsys.readouterr().err
+
+
+def test_a_repeated_key_is_refused_as_kubectl_refuses_it_not_read_as_the_last(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    twice = GOOD.replace('maxReplicas: "20"', 'maxReplicas: "20"\n        maxReplicas: "200"')
+    path = write(tmp_path, twice)
+    code, lines = run(capsys, path)
+    assert code == 2
+    assert lines[0] == (
+        f"{path}:18: error: not YAML: key 'maxReplicas' is repeated (first at line 17); kubectl "
+        "refuses it, and a reader keeping the last value drops the first"
+    )
+    assert (
+        targets.documents(twice, "so.yaml")[0].body["spec"]["triggers"][0]["metadata"][
+            "maxReplicas"
+        ]
+        == "200"
+    ), "serve --targets reads such a file as before"
+
+
+def test_a_key_overriding_a_yaml_merge_is_not_a_repeated_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    second = (
+        "    - type: external\n      metadata: {<<: *first, metricName: second, threshold: '6'}\n"
+    )
+    text = GOOD.replace("      metadata:\n", "      metadata: &first\n") + second
+    code, lines = run(capsys, write(tmp_path, text))
+    assert code == 0, lines
+    assert lines[-1].startswith("checked 2 triggers in 1 ScaledObject")
