@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from scaler import helptext, quiet, switches, threads
+from scaler import commands, helptext, quiet, switches, threads
 from scaler.clock import Clock, WallClock
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec, duration_arg, format_duration
@@ -788,20 +788,14 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
         formatter_class=helptext.Paragraphs,
         allow_abbrev=False,  # `explain --log` is not an abbreviation of --log-level
     )
-    parser.add_argument(
-        "--log-level",
-        type=log_level,
-        default=env("LOG_LEVEL", "INFO"),
-        help="DEBUG, INFO, WARNING or ERROR (env SCALER_LOG_LEVEL; default INFO)",
+    add_global_flags(parser, from_env=True)
+    # Every command takes them after its name too; there a flag not given sets nothing, so the
+    # value given before the name (or the variable's) stands.
+    common = argparse.ArgumentParser(add_help=False)
+    add_global_flags(common, from_env=False)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", action=commands.commands_with(common)
     )
-    parser.add_argument(
-        "--log-format",
-        type=one_of("text", "json"),
-        metavar="{text,json}",
-        default=env("LOG_FORMAT", "text"),
-        help="text for terminals, json for log pipelines (env SCALER_LOG_FORMAT)",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = sub.add_parser(
         "serve",
         help="run the gRPC external scaler KEDA talks to",
@@ -830,6 +824,25 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     explain_cli.add_parser(sub)
     retrain_cli.add_parser(sub, env=env, job_index=os.environ.get("JOB_COMPLETION_INDEX"))
     return parser
+
+
+def add_global_flags(parser: argparse.ArgumentParser, *, from_env: bool) -> None:
+    """--log-level and --log-format, on `parser` (defaults from SCALER_*, `from_env`) or on a
+    parent of every command's parser (no default: argparse.SUPPRESS)."""
+    g = parser.add_argument_group("logging (before or after the command)")
+    g.add_argument(
+        "--log-level",
+        type=log_level,
+        default=env("LOG_LEVEL", "INFO") if from_env else argparse.SUPPRESS,
+        help="DEBUG, INFO, WARNING or ERROR (env SCALER_LOG_LEVEL; default INFO)",
+    )
+    g.add_argument(
+        "--log-format",
+        type=one_of("text", "json"),
+        metavar="{text,json}",
+        default=env("LOG_FORMAT", "text") if from_env else argparse.SUPPRESS,
+        help="text for terminals, json for log pipelines (env SCALER_LOG_FORMAT)",
+    )
 
 
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
