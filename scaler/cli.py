@@ -48,6 +48,9 @@ logger = logging.getLogger("scaler")
 
 
 def env(name: str, default: str | None = None) -> str | None:
+    """SCALER_`name`, read for a flag's default; the name is recorded as one the command being
+    built reads (commands.READS), so that a variable no flag reads is told at start-up."""
+    commands.READS.asked(name)
     return os.environ.get(f"SCALER_{name}", default)
 
 
@@ -775,6 +778,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     """The CLI; `serve_only` leaves out the other subcommands, whose modules import pandas (a
     second of CPU at every replica's start, which `scaler serve` never uses)."""
+    commands.READS.reset()
     parser = argparse.ArgumentParser(
         prog="scaler",
         description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
@@ -913,6 +917,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(serve_only=given[:1] == ["serve"])
     args = parser.parse_args(given)
     setup_logging(args.log_level, args.log_format)
+    for unread in commands.READS.unread(args.command, os.environ):
+        logger.warning(unread)
     logger.debug(threads.limit(os.environ))
     try:
         code: int = args.func(args)
