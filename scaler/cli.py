@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -913,6 +914,20 @@ class _JsonFormatter(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a reader that left is met here, not in the interpreter's exit
+    except BrokenPipeError:
+        # `scaler explain ... | head`: the reader has what it wanted. Say nothing; stdout goes
+        # to /dev/null so that the exit's own flush of what is left fails no more.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(serve_only=given[:1] == ["serve"])
     args = parser.parse_args(given)
