@@ -604,6 +604,13 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             echo(meta["monthlyBudget"]),
             "is money: set costPerReplicaHour too, so replica-hours can be priced",
         )
+    if "currency" in meta and spec.cost_per_replica_hour is None:
+        raise SpecError(
+            "currency",
+            echo(meta["currency"]),
+            "is the unit of costPerReplicaHour, which is not set, so nothing is priced: set "
+            "costPerReplicaHour too, or remove currency",
+        )
     if not spec.metric_name:
         spec = replace(spec, metric_name=default_metric_name(spec.name, fp))
     return spec
