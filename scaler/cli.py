@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from scaler import helptext, quiet, switches, threads
+from scaler import commands, helptext, quiet, switches, threads
 from scaler.clock import Clock, WallClock
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec, duration_arg, format_duration
@@ -48,6 +49,9 @@ logger = logging.getLogger("scaler")
 
 
 def env(name: str, default: str | None = None) -> str | None:
+    """SCALER_`name`, read for a flag's default; the name is recorded as one the command being
+    built reads (commands.READS), so that a variable no flag reads is told at start-up."""
+    commands.READS.asked(name)
     return os.environ.get(f"SCALER_{name}", default)
 
 
@@ -775,6 +779,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     """The CLI; `serve_only` leaves out the other subcommands, whose modules import pandas (a
     second of CPU at every replica's start, which `scaler serve` never uses)."""
+    commands.READS.reset()
     parser = argparse.ArgumentParser(
         prog="scaler",
         description="Predictive GPU autoscaler: a KEDA external scaler that prewarms replicas "
@@ -788,20 +793,14 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
         formatter_class=helptext.Paragraphs,
         allow_abbrev=False,  # `explain --log` is not an abbreviation of --log-level
     )
-    parser.add_argument(
-        "--log-level",
-        type=log_level,
-        default=env("LOG_LEVEL", "INFO"),
-        help="DEBUG, INFO, WARNING or ERROR (env SCALER_LOG_LEVEL; default INFO)",
+    add_global_flags(parser, from_env=True)
+    # Every command takes them after its name too; there a flag not given sets nothing, so the
+    # value given before the name (or the variable's) stands.
+    common = argparse.ArgumentParser(add_help=False)
+    add_global_flags(common, from_env=False)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", action=commands.commands_with(common)
     )
-    parser.add_argument(
-        "--log-format",
-        type=one_of("text", "json"),
-        metavar="{text,json}",
-        default=env("LOG_FORMAT", "text"),
-        help="text for terminals, json for log pipelines (env SCALER_LOG_FORMAT)",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = sub.add_parser(
         "serve",
         help="run the gRPC external scaler KEDA talks to",
@@ -832,6 +831,25 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     retrain_cli.add_parser(sub, env=env, job_index=os.environ.get("JOB_COMPLETION_INDEX"))
     check_cli.add_parser(sub)
     return parser
+
+
+def add_global_flags(parser: argparse.ArgumentParser, *, from_env: bool) -> None:
+    """--log-level and --log-format, on `parser` (defaults from SCALER_*, `from_env`) or on a
+    parent of every command's parser (no default: argparse.SUPPRESS)."""
+    g = parser.add_argument_group("logging (before or after the command)")
+    g.add_argument(
+        "--log-level",
+        type=log_level,
+        default=env("LOG_LEVEL", "INFO") if from_env else argparse.SUPPRESS,
+        help="DEBUG, INFO, WARNING or ERROR (env SCALER_LOG_LEVEL; default INFO)",
+    )
+    g.add_argument(
+        "--log-format",
+        type=one_of("text", "json"),
+        metavar="{text,json}",
+        default=env("LOG_FORMAT", "text") if from_env else argparse.SUPPRESS,
+        help="text for terminals, json for log pipelines (env SCALER_LOG_FORMAT)",
+    )
 
 
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
@@ -898,10 +916,26 @@ class _JsonFormatter(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a reader that left is met here, not in the interpreter's exit
+    except BrokenPipeError:
+        # `scaler explain ... | head`: the reader has what it wanted. Say nothing; stdout goes
+        # to /dev/null so that the exit's own flush of what is left fails no more.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(serve_only=given[:1] == ["serve"])
     args = parser.parse_args(given)
     setup_logging(args.log_level, args.log_format)
+    for unread in commands.READS.unread(args.command, os.environ):
+        logger.warning(unread)
     logger.debug(threads.limit(os.environ))
     try:
         code: int = args.func(args)

@@ -105,6 +105,20 @@ def parse_budget(text: str) -> tuple[float, float | None]:
     return value, None
 
 
+def share_hint(name: str, amount: float, *, share: float | None, cost: float | None) -> str | None:
+    """What a budget amount below one replica-hour most likely meant, for a warning: `0.3` as
+    an amount is 0.3 replica-hours a window (one replica for 18 minutes a day, next to no
+    prewarm), where '30%' was meant. None for a share, a priced amount (money: with
+    costPerReplicaHour 0.3 may be a real sum), 0 (purely reactive) and 1 or more. `name` is
+    the key or flag the amount came from."""
+    if share is not None or cost is not None or not 0 < amount < 1:
+        return None
+    return (
+        f"{name} '{amount:g}' is an amount: {amount:g} replica-hours per window, under one "
+        f"replica-hour; did you mean '{amount * 100:g}%' of the window's reactive replica-hours?"
+    )
+
+
 def _why_not(number: str, *, is_share: bool) -> str:
     """What is wrong with a budget that is not a plain decimal: the two slips people make
     (`10 %`, `-5`) named, anything else answered with both forms."""

@@ -231,10 +231,31 @@ def echo_query(query: str) -> str:
     return echo(query, QUERY_ECHO_CHARS)
 
 
+EMPTY_IS_UNSET = frozenset(
+    {
+        "serverAddress",
+        "authModes",
+        "customHeaders",
+        "namespace",
+        "holidays",
+        "podSelector",
+        "metricName",
+    }
+)
+"""Optional keys whose empty value means unset, as deploy/overlays/active writes them
+(`holidays: ""`). Any other key's empty value is refused: it is a template's value left unset
+far more often than a choice, and the default in its place can turn a shadow trigger active
+(`mode`), lift a cap (`maxReplicas`, `prewarmBudget`) or change the forecast read."""
+
+
 def _get(meta: Mapping[str, str], key: str, parse: Callable[[str], T], default: T, fix: str) -> T:
     raw = meta.get(key)
     text = "" if raw is None else raw.strip(_SPACE)
     if not text:
+        if raw is not None and key not in EMPTY_IS_UNSET:
+            raise SpecError(
+                key, echo(raw), f"empty; remove the key for the default, or give a value ({fix})"
+            )
         return default
     try:
         return parse(text)
@@ -587,6 +608,13 @@ def parse(namespace: str, name: str, meta: Mapping[str, str]) -> TargetSpec:
             "monthlyBudget",
             echo(meta["monthlyBudget"]),
             "is money: set costPerReplicaHour too, so replica-hours can be priced",
+        )
+    if "currency" in meta and spec.cost_per_replica_hour is None:
+        raise SpecError(
+            "currency",
+            echo(meta["currency"]),
+            "is the unit of costPerReplicaHour, which is not set, so nothing is priced: set "
+            "costPerReplicaHour too, or remove currency",
         )
     if not spec.metric_name:
         spec = replace(spec, metric_name=default_metric_name(spec.name, fp))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -318,6 +319,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 def _backtest(args: argparse.Namespace) -> int:
     config = config_from(args)
+    amount, share = args.budget
+    if hint := budget.share_hint("--budget", amount, share=share, cost=args.cost_per_replica_hour):
+        print(f"scaler backtest: warning: {hint}", file=sys.stderr)
     trace, name = _history(args, config)  # decided and scored at its own step
     _refuse_unusable(trace, name, config.step)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step

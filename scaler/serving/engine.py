@@ -202,6 +202,14 @@ class Engine:
             self.telemetry.targets.set(len(self.targets))
             # the key's fingerprint names the query: the line need not carry 4 KB of it
             logger.info("new target %s (%s)", spec.key, specs.echo_query(spec.query))
+            hint = budget.share_hint(
+                "prewarmBudget",
+                spec.prewarm_budget,
+                share=spec.prewarm_budget_share,
+                cost=spec.cost_per_replica_hour,
+            )
+            if hint is not None:  # accepted, as it may be meant, but said once per target
+                logger.warning("%s: %s", spec.key, hint)
             self._wake.set()
         if now - state.last_asked > SAME_POLL:
             state.poll_gap = now - state.last_asked

@@ -80,6 +80,12 @@ encode and decode instead of 3,312)."""
 
 URL_FIX = "check serverAddress / --prometheus-url"
 LEDGER_URL_FIX = "check --ledger-prometheus-url (the Prometheus that scrapes the scaler)"
+CREDENTIALS_FIX = (
+    "check the scaler's Prometheus credentials (--prometheus-token-file, "
+    "--prometheus-username/--prometheus-password-file, --prometheus-client-cert) and "
+    "the target's authModes"
+)
+"""What to do about a 401 or 403 from a Prometheus trusted with the credentials."""
 
 RANGE_SHAPE = '{"data": {"result": [{"metric": {...}, "values": [[time, "number"], ...]}]}}'
 INSTANT_SHAPE = (
@@ -437,6 +443,22 @@ class PrometheusSource:
             return result
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    def _denied_fix(self, url: str) -> str:
+        """What to do about a 401 or 403 from `url`: a URL not trusted with the credentials got
+        none, by design, so checking them would not help."""
+        if self.credentials.trusts(url):
+            return CREDENTIALS_FIX
+        fix = (
+            f"no credentials were sent: serverAddress {url} is not --prometheus-url "
+            f"({self.default_url}); add --prometheus-trusted-url {url} if it is the same server"
+        )
+        if not self.credentials.auth.modes:
+            fix += (
+                ", and give the scaler credentials (--prometheus-token-file, "
+                "--prometheus-username/--prometheus-password-file or --prometheus-client-cert)"
+            )
+        return fix
+
     def _count(self, kind: str, outcome: str) -> None:
         if self._on_request is not None:
             self._on_request(kind, outcome)
@@ -465,6 +487,9 @@ class PrometheusSource:
                 f"{MAX_ANSWER_BYTES // 2**20} MiB, so it was not read on; {fix}"
             )
         if isinstance(e, requests.HTTPError):
+            status = e.response.status_code if e.response is not None else 0
+            if status in (401, 403):
+                fix = self._denied_fix(url)
             return _http_error(spec, url, e, query=query or spec.query, fix=fix, tries=tries)
         if isinstance(e, requests.Timeout):
             return SourceUnavailable(
@@ -556,12 +581,6 @@ def _http_error(
             query,
             f"Prometheus at {url} rejected it (HTTP {status}): {error}; fix the PromQL "
             f"(try it in the Prometheus UI)",
-        )
-    if status in (401, 403):
-        fix = (
-            "check the scaler's Prometheus credentials (--prometheus-token-file, "
-            "--prometheus-username/--prometheus-password-file, --prometheus-client-cert) and "
-            "the target's authModes"
         )
     return SourceUnavailable(
         f"Prometheus at {url} answered HTTP {status} for {spec.label}{tries}: {error}; {fix}"

@@ -73,21 +73,25 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
         help="do not verify Prometheus' certificate (KEDA's unsafeSsl); unsafe (env "
         "SCALER_PROMETHEUS_INSECURE_SKIP_VERIFY)",
     )
+    # The plural names are their former ones (commands.ALIASES), read when the rule's is unset.
+    headers = env("PROMETHEUS_HEADER") or env("PROMETHEUS_HEADERS")
     g.add_argument(
         "--prometheus-header",
         action="append",
-        default=[env("PROMETHEUS_HEADERS")] if env("PROMETHEUS_HEADERS") else [],
+        default=[headers] if headers else [],
         metavar="NAME=VALUE[,...]",
         help="non-secret header on every request, e.g. X-Scope-OrgID=team-a; repeatable "
-        "(env SCALER_PROMETHEUS_HEADERS)",
+        "(env SCALER_PROMETHEUS_HEADER, comma-separated)",
     )
+    trusted = env("PROMETHEUS_TRUSTED_URL") or env("PROMETHEUS_TRUSTED_URLS") or ""
     g.add_argument(
         "--prometheus-trusted-url",
         action="append",
-        default=[u for u in (env("PROMETHEUS_TRUSTED_URLS") or "").split(",") if u],
+        default=[u.strip() for u in trusted.split(",") if u.strip()],
         metavar="URL",
         help="a serverAddress that may receive the credentials too (the default Prometheus "
-        "always may, any other gets none); repeatable (env SCALER_PROMETHEUS_TRUSTED_URLS)",
+        "always may, any other gets none); repeatable (env SCALER_PROMETHEUS_TRUSTED_URL, "
+        "comma-separated)",
     )
     g.add_argument(
         "--prometheus-timeout",

@@ -68,3 +68,30 @@ def test_json_format_keeps_the_traceback(
     assert "Traceback" in first["exc"] and "ValueError: the fit's reason" in first["exc"]
     assert second["exc"] == "Traceback: w"
     assert "exc" not in third and "test_json_format_keeps_the_traceback" in third["stack"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "level", "fmt"),
+    [
+        (["serve", "--log-level=DEBUG"], "DEBUG", "text"),  # a Deployment's args: [serve, ...]
+        (["serve", "--log-format", "json", "--log-level", "warning"], "WARNING", "json"),
+        (["--log-level", "ERROR", "serve"], "ERROR", "text"),  # before the command, as ever
+        (["--log-level", "ERROR", "serve", "--log-level", "DEBUG"], "DEBUG", "text"),
+        (["explain", "ns/name", "--log", "d.jsonl", "--log-level", "debug"], "DEBUG", "text"),
+        (["retrain", "--store", "/m", "--log-format=json"], "INFO", "json"),
+    ],
+)
+def test_the_log_flags_are_taken_after_the_command_too(
+    argv: list[str], level: str, fmt: str
+) -> None:
+    # `args: ["serve", "--log-level=DEBUG"]` crash-looped on "unrecognized arguments".
+    args = cli.build_parser().parse_args(argv)
+    assert (args.log_level, args.log_format) == (level, fmt)
+
+
+def test_a_log_flag_after_the_command_does_not_hide_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SCALER_LOG_FORMAT", "json")
+    args = cli.build_parser().parse_args(["serve", "--log-level", "DEBUG"])
+    assert (args.log_level, args.log_format) == ("DEBUG", "json")

@@ -76,3 +76,15 @@ def test_the_common_slips_are_named_with_their_fix(text: str, says: str) -> None
     with pytest.raises(SpecError) as err:
         parse(text)
     assert says in err.value.fix
+
+
+def test_a_currency_without_a_price_is_refused_as_monthly_budget_is() -> None:
+    # It priced nothing and said nothing: a user reading `currency: EUR` expects euros.
+    with pytest.raises(SpecError) as refused:
+        specs.parse("gpu", "llm", {**BASE, "currency": "EUR"})
+    assert str(refused.value) == (
+        "scalerMetadata key 'currency' = 'EUR': is the unit of costPerReplicaHour, which is not "
+        "set, so nothing is priced: set costPerReplicaHour too, or remove currency"
+    )
+    priced = specs.parse("gpu", "llm", {**BASE, "currency": "EUR", "costPerReplicaHour": "2"})
+    assert (priced.currency, priced.cost_per_replica_hour) == ("EUR", 2.0)

@@ -1,0 +1,90 @@
+"""A 401 or 403 from a trigger's serverAddress that is not trusted with the scaler's
+credentials says that none were sent, and why, instead of pointing at the credentials: the
+scaler withheld them on purpose (sources/credentials.py), so checking them would not help."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scaler.decision import spec
+from scaler.errors import SourceUnavailable
+from scaler.settings import PrometheusAuth
+from scaler.sources.credentials import Credentials
+from scaler.sources.prometheus import PrometheusSource
+
+DEFAULT = "http://prometheus.monitoring:9090"
+
+
+class _Refuses(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b'{"status":"error","error":"unauthorized"}'
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def refusing() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refuses)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def refusal(source: PrometheusSource, server_address: str) -> str:
+    target = spec.parse(
+        "gpu", "llm", {"query": "up", "threshold": "1", "serverAddress": server_address}
+    )
+    with pytest.raises(SourceUnavailable) as refused:
+        source.latest(target, at=1.7e9)
+    return str(refused.value)
+
+
+def test_a_refusal_by_an_untrusted_server_address_says_no_credentials_were_sent(
+    refusing: str, tmp_path: Path
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret")
+    auth = PrometheusAuth(bearer_token_file=token)
+    source = PrometheusSource(DEFAULT, credentials=Credentials(auth, trusted_urls=(DEFAULT,)))
+    message = refusal(source, refusing)
+    assert message.endswith(
+        f"HTTP 401 for gpu/llm: unauthorized; no credentials were sent: serverAddress "
+        f"{refusing} is not --prometheus-url ({DEFAULT}); add --prometheus-trusted-url "
+        f"{refusing} if it is the same server"
+    )
+    assert "check the scaler's Prometheus credentials" not in message
+
+
+def test_without_any_credentials_the_refusal_asks_for_them_too(refusing: str) -> None:
+    source = PrometheusSource(DEFAULT)
+    assert refusal(source, refusing).endswith(
+        f"add --prometheus-trusted-url {refusing} if it is the same server, and give the "
+        "scaler credentials (--prometheus-token-file, --prometheus-username/"
+        "--prometheus-password-file or --prometheus-client-cert)"
+    )
+
+
+def test_a_refusal_by_a_trusted_server_points_at_the_credentials(refusing: str) -> None:
+    source = PrometheusSource(DEFAULT, credentials=Credentials(PrometheusAuth(), trusted_urls=()))
+    trusted = PrometheusSource(
+        DEFAULT,
+        credentials=Credentials(PrometheusAuth(trusted=(refusing,)), trusted_urls=(DEFAULT,)),
+    )
+    assert "no credentials were sent" in refusal(source, refusing)
+    assert refusal(trusted, refusing).endswith(
+        "unauthorized; check the scaler's Prometheus credentials (--prometheus-token-file, "
+        "--prometheus-username/--prometheus-password-file, --prometheus-client-cert) and the "
+        "target's authModes"
+    )
