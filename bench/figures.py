@@ -56,6 +56,11 @@ class Row:
     pinball_x_reference: float
     wall_seconds: float
     cpu_seconds: float
+    floor_spend: float | None = None
+    """The costliest prewarm of a window that answered to the share budget's wake-up floor,
+    in replica-hours (None when no window did)."""
+    wake_hours: float | None = None
+    """That floor (budget.wake_floor)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,6 +173,8 @@ def _row(name: str, drift: bool, s: dict[str, Any], *, wall: float, cpu: float) 
         ),
         budget=float(share if share else prewarm["budget"]),
         budget_is_share=bool(share),
+        floor_spend=prewarm.get("max_floor_window_spend"),
+        wake_hours=prewarm.get("wake_hours"),
         budget_unit=str(d.get("budget_unit", "replica-hours")),
         coverage_pct=100.0 * float(model["coverage"]),
         pinball_x_reference=float(model["pinball"]) / max(float(reference["pinball"]), 1e-12),
@@ -195,7 +202,12 @@ def markdown(rows: list[Row]) -> str:
 
 def _budget(r: Row) -> str:
     if r.budget_is_share:
-        return f"{r.max_window_spend * 100:.1f}% / {r.budget * 100:g}%"
+        floor = (
+            f" ({r.floor_spend:.1f} / {r.wake_hours:.1f} rh at the floor)"
+            if r.floor_spend is not None and r.wake_hours is not None
+            else ""
+        )
+        return f"{r.max_window_spend * 100:.1f}% / {r.budget * 100:g}%{floor}"
     unit = "" if r.budget_unit == "replica-hours" else f" {r.budget_unit}"
     return f"{r.max_window_spend:.2f} / {r.budget:g}{unit}"
 

@@ -18,11 +18,11 @@ fits a 5-replica and a 500-replica service alike. Each step's reactive replicas 
 strict: a charge at `now` is checked, with the same two-sided spend as above, against the share
 of the reactive hours stamped in (newest - window, now], which lies inside every window ending
 at or after the newest charge; so every window that ends at a charge spent at most `share` of the
-reactive hours recorded in it, or `wake_hours` when that is more. At start an empty window
-has no reactive hours, so no share (a restarted scaler rebuilds both records); a share budget is
-never below `wake_hours`, one full-size wake-up (`wake_floor`: maxPrewarmReplicas for the
-look-ahead), so a new target, or a pool that sat at zero for a window, can still be prewarmed
-before its load comes back.
+reactive hours recorded in it, or `wake_hours` where it recorded none. At start an empty
+window has no reactive hours, so no share (a restarted scaler rebuilds both records); a window
+without any is given `wake_hours`, one full-size wake-up (`wake_floor`: maxPrewarmReplicas for
+the look-ahead), so a new target, or a pool that sat at zero for a window, can still be
+prewarmed before its load comes back.
 With a cost per replica-hour both sides are priced alike: the share is unit-free, and
 `limit`/`remaining` are in money.
 
@@ -71,9 +71,9 @@ the issue's GPU-hours goal. Measured across the shared traces in docs/budget.md.
 
 def wake_floor(max_prewarm_replicas: int, lookahead: float) -> float:
     """Replica-hours of one wake-up at full size: `maxPrewarmReplicas` held for the look-ahead
-    a decision buys for (lead time + horizon). The least a share budget is per window, so a
-    pool scaled to zero (no reactive hours in the window) can still be prewarmed before its
-    load comes back, once a window; 0 when either is not positive."""
+    a decision buys for (lead time + horizon). A share budget's limit while its window holds no
+    reactive hours, so a pool scaled to zero can still be prewarmed before its load comes back,
+    once a window; 0 when either is not positive."""
     if max_prewarm_replicas <= 0 or not (math.isfinite(lookahead) and lookahead > 0):
         return 0.0
     return max_prewarm_replicas * lookahead / HOUR
@@ -155,9 +155,10 @@ class Ledger:
     """When set, the budget per window is this share (0 < share <= MAX_SHARE) of the reactive
     replica-hours recorded in the window, and `budget` is not used."""
     wake_hours: float = 0.0
-    """The least a share budget is per window, in replica-hours (`wake_floor`): a pool that sat
-    at zero for a window has no reactive hours to take a share of, and would wake with no
-    prewarm at all. Not used by an absolute budget."""
+    """A share budget's limit, in replica-hours, while its window holds no reactive hours
+    (`wake_floor`): a pool that sat at zero for a window has nothing to take a share of, and
+    would wake with no prewarm at all. Spent, it stays in the window, so the share takes over
+    from the first reactive hours on. Not used by an absolute budget."""
     charges: TimeSums = field(default_factory=TimeSums)
     """(time, amount in budget units) of each charge, in time order: spend seeded from the
     shared record and this process's own charges."""
@@ -174,19 +175,35 @@ class Ledger:
 
     def limit(self, now: float) -> float:
         """The budget at `now` in budget units: `budget`, or `share` of the reactive hours
-        stamped in (newest - window, now] but at least `wake_hours`; 0 when it cannot be
-        checked."""
+        stamped in (newest - window, now], `wake_hours` when there are none; 0 when it cannot
+        be checked."""
         if self.share is None:
             return self.budget if math.isfinite(self.budget) and self.budget > 0 else 0.0
         if not (math.isfinite(now) and 0 < self.share <= MAX_SHARE):
             return 0.0
+        share = self._share(now)
+        return self._wake() if share <= 0 and self._wake() > 0 else share
+
+    def at_floor(self, now: float) -> bool:
+        """True when a share budget's limit at `now` is the wake-up floor: the window holds no
+        reactive hours and there is a floor."""
+        if self.share is None or not (math.isfinite(now) and 0 < self.share <= MAX_SHARE):
+            return False
+        return self._share(now) <= 0 and self._wake() > 0
+
+    def _share(self, now: float) -> float:
+        """`share` of the reactive hours stamped in (newest - window, now]."""
+        assert self.share is not None
         self._advance(now)
         since = self.newest - self.window
-        share = self.share * sum(
+        return self.share * sum(
             x for first, last, x in self.reactive if since < first and last <= now
         )
+
+    def _wake(self) -> float:
+        """`wake_hours` in budget units, 0 when not finite and positive."""
         wake = self.price(self.wake_hours)
-        return max(share, wake) if math.isfinite(wake) and wake > 0 else share
+        return wake if math.isfinite(wake) and wake > 0 else 0.0
 
     def remaining(self, now: float) -> float:
         """What is left to spend at `now` (0 when `now` cannot be checked)."""

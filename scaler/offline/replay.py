@@ -48,6 +48,8 @@ WARMUP = 14 * DAY
 REPORTED_HEADROOMS = (0.1, 0.2, 0.5)
 """Static headrooms reported next to the policy (and drawn in the frontier notebook)."""
 FALLBACK_AT = "fallback_at"
+FLOOR_AT = "floor_at"
+"""extra's per-step flags of the policy's prewarm bought from the share budget's wake-up floor."""
 """simulate's extra: which steps were decided in drift fallback (summarise counts, not stores)."""
 
 
@@ -167,9 +169,7 @@ def simulate(
         window=config.budget_window,
         cost_per_replica_hour=config.cost_per_replica_hour,
         share=config.budget_share,
-        wake_hours=budget.wake_floor(
-            limits.max_prewarm_replicas, config.lead_time + config.horizon
-        ),
+        wake_hours=wake_hours(config),
     )
     tracker = drift.DriftTracker(
         lead_time=config.lead_time,
@@ -206,6 +206,7 @@ def simulate(
     reasons: list[str] = []
     spent = np.zeros(len(series))
     fell_back = np.zeros(len(series), dtype=bool)
+    floor_at = np.zeros(len(series), dtype=bool)
     fallback_steps = episodes = retrains = 0
     starts: list[int] = []
     held = config.min_replicas
@@ -300,6 +301,7 @@ def simulate(
                 held_load=hold_load if config.charge_hold else None,
                 after_drop=tracker.monitor.no_margin,
             )
+        floor_at[t] = decision.prewarm > 0 and ledger.at_floor(now)
         spent[t] = ledger.charge(now, decision.prewarm, step)
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)
         desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired
@@ -325,6 +327,7 @@ def simulate(
         "retrains": retrains,
         "episode_starts": [str(frame["timestamp"].iloc[t]) for t in starts],
         FALLBACK_AT: fell_back,
+        FLOOR_AT: floor_at,
     }
     return frame, extra
 
@@ -387,10 +390,17 @@ def summarise(
             "cost": _priced(result.gpu_hours, config),
             "gpu_hours_x_reactive": result.gpu_hours / max(base.gpu_hours, 1e-12),
             "frontier_ratio": front.ratio(result),
-            "prewarm": _spend(series, extra_hours, reactive_hours, config, scored),
+            "prewarm": _spend(
+                series,
+                extra_hours,
+                reactive_hours,
+                config,
+                scored,
+                floor_at=extra.get(FLOOR_AT) if policy_run else None,
+            ),
         }
     reasons = frame["reason"][scored].value_counts().sort_index()
-    drift_counts = {k: v for k, v in extra.items() if k != FALLBACK_AT}
+    drift_counts = {k: v for k, v in extra.items() if k not in (FALLBACK_AT, FLOOR_AT)}
     if FALLBACK_AT in extra:
         # Episodes and fallback steps in the scored span alone, as the yardstick scores steps:
         # an alarm in the warm-up (a model fitted on its first days) is not one of the
@@ -424,7 +434,13 @@ def summarise(
 
 
 def _spend(
-    series: Series, hours: Any, reactive_hours: Any, config: ReplayConfig, scored: Any
+    series: Series,
+    hours: Any,
+    reactive_hours: Any,
+    config: ReplayConfig,
+    scored: Any,
+    *,
+    floor_at: Any = None,
 ) -> dict[str, float | None]:
     """Prewarm replica-hours (and money) and the reactive replica-hours over the scored steps,
     as every other figure of the summary is (`gpu_hours_x_reactive` among them), and the prewarm
@@ -432,13 +448,18 @@ def _spend(
     budget is strict everywhere: the costliest rolling window's spend, the largest share of any
     window that ends at a step with prewarm (the windows a share budget bounds, see budget.py),
     and how many such windows had no reactive hours at all (never for the policy under a share
-    budget)."""
+    budget). A charge the ledger made from the wake-up floor (`floor_at`: its window held no
+    reactive hours, budget.wake_floor) answers to the floor, not to a share, so its window is
+    reported apart (`floor_windows`, `max_floor_window_spend`)."""
     per_step = np.asarray(hours, dtype=np.float64)
     width = max(1, math.ceil(config.budget_window / series.step - 1e-9))
     window = _trailing(per_step, width)
     reactive = np.asarray(reactive_hours, dtype=np.float64)
     charged, used = per_step > 0, _trailing(reactive, width)
-    shares = window[charged & (used > 0)] / used[charged & (used > 0)]
+    wake = wake_hours(config) if floor_at is not None and config.budget_share else None
+    at_floor = charged & np.asarray(floor_at, dtype=bool) if wake else np.zeros_like(charged)
+    by_share = charged & (used > 0) & ~at_floor
+    shares = window[by_share] / used[by_share]
     price = config.cost_per_replica_hour or 1.0
     spent, paid = float(per_step[scored].sum()), float(reactive[scored].sum())
     return {
@@ -449,11 +470,23 @@ def _spend(
         "reactive_replica_hours": paid,
         "share_of_reactive": spent / max(paid, 1e-12),
         "max_window_share": round(float(shares.max(initial=0.0)), 9),
-        "windows_without_reactive": int((charged & (used <= 0)).sum()),
+        "windows_without_reactive": int((charged & (used <= 0) & ~at_floor).sum()),
+        "wake_hours": wake,
+        "floor_windows": int(at_floor.sum()),
+        "max_floor_window_spend": (
+            round(float(window[at_floor].max()), 9) if at_floor.any() else None
+        ),
         "budget": config.budget,
         "budget_share": config.budget_share,
         "window_seconds": config.budget_window,
     }
+
+
+def wake_hours(config: ReplayConfig) -> float:
+    """The replay's wake-up floor of a share budget, in replica-hours (budget.wake_floor)."""
+    return budget.wake_floor(
+        config.limits().max_prewarm_replicas, config.lead_time + config.horizon
+    )
 
 
 def _priced(replica_hours: float, config: ReplayConfig) -> float | None:
@@ -529,5 +562,12 @@ def table(summary: dict[str, Any]) -> str:
             f"{name:14} {ratio:8.2f} {m['under_provisioned_pct']:9.1f}% "
             f"{m['shortfall_replica_steps']:9.0f} {m['gpu_hours']:9.1f} "
             f"{m['gpu_hours_x_reactive']:9.2f}x{cost} {spend}{bound}"
+        )
+    floor = summary["policy"]["prewarm"]
+    if floor.get("floor_windows"):
+        lines.append(
+            f"policy prewarm in {floor['floor_windows']} windows without reactive hours, from "
+            f"the wake-up floor ({floor['wake_hours']:.2f} replica-hours: maxPrewarmReplicas for "
+            f"lead time + horizon): at most {floor['max_floor_window_spend']:.2f} replica-hours"
         )
     return "\n".join(lines)

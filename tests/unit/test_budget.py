@@ -87,17 +87,22 @@ def test_a_share_budget_starts_at_nothing_and_builds_up_with_the_reactive_use() 
     assert ledger.allowance(STEP, STEP) == 1
 
 
-def test_a_share_budget_after_a_window_at_zero_still_buys_one_full_size_wake_up() -> None:
+def test_a_share_budget_after_a_window_at_zero_buys_one_full_size_wake_up() -> None:
     wake = budget.wake_floor(10, 600.0 + 900.0)  # maxPrewarmReplicas for lead time + horizon
     assert wake == pytest.approx(10 * 1500 / 3600)
     ledger = budget.Ledger(budget=0.0, window=DAY, share=0.3, wake_hours=wake)
     friday = reactive_for(ledger, start=0.0, replicas=10, steps=120)  # 10 h at 10 replicas
-    assert ledger.limit(friday) == pytest.approx(30.0)  # the share, far above the floor
+    assert ledger.limit(friday) == pytest.approx(30.0) and not ledger.at_floor(friday)
     monday = friday + 2.5 * DAY  # a weekend at zero: no reactive hours in the window
     assert ledger.limit(monday) == pytest.approx(wake)
     assert ledger.allowance(monday, STEP) == 50  # 4.17 replica-hours: 10 replicas for 25 min
+    assert ledger.at_floor(monday)
     ledger.charge(monday, 10, STEP)
     assert ledger.allowance(monday + STEP, STEP) == 40  # strict: the floor is spent, not renewed
+    # the first reactive hours end the floor: the share of them, less what the floor bought
+    woke = reactive_for(ledger, start=monday + STEP, replicas=10, steps=12)  # 10 replica-hours
+    assert not ledger.at_floor(woke) and ledger.limit(woke) == pytest.approx(3.0)
+    assert ledger.allowance(woke, STEP) == 26  # 3.0 less the 0.83 the floor bought
     without = budget.Ledger(budget=0.0, window=DAY, share=0.3)
     reactive_for(without, start=0.0, replicas=10, steps=120)
     assert without.allowance(monday, STEP) == 0  # the share alone: no prewarm to wake on
