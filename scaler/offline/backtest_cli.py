@@ -277,8 +277,34 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "forecasts per-step peaks)",
     )
     prometheus_flags.add_flags(p, env)
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="output folder, created if missing; files of an earlier run there are replaced "
+        f"(default: {DEFAULT_OUT.format(name='NAME')} in the current directory, NAME the "
+        f"trace's file name without .csv/.gz, or {PROMETHEUS_NAME} for --prometheus-url)",
+    )
     p.set_defaults(func=cmd_backtest)
+
+
+DEFAULT_OUT = "backtest-{name}"
+"""--out when none is given, in the current directory."""
+PROMETHEUS_NAME = "prometheus"
+"""The NAME of DEFAULT_OUT for a --prometheus-url history."""
+
+
+def default_out(trace: Path | None) -> Path:
+    """Where a backtest writes without --out: backtest-NAME in the current directory, NAME the
+    trace's file name without its .csv/.gz suffixes (so a run of another trace does not
+    replace this one's files)."""
+    if trace is None:
+        return Path(DEFAULT_OUT.format(name=PROMETHEUS_NAME))
+    name = trace.name
+    for suffix in (".gz", ".csv", ".tsv", ".txt", ".json"):
+        name = name.removesuffix(suffix)
+    return Path(DEFAULT_OUT.format(name=name or "trace"))
 
 
 QUERY_STEP = spec.Range(10, HOUR, duration=True)
@@ -326,7 +352,8 @@ def _backtest(args: argparse.Namespace) -> int:
         threshold = replay.threshold_from(args.threshold, trace)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
-    _prepare_out(args.out)  # before the walk, which takes minutes
+    out = args.out if args.out is not None else default_out(args.trace)
+    _prepare_out(out)  # before the walk, which takes minutes
     result = run(series, config, trace=name)
     _refuse_nothing_graded(result.summary, trace, name, config)
     print(table(result.summary))
@@ -340,9 +367,10 @@ def _backtest(args: argparse.Namespace) -> int:
             warmup=warmup * trace.step,
         )
         print(replay.table(decisions.summary))
-    write(result, args.out, model=config.model, threshold=threshold, decisions=decisions)
+    write(result, out, model=config.model, threshold=threshold, decisions=decisions)
     written = "forecasts.csv" + (", decisions.csv" if decisions is not None else "")
-    print(f"wrote {written}, summary.json and backtest.png to {args.out}")
+    where = "" if args.out is not None else " (no --out given: the default, backtest-NAME here)"
+    print(f"wrote {written}, summary.json and backtest.png to {out}{where}")
     return 0
 
 
