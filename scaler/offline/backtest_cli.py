@@ -367,6 +367,7 @@ def _backtest(args: argparse.Namespace) -> int:
             warmup=warmup * trace.step,
         )
         print(replay.table(decisions.summary))
+        print(replay.legend(decisions.summary))
     write(result, out, model=config.model, threshold=threshold, decisions=decisions)
     written = "forecasts.csv" + (", decisions.csv" if decisions is not None else "")
     where = "" if args.out is not None else " (no --out given: the default, backtest-NAME here)"

@@ -29,6 +29,7 @@ from models.calibrate import CalibratedModel, Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
 from scaler.decision import budget, drift, margin, policy, resolution
+from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
 from scaler.offline import baselines, yardstick
 
@@ -531,3 +532,30 @@ def table(summary: dict[str, Any]) -> str:
             f"{m['gpu_hours_x_reactive']:9.2f}x{cost} {spend}{bound}"
         )
     return "\n".join(lines)
+
+
+def legend(summary: dict[str, Any]) -> str:
+    """What each column and row of `table` means, with its unit, a line each (under 100
+    characters): printed under it, as `scaler demo` prints its columns and reasons."""
+    config, trace = summary["config"], summary["trace"]
+    step, window = format_duration(trace["step_seconds"]), format_duration(config["budget_window"])
+    share, price = config["budget_share"], config["cost_per_replica_hour"]
+    limit = budget.describe(config["budget"], share)
+    money = config["currency"] if price is not None else "replica-hours"
+    spend = (
+        f"most prewarm in a rolling {window} / its reactive replica-hours (budget {limit})"
+        if share is not None
+        else f"most prewarm in a rolling {window}, in {money} (budget {limit})"
+    )
+    rows = [
+        ("frontier", "under-prov / static headroom's at equal GPU-h: below 1 beats headroom"),
+        ("under-prov", f"% of the {trace['scored_steps']} scored steps with fewer replicas ready "
+         "than needed"),
+        ("shortfall", f"replicas short, summed over those steps (replica-steps of {step})"),
+        ("GPU-h", "replica-hours asked for over the scored steps (GPU-hours at 1 GPU each)"),
+        ("x reactive", "GPU-h / reactive's GPU-h"),
+        *([(f"cost {money}", f"GPU-h x {price:g} {money} a replica-hour")] if price else []),
+        ("max prewarm/window", spend),
+        ("rows", "reactive: an HPA; reactive_20: with 20% headroom; oracle: perfect foresight"),
+    ]  # fmt: skip
+    return "\n".join(f"  {name:19} {meaning}" for name, meaning in rows)

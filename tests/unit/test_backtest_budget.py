@@ -59,6 +59,28 @@ def test_with_a_price_every_money_figure_is_priced_alike_and_labelled_with_its_c
     assert any(line.startswith("policy") and cost in line for line in printed.splitlines())
 
 
+def test_the_decisions_table_is_followed_by_a_legend_of_every_column_with_its_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, "shortfall" was defined nowhere, and GPU-h, cost and the budget's column stood
+    # side by side with no word of which is hours and which is money.
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    price = ["--budget", "5", "--cost-per-replica-hour", "2.5", "--currency", "EUR"]
+    assert cli.main(["backtest", str(trace), *FLAGS, *price, "--out", str(tmp_path / "o")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("decisions "))
+    below = lines[start + 5 :]  # the header, policy, reactive, reactive_20, oracle
+    columns = ["frontier", "under-prov", "shortfall", "GPU-h", "x reactive", "cost EUR",
+               "max prewarm/window", "rows"]  # fmt: skip
+    legend = {line[2:21].strip(): line[22:] for line in below[: len(columns)]}
+    assert list(legend) == columns
+    assert "replica-steps of 5m" in legend["shortfall"]
+    assert "replica-hours" in legend["GPU-h"]
+    assert legend["cost EUR"] == "GPU-h x 2.5 EUR a replica-hour"
+    assert legend["max prewarm/window"] == "most prewarm in a rolling 1d, in EUR (budget 5)"
+    assert all(len(line) <= 100 for line in below[: len(columns)])
+
+
 def test_without_a_price_the_figures_stay_replica_hours_and_name_no_currency(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
