@@ -384,6 +384,7 @@ def test_without_out_it_writes_to_backtest_and_the_trace_s_name_in_the_current_f
     assert sorted(p.name for p in out.iterdir()) == [
         "backtest.png",
         "decisions.csv",
+        "decisions.jsonl",
         "forecasts.csv",
         "summary.json",
     ]
