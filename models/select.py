@@ -96,14 +96,18 @@ def fit_best(
         fitted.append(combined)
     found = pooled(fitted, history, steps=steps)
     paths, peaks = found if found else (None, None)
-    best = choose(fitted, paths, peaks if PEAK_GUARD else None)
+    best, why = choice(fitted, paths, peaks if PEAK_GUARD else None)
     for model in fitted:
         if math.isfinite(_loss(model)):
             best.scores[f"pinball.{model.kind}"] = _loss(model)
+    # A lower score than the chosen one's is not chosen for a reason the line must say: the
+    # scores shown are the latest window's, the choice pools two, tests chance and the peak.
+    passed = [f"; {m.kind} not chosen: {why[m.kind]}" for m in fitted if _loss(m) < _loss(best)]
     logger.info(
-        "auto chose %s: %s",
+        "auto chose %s: %s%s",
         best.kind,
         ", ".join(f"{m.kind} {m.scores.get('pinball', math.nan):.4g}" for m in fitted),
+        "".join(passed),
     )
     return best
 
@@ -202,12 +206,80 @@ def choose(
     """The lowest pinball loss, cheaper first; ungraded models lose to graded ones. With
     `pooled` (per-origin losses by kind), the losses and the paired test are those; with
     `peaks` (per-origin peak losses by kind) a costlier model must not lose on them either."""
+    return choice(models, pooled, peaks)[0]
+
+
+def choice(
+    models: list[CalibratedModel],
+    pooled: dict[str, FloatArray] | None = None,
+    peaks: dict[str, FloatArray] | None = None,
+) -> tuple[CalibratedModel, dict[str, str]]:
+    """`choose`'s model, and why each other one was not chosen, by kind, in words: the
+    comparison that decided it, as it happened (a costlier challenger against the incumbent
+    of its turn; an incumbent replaced by the challenger that beat it)."""
     ordered = sorted(models, key=lambda m: m.model.cost)
-    best = ordered[0]
+    best, why = ordered[0], {}
     for model in ordered[1:]:
-        if _beats(model, best, pooled) and not _loses_peak(model, best, peaks):
+        rejected = _rejection(model, best, pooled, peaks)
+        if rejected is None:
+            why[best.kind] = f"{model.kind} beat it{_over(model, best, pooled)}"
             best = model
-    return best
+        else:
+            why[model.kind] = rejected
+    return best, why
+
+
+def _rejection(
+    challenger: CalibratedModel,
+    incumbent: CalibratedModel,
+    pooled: dict[str, FloatArray] | None,
+    peaks: dict[str, FloatArray] | None,
+) -> str | None:
+    """Why the costlier `challenger` does not replace `incumbent`, or None when it does: lower
+    loss by more than TIE, by more than chance on the same origins, and no loss on the peak."""
+    if pooled is not None:
+        a, b = pooled[incumbent.kind], pooled[challenger.kind]
+        paired: tuple[FloatArray, FloatArray] | None = (a, b)
+        mine, theirs, where = _mean(b), _mean(a), " over both windows"
+    else:
+        mine, theirs, where = _loss(challenger), _loss(incumbent), ""
+        paired = _pairable(incumbent, challenger)
+    name = incumbent.kind
+    if not mine < theirs * (1 - TIE):
+        return (
+            f"{_num(mine)} against {name}'s {_num(theirs)}{where}, not {TIE:.0%} lower "
+            f"(a tie goes to the cheaper {name})"
+        )
+    if paired is not None and not _paired(*paired, step=challenger.step):
+        better, worse = _signs(*paired, step=challenger.step)
+        return (
+            f"lower than {name} in {better} of {better + worse} hours{where}, not by more than "
+            f"chance (sign test {_z(better, worse):.2f} standard deviations, needs over "
+            f"{SIGNIFICANCE:g})"
+        )
+    if _loses_peak(challenger, incumbent, peaks):
+        assert peaks is not None
+        return (
+            f"loses on the peak the decision buys ({_num(_mean(peaks[challenger.kind]))} "
+            f"against {name}'s {_num(_mean(peaks[incumbent.kind]))}, over {TIE:.0%} worse)"
+        )
+    return None
+
+
+def _over(
+    challenger: CalibratedModel,
+    incumbent: CalibratedModel,
+    pooled: dict[str, FloatArray] | None,
+) -> str:
+    """The losses a challenger beat an incumbent by, in words."""
+    if pooled is None:
+        return ""
+    mine, theirs = _mean(pooled[challenger.kind]), _mean(pooled[incumbent.kind])
+    return f" over both windows ({_num(mine)} against {_num(theirs)})"
+
+
+def _num(loss: float) -> str:
+    return f"{loss:.4g}"
 
 
 def _loses_peak(
@@ -222,41 +294,42 @@ def _loses_peak(
     return _mean(peaks[challenger.kind]) > _mean(peaks[incumbent.kind]) * (1 + TIE)
 
 
-def _beats(
-    challenger: CalibratedModel,
-    incumbent: CalibratedModel,
-    pooled: dict[str, FloatArray] | None,
-) -> bool:
-    """Lower loss by more than TIE, and by more than chance on the same origins."""
-    if pooled is not None:
-        a, b = pooled[incumbent.kind], pooled[challenger.kind]
-        lower = _mean(b) < _mean(a) * (1 - TIE)
-        return lower and _paired(a, b, step=challenger.step)
-    return _loss(challenger) < _loss(incumbent) * (1 - TIE) and _significant(incumbent, challenger)
-
-
-def _significant(incumbent: CalibratedModel, challenger: CalibratedModel) -> bool:
-    """Does `challenger` beat `incumbent` on the same origins by more than chance?"""
+def _pairable(
+    incumbent: CalibratedModel, challenger: CalibratedModel
+) -> tuple[FloatArray, FloatArray] | None:
+    """The two models' losses on the same origins, for the paired test; None when there is
+    nothing to pair (e.g. scores read from artefacts, or an ungraded incumbent): the margin
+    decides."""
     a, b = incumbent.losses, challenger.losses
     if not math.isfinite(_loss(incumbent)):
-        return True
+        return None
     if a is None or b is None or a.shape != b.shape:
-        return True  # nothing to pair (e.g. scores read from artefacts): the margin decides
-    return _paired(a, b, step=challenger.step)
+        return None
+    return a, b
 
 
 def _paired(a: FloatArray, b: FloatArray, *, step: float) -> bool:
     """Paired sign test on hourly blocks: are losses `b` lower than `a` by more than chance?"""
     if not math.isfinite(_mean(a)):
         return True
+    better, worse = _signs(a, b, step=step)
+    if better + worse < 3:
+        return False
+    return _z(better, worse) > SIGNIFICANCE
+
+
+def _signs(a: FloatArray, b: FloatArray, *, step: float) -> tuple[int, int]:
+    """Hourly blocks where losses `b` are lower than `a`, and where they are higher."""
     gain = a - b
     size = max(1, round(BLOCK / step))
     blocks = [gain[i : i + size] for i in range(0, gain.size, size)]
     means = np.array([np.nanmean(x) for x in blocks if np.isfinite(x).any()])
-    better, worse = int((means > 0).sum()), int((means < 0).sum())
-    if better + worse < 3:
-        return False
-    return (better - worse) / math.sqrt(better + worse) > SIGNIFICANCE
+    return int((means > 0).sum()), int((means < 0).sum())
+
+
+def _z(better: int, worse: int) -> float:
+    """The sign test's statistic: standard deviations of a fair coin above an even split."""
+    return (better - worse) / math.sqrt(better + worse) if better + worse else 0.0
 
 
 def _loss(model: CalibratedModel) -> float:

@@ -241,7 +241,7 @@ def run(series: Series, config: BacktestConfig, *, trace: str = "") -> Result:
     return Result(frames=frames, summary=summary)
 
 
-OUTPUTS = ("forecasts.csv", "decisions.csv", "summary.json", "backtest.png")
+OUTPUTS = ("forecasts.csv", "decisions.csv", "decisions.jsonl", "summary.json", "backtest.png")
 """What `write` puts in its folder."""
 
 
@@ -257,8 +257,8 @@ def write(
     result: Result, out: Path, *, model: str, threshold: float, decisions: replay.Replay | None
 ) -> None:
     """DIR/forecasts.csv (the model asked for), DIR/decisions.csv (when the policy was replayed;
-    otherwise an earlier run's is removed, so the folder never pairs this run's summary with
-    another run's decisions), DIR/summary.json and DIR/backtest.png."""
+    otherwise an earlier run's is removed, and its decisions.jsonl, so the folder never pairs
+    this run's summary with another run's decisions), DIR/summary.json and DIR/backtest.png."""
     out.mkdir(parents=True, exist_ok=True)
     frame = result.frames[model]
     rows = frame[frame["actual"].notna()]
@@ -278,6 +278,7 @@ def write(
         summary["decisions"] = decisions.summary
     else:
         (out / "decisions.csv").unlink(missing_ok=True)
+        (out / "decisions.jsonl").unlink(missing_ok=True)  # written by the replay when it runs
     text = json.dumps(_finite(summary), indent=2, sort_keys=True, default=str)
     (out / "summary.json").write_text(text + "\n")
     from scaler.offline import backtest_plot  # matplotlib only when a picture is written

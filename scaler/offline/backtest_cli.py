@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 import tempfile
 import time
@@ -17,7 +18,7 @@ from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution, spec
 from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
-from scaler.offline import model_steps, model_switches, prometheus_history, replay
+from scaler.offline import model_steps, model_switches, prometheus_history, replay, replay_log
 from scaler.offline.backtest import (
     OUTPUTS,
     BacktestConfig,
@@ -27,6 +28,7 @@ from scaler.offline.backtest import (
     write,
 )
 from scaler.offline.traces import read_trace
+from scaler.record import decisionrecord
 from scaler.settings import PrometheusSettings
 from scaler.sources import prometheus_flags
 
@@ -45,7 +47,9 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "two weeks). Then replays the policy over the trace with those forecasts, the budget "
         "and drift fallback, and scores it with the replay yardstick against reactive, static "
         "headroom and oracle baselines (frontier ratio). Writes DIR/forecasts.csv, "
-        "DIR/decisions.csv, DIR/summary.json and DIR/backtest.png.",
+        "DIR/decisions.csv, DIR/decisions.jsonl (the decisions as `scaler serve "
+        "--decision-log` writes them, for `scaler explain backtest/NAME --log "
+        "DIR/decisions.jsonl`), DIR/summary.json and DIR/backtest.png.",
         epilog="examples:\n"
         "  scaler backtest ../shared/traces/nasa_http_5min.csv --threshold p99/20 "
         "--lead-time 10m --horizon 15m --out /tmp/bt-nasa\n"
@@ -278,8 +282,39 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "forecasts per-step peaks)",
     )
     prometheus_flags.add_flags(p, env)
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="output folder, created if missing; files of an earlier run there are replaced "
+        f"(default: {DEFAULT_OUT.format(name='NAME')} in the current directory, NAME the "
+        f"trace's file name without .csv/.gz, or {PROMETHEUS_NAME} for --prometheus-url)",
+    )
     p.set_defaults(func=cmd_backtest)
+
+
+DEFAULT_OUT = "backtest-{name}"
+"""--out when none is given, in the current directory."""
+PROMETHEUS_NAME = "prometheus"
+"""The NAME of DEFAULT_OUT for a --prometheus-url history."""
+
+
+def default_out(trace: Path | None) -> Path:
+    """Where a backtest writes without --out: backtest-NAME in the current directory (so a run
+    of another trace does not replace this one's files)."""
+    return Path(DEFAULT_OUT.format(name=trace_name(trace)))
+
+
+def trace_name(trace: Path | None) -> str:
+    """NAME of a backtest (its default --out, its decision log's target): the trace's file
+    name without its .csv/.gz suffixes, or PROMETHEUS_NAME for a --prometheus-url history."""
+    if trace is None:
+        return PROMETHEUS_NAME
+    name = trace.name
+    for suffix in (".gz", ".csv", ".tsv", ".txt", ".json"):
+        name = name.removesuffix(suffix)
+    return name or "trace"
 
 
 QUERY_STEP = spec.Range(10, HOUR, duration=True)
@@ -330,24 +365,51 @@ def _backtest(args: argparse.Namespace) -> int:
         threshold = replay.threshold_from(args.threshold, trace)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
-    _prepare_out(args.out)  # before the walk, which takes minutes
+    out = args.out if args.out is not None else default_out(args.trace)
+    _prepare_out(out)  # before the walk, which takes minutes
     result = run(series, config, trace=name)
     _refuse_nothing_graded(result.summary, trace, name, config)
     print(table(result.summary))
-    decisions = None
+    decisions = explained = None
     if not args.no_decisions:
         warmup = replay.warmup_steps(trace, config.warmup)  # of the whole trace, as `run` counts
-        decisions = replay.replay(
-            _limited(trace, warmup, config.limit),
-            replay_config(args, config, threshold),
-            make=factory(config.model, config),
-            warmup=warmup * trace.step,
+        replayed = _limited(trace, warmup, config.limit)
+        settings = replay_config(args, config, threshold)
+        target = replay_log.target_spec(
+            name=replay_log.target_name(trace_name(args.trace)),
+            query=name,
+            config=settings,
+            model=config.model,
         )
+        with replay_log.ReplayLog(out / replay_log.FILE, target=target, step=trace.step) as log:
+            decisions = replay.replay(
+                replayed,
+                settings,
+                make=factory(config.model, config),
+                warmup=warmup * trace.step,
+                on_step=log.step,
+            )
         print(replay.table(decisions.summary))
-    write(result, args.out, model=config.model, threshold=threshold, decisions=decisions)
-    written = "forecasts.csv" + (", decisions.csv" if decisions is not None else "")
-    print(f"wrote {written}, summary.json and backtest.png to {args.out}")
+        print(replay.legend(decisions.summary))
+        explained = _explain_hint(target, out, replayed, warmup)
+    write(result, out, model=config.model, threshold=threshold, decisions=decisions)
+    written = "forecasts.csv" + (", decisions.csv, decisions.jsonl" if explained else "")
+    where = "" if args.out is not None else " (no --out given: the default, backtest-NAME here)"
+    print(f"wrote {written}, summary.json and backtest.png to {out}{where}")
+    if explained:
+        print(explained)
     return 0
+
+
+def _explain_hint(target: spec.TargetSpec, out: Path, replayed: Series, warmup: int) -> str:
+    """The command that explains the replay's decisions over the scored span, in words."""
+    start = replayed.start + min(warmup, len(replayed) - 1) * replayed.step
+    since, until = decisionrecord.iso(start), decisionrecord.iso(replayed.end + replayed.step)
+    return (
+        f"explain its decisions: scaler explain {target.label} "
+        f"--log {shlex.quote(str(out / replay_log.FILE))} "
+        f"--since {since} --until {until}"
+    )
 
 
 def _refuse_unusable(trace: Series, name: str, model_step: float) -> None:

@@ -29,6 +29,7 @@ from models.calibrate import CalibratedModel, Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
 from scaler.decision import budget, drift, margin, policy, resolution
+from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
 from scaler.offline import baselines, yardstick
 
@@ -121,6 +122,29 @@ class ReplayConfig:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One decision of the replay with what it was made from, as the live engine's decision
+    log records it (scaler/offline/replay_log.py builds the record): `simulate`'s `on_step`."""
+
+    at: float
+    """The step's start (epoch seconds): when the decision was made."""
+    load: float
+    """The newest load sample the decision saw (NaN when the trace has none: reason no_data)."""
+    decision: policy.Decision
+    quantile: float | None
+    """The quantile the forecast was read at (the budget's affordable one); None without one."""
+    model: CalibratedModel | None
+    accuracy: drift.Accuracy | None
+    """The drift tracker's state after scoring (None with drift tracking off)."""
+    ledger: budget.Ledger
+    """The budget, after this step's charge."""
+    cost: float
+    """This step's prewarm charge, in replica-hours (money with a price)."""
+    active: bool
+    """What IsActive would answer: load, or a trusted forecast, above 0."""
+
+
+@dataclass(frozen=True)
 class Replay:
     """The decisions frame (COLUMNS) and the summary of how they, and the baselines, fared."""
 
@@ -134,9 +158,11 @@ def replay(
     *,
     make: Callable[[], Forecaster] | str = SeasonalBaseline,
     warmup: float | None = None,
+    on_step: Callable[[Step], None] | None = None,
 ) -> Replay:
-    """Replay the policy over `series` and score it (warm-up: DESIGN.md's unless given)."""
-    frame, extra = simulate(series, config, make=make)
+    """Replay the policy over `series` and score it (warm-up: DESIGN.md's unless given);
+    `on_step` sees every decision (`simulate`)."""
+    frame, extra = simulate(series, config, make=make, on_step=on_step)
     return Replay(decisions=frame, summary=summarise(series, frame, extra, config, warmup))
 
 
@@ -152,11 +178,16 @@ def drift_refit_kind(
 
 
 def simulate(
-    series: Series, config: ReplayConfig, *, make: Callable[[], Forecaster] | str = SeasonalBaseline
+    series: Series,
+    config: ReplayConfig,
+    *,
+    make: Callable[[], Forecaster] | str = SeasonalBaseline,
+    on_step: Callable[[Step], None] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The decisions frame, one row per step of `series` (its own resolution), and counts the
     summary reports (drift episodes...). Forecasts, their calibration and drift tracking run at
-    the model step (decision.resolution), refreshed each time a model-step bucket is complete."""
+    the model step (decision.resolution), refreshed each time a model-step bucket is complete.
+    `on_step`, when given, sees each step's decision and what it was made from (a Step)."""
     step, load = series.step, series.values
     coarse = resolution.model_series(series, config.model_step)
     points = policy.forecast_points(config.lead_time, config.horizon, coarse.step)
@@ -210,11 +241,42 @@ def simulate(
     fallback_steps = episodes = retrains = 0
     starts: list[int] = []
     held = config.min_replicas
+
+    def accuracy() -> drift.Accuracy | None:
+        return tracker.monitor.accuracy() if config.drift else None
+
+    def no_data(at: float) -> None:
+        """A step with no load sample: the last request held, not charged, not scored."""
+        reasons.append(policy.Reason.NO_DATA.value)
+        if on_step is not None:
+            nothing = policy.Decision(
+                load=math.nan,
+                forecast_peak=math.nan,
+                reactive=0,
+                predictive=0,
+                prewarm=0,
+                desired=held,
+                reason=policy.Reason.NO_DATA,
+            )
+            on_step(
+                Step(
+                    at=at,
+                    load=math.nan,
+                    decision=nothing,
+                    quantile=None,
+                    model=origin.model,
+                    accuracy=accuracy(),
+                    ledger=ledger,
+                    cost=0.0,
+                    active=False,
+                )
+            )
+
     for t in range(len(series)):
         now = series.start + t * step
         if t == 0:
             desired[t], reactive[t] = held, 0
-            reasons.append(policy.Reason.NO_DATA.value)
+            no_data(now)
             continue
         # A model-step bucket completed: score it, then forecast from it (the model step's
         # refresh; between two refreshes every decision reads the same forecast).
@@ -254,7 +316,7 @@ def simulate(
         fell_back[t] = config.drift and tracker.monitor.in_fallback
         if not math.isfinite(load[t - 1]):
             desired[t], reactive[t] = held, 0
-            reasons.append(policy.Reason.NO_DATA.value)
+            no_data(now)
             continue
         fallback = None
         if origin.forecast is None:
@@ -264,7 +326,7 @@ def simulate(
             fallback_steps += 1
         base = policy.floor_load(load[max(0, t - free) : t].tolist())
         hold_load = policy.floor_load(load[max(0, t - floor) : t].tolist())
-        peak = level = None
+        peak = level = quantile = None
         if origin.forecast is not None and band is not None:
             quantile = policy.affordable_quantile(
                 config.quantile, remaining=ledger.remaining(now), budget=ledger.limit(now)
@@ -306,6 +368,22 @@ def simulate(
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)
         desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired
         reasons.append(decision.reason.value)
+        if on_step is not None:
+            # IsActive as the engine answers it: load now, or a forecast trusted and used.
+            wanted = peak is not None and fallback is None and peak > 0
+            on_step(
+                Step(
+                    at=now,
+                    load=float(load[t - 1]),
+                    decision=decision,
+                    quantile=quantile,
+                    model=origin.model,
+                    accuracy=accuracy(),
+                    ledger=ledger,
+                    cost=float(spent[t]),
+                    active=bool(load[t - 1] > 0 or wanted),
+                )
+            )
     frame = pd.DataFrame(
         {
             "timestamp": pd.to_datetime(series.times().tolist(), unit="s").strftime(
@@ -571,3 +649,30 @@ def table(summary: dict[str, Any]) -> str:
             f"lead time + horizon): at most {floor['max_floor_window_spend']:.2f} replica-hours"
         )
     return "\n".join(lines)
+
+
+def legend(summary: dict[str, Any]) -> str:
+    """What each column and row of `table` means, with its unit, a line each (under 100
+    characters): printed under it, as `scaler demo` prints its columns and reasons."""
+    config, trace = summary["config"], summary["trace"]
+    step, window = format_duration(trace["step_seconds"]), format_duration(config["budget_window"])
+    share, price = config["budget_share"], config["cost_per_replica_hour"]
+    limit = budget.describe(config["budget"], share)
+    money = config["currency"] if price is not None else "replica-hours"
+    spend = (
+        f"most prewarm in a rolling {window} / its reactive replica-hours (budget {limit})"
+        if share is not None
+        else f"most prewarm in a rolling {window}, in {money} (budget {limit})"
+    )
+    rows = [
+        ("frontier", "under-prov / static headroom's at equal GPU-h: below 1 beats headroom"),
+        ("under-prov", f"% of the {trace['scored_steps']} scored steps with fewer replicas ready "
+         "than needed"),
+        ("shortfall", f"replicas short, summed over those steps (replica-steps of {step})"),
+        ("GPU-h", "replica-hours asked for over the scored steps (GPU-hours at 1 GPU each)"),
+        ("x reactive", "GPU-h / reactive's GPU-h"),
+        *([(f"cost {money}", f"GPU-h x {price:g} {money} a replica-hour")] if price else []),
+        ("max prewarm/window", spend),
+        ("rows", "reactive: an HPA; reactive_20: with 20% headroom; oracle: perfect foresight"),
+    ]  # fmt: skip
+    return "\n".join(f"  {name:19} {meaning}" for name, meaning in rows)

@@ -4,7 +4,8 @@ figures, from a running scaler (`--server URL`, its GET /explain) or from a deci
 
 A corrupt or unreadable line is reported as FILE:LINE with the fix (the first 20 of a file; the
 rest are counted), and the rest is read; a file whose first 1000 lines hold no record is taken
-for something else and left.
+for something else and left, and one whose first line is a CSV header (a backtest's
+decisions.csv, a load export) is refused at once, naming the file to give instead.
 Exit status: 0 explained, 1 nothing in the period, 2 an unknown target, bad arguments or no
 readable source.
 """
@@ -15,6 +16,7 @@ import argparse
 import json
 import math
 import re
+import shlex
 import sys
 import time
 import urllib.error
@@ -50,7 +52,8 @@ def add_parser(sub: Any) -> None:
         "prewarm replica-hours, money (with costPerReplicaHour), time per reason, then every "
         "decision change in plain words. Reads the running scaler's GET /explain (--server) or "
         "a decision log written with `scaler serve --decision-log FILE` (--log; FILE.1, "
-        "FILE.2, ... rotated from it are read too).",
+        "FILE.2, ... rotated from it are read too), or a backtest's DIR/decisions.jsonl "
+        "(target backtest/NAME).",
         epilog="examples:\n"
         "  scaler explain inference/llm --server http://scaler.keda.svc:8080 --since 6h\n"
         "  scaler explain inference/llm --log decisions.jsonl --since 2026-11-28 "
@@ -147,6 +150,10 @@ def _records_of(readline: Callable[[int], str], *, name: str) -> Iterator[Record
     characters at most, so nothing that is not a decision log is read forever or whole."""
     bad = good = 0
     for number, text in enumerate(_bounded_lines(readline), 1):
+        if text is not None and good == bad == 0 and text.strip():
+            what = not_a_log(text, name=name)
+            if what is not None:
+                raise ConfigError(what)
         if text is None:
             problem: str | None = f"longer than {MAX_LINE} characters"
             record = None
@@ -170,6 +177,53 @@ def _records_of(readline: Callable[[int], str], *, name: str) -> Iterator[Record
             break
     if bad > REPORTED:
         print(f"{name}: {bad - REPORTED} more bad lines skipped", file=sys.stderr)
+
+
+BACKTEST_COLUMNS = frozenset({"timestamp", "load", "reactive", "desired", "reason"})
+"""Columns of a backtest's decisions.csv (scaler/offline/replay.py COLUMNS) that say it is one."""
+
+
+def not_a_log(first: str, *, name: str) -> str | None:
+    """What a file whose first line is `first` is, when that line says it is a CSV and not a
+    decision log (a backtest's decisions.csv, a load export), with what to give instead; None
+    when it may be one (its bad lines are then named one by one)."""
+    text = first.strip()
+    if text.startswith(("{", "[")) or text.endswith("}") or "," not in text:
+        return None  # JSON, or a record whose start was cut off: its lines are named one by one
+    columns = {c.strip().strip('"') for c in text.split(",")}
+    if columns >= BACKTEST_COLUMNS:
+        return (
+            f"--log {name}: a backtest's decisions.csv (CSV, a row per trace step), not a "
+            f"decision log; scaler explain reads JSON lines, {_beside(Path(name))}"
+        )
+    head = text if len(text) <= 60 else text[:57] + "..."
+    return (
+        f"--log {name}: a CSV file (its first line: {head!r}), not a decision log; scaler "
+        "explain reads the JSON lines `scaler serve --decision-log FILE` writes (or a "
+        "backtest's DIR/decisions.jsonl)"
+    )
+
+
+def _beside(csv: Path) -> str:
+    """Where the decision log of the backtest that wrote `csv` is, and the command that reads
+    it (its target and first time from its first line)."""
+    jsonl = csv.with_name("decisions.jsonl")
+    try:
+        with jsonl.open(encoding="utf-8") as fh:
+            record, _ = parse_line(fh.readline(MAX_LINE))
+    except (OSError, UnicodeDecodeError):
+        record = None
+    if record is None:
+        return (
+            "which `scaler backtest` writes beside decisions.csv as decisions.jsonl: run the "
+            "backtest again (an older scaler wrote none)"
+        )
+    target = f"{record.get('namespace')}/{record.get('name')}"
+    since = decisionrecord.iso(float(record["at"]))
+    return (
+        f"the ones the backtest wrote beside it: scaler explain {target} --log "
+        f"{shlex.quote(str(jsonl))} --since {since}"
+    )
 
 
 def _bounded_lines(readline: Callable[[int], str]) -> Iterator[str | None]:

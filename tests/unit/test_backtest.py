@@ -14,7 +14,7 @@ from models.base import DAY, Series
 from scaler import cli
 from scaler.decision import budget
 from scaler.errors import ConfigError
-from scaler.offline import backtest, replay
+from scaler.offline import backtest, backtest_cli, replay
 from tests.contract.synthetic import load
 from tests.unit.exits import exit_code
 
@@ -366,3 +366,33 @@ def test_a_prometheus_read_s_flags_beside_a_trace_file_are_refused_not_ignored(
     assert f"{flags[0]} with TRACE.csv: they shape a --prometheus-url read" in (
         capsys.readouterr().err
     )
+
+
+def test_without_out_it_writes_to_backtest_and_the_trace_s_name_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, --out was required: a first run printed a 30-line usage block and then
+    # "the following arguments are required: --out", exit 2.
+    (tmp_path / "traces").mkdir()
+    trace = write_trace(tmp_path / "traces" / "my-load.csv", load(4))
+    here = tmp_path / "work"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    flags = ["--compare", "none", "--model", "seasonal", "--warmup", "3d", "--limit", "12h"]
+    assert exit_code(["backtest", str(trace), *flags]) == 0
+    out = here / "backtest-my-load"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "backtest.png",
+        "decisions.csv",
+        "decisions.jsonl",
+        "forecasts.csv",
+        "summary.json",
+    ]
+    printed = capsys.readouterr().out
+    assert "to backtest-my-load (no --out given: the default, backtest-NAME here)" in printed
+    # A second run replaces the first's files, as a run with --out DIR does.
+    (out / "summary.json").write_text("{}")
+    assert exit_code(["backtest", str(trace), *flags]) == 0
+    assert json.loads((out / "summary.json").read_text())["config"]["model"] == "seasonal"
+    assert backtest_cli.default_out(Path("x/nasa.csv.gz")) == Path("backtest-nasa")
+    assert backtest_cli.default_out(None) == Path("backtest-prometheus")

@@ -38,6 +38,63 @@ def test_a_share_budget_is_replayed_and_reported_as_a_share(tmp_path: Path) -> N
     assert prewarm["floor_windows"] == 0 and prewarm["max_floor_window_spend"] is None
 
 
+def test_with_a_price_every_money_figure_is_priced_alike_and_labelled_with_its_currency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, only the budget's column became money, unlabelled, beside GPU-hours in hours.
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    out = tmp_path / "out"
+    price = ["--budget", "5", "--cost-per-replica-hour", "2.5", "--currency", "EUR"]
+    assert cli.main(["backtest", str(trace), *FLAGS, *price, "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())["decisions"]
+    assert summary["budget_unit"] == "EUR"
+    for run in ("policy", "reactive", "reactive_20", "oracle"):
+        figures = summary[run]
+        assert figures["cost"] == pytest.approx(figures["gpu_hours"] * 2.5)
+        assert figures["prewarm"]["cost"] == pytest.approx(
+            figures["prewarm"]["replica_hours"] * 2.5
+        )
+    assert 0 < summary["policy"]["prewarm"]["max_window_spend"] <= 5 + 1e-9  # EUR, as --budget
+    printed = capsys.readouterr().out
+    assert "cost EUR max prewarm/window EUR" in printed
+    cost = f"{summary['policy']['cost']:.2f}"
+    assert any(line.startswith("policy") and cost in line for line in printed.splitlines())
+
+
+def test_the_decisions_table_is_followed_by_a_legend_of_every_column_with_its_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, "shortfall" was defined nowhere, and GPU-h, cost and the budget's column stood
+    # side by side with no word of which is hours and which is money.
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    price = ["--budget", "5", "--cost-per-replica-hour", "2.5", "--currency", "EUR"]
+    assert cli.main(["backtest", str(trace), *FLAGS, *price, "--out", str(tmp_path / "o")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("decisions "))
+    below = lines[start + 5 :]  # the header, policy, reactive, reactive_20, oracle
+    columns = ["frontier", "under-prov", "shortfall", "GPU-h", "x reactive", "cost EUR",
+               "max prewarm/window", "rows"]  # fmt: skip
+    legend = {line[2:21].strip(): line[22:] for line in below[: len(columns)]}
+    assert list(legend) == columns
+    assert "replica-steps of 5m" in legend["shortfall"]
+    assert "replica-hours" in legend["GPU-h"]
+    assert legend["cost EUR"] == "GPU-h x 2.5 EUR a replica-hour"
+    assert legend["max prewarm/window"] == "most prewarm in a rolling 1d, in EUR (budget 5)"
+    assert all(len(line) <= 100 for line in below[: len(columns)])
+
+
+def test_without_a_price_the_figures_stay_replica_hours_and_name_no_currency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = write_trace(tmp_path / "trace.csv", load(4))
+    out = tmp_path / "out"
+    assert cli.main(["backtest", str(trace), *FLAGS, "--budget", "5", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())["decisions"]
+    assert summary["budget_unit"] == "replica-hours"
+    assert summary["policy"]["cost"] is None and summary["policy"]["prewarm"]["cost"] is None
+    assert "USD" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("text", ["150%", "0%", "-4", "lots", "1e2"])
 def test_a_bad_budget_exits_2_naming_the_flag_and_both_forms(
     text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -405,3 +405,56 @@ def test_a_period_that_cannot_hold_a_decision_names_the_fix(
     argv = ["explain", "a/b", "--log", str(path), "--since", since, "--until", until]
     assert exit_code(argv) == 2
     assert message in capsys.readouterr().err
+
+
+BACKTEST_CSV = (
+    "timestamp,load,required,reactive,desired,ready,reason,prewarm_replica_hours\n"
+    "2024-01-01 00:00:00,809.7617,7,0,0,0,no_data,0.0\n"
+    "2024-01-01 00:10:00,789.8667,7,7,7,0,no_model,0.0\n"
+) * 600
+
+
+def test_a_backtest_s_decisions_csv_is_named_at_once_with_the_file_to_give_instead(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: 20 lines of "not JSON ... (a line cut short by a crash or an edit)", then "none
+    # of its first 1000 lines is a decision record" and "targets there: none".
+    csv = tmp_path / "decisions.csv"
+    csv.write_text(BACKTEST_CSV)
+    assert exit_code(["explain", "team-a/llm", "--log", str(csv)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"scaler: error: --log {csv}: a backtest's decisions.csv (CSV, a row per trace step), "
+        "not a decision log; scaler explain reads JSON lines, which `scaler backtest` writes "
+        "beside decisions.csv as decisions.jsonl: run the backtest again (an older scaler "
+        "wrote none)"
+    ]
+    path, records = written_log(tmp_path, 50, seed=4)  # the backtest's log beside it
+    assert exit_code(["explain", "team-a/llm", "--log", str(csv)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    command = f"scaler explain team-a/llm --log {path} --since {records[0]['time']}"
+    assert len(err) == 1 and err[0].endswith(f"the ones the backtest wrote beside it: {command}")
+
+
+def test_a_csv_of_load_is_named_at_once_as_not_a_decision_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    export = tmp_path / "load.csv"
+    export.write_text("\ufefftimestamp,value\n" + "2024-01-01 00:00:00,3\n" * 2000)
+    assert exit_code(["explain", "team-a/llm", "--log", str(export)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"scaler: error: --log {export}: a CSV file (its first line: 'timestamp,value'), not a "
+        "decision log; scaler explain reads the JSON lines `scaler serve --decision-log FILE` "
+        "writes (or a backtest's DIR/decisions.jsonl)"
+    ]
+
+
+def test_a_log_whose_first_line_lost_its_start_is_still_read_after_naming_that_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, records = written_log(tmp_path, 50, seed=5)
+    text = path.read_text()
+    path.write_text(text[40:])  # a copy cut mid-line, as `tail -c` makes
+    assert len(explain_cli.read_log(path)) == len(records) - 1
+    assert capsys.readouterr().err.startswith(f"{path}:1: not JSON")

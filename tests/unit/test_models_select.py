@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+import pytest
 
 from models import artefact, select
 from models.base import Series
@@ -102,3 +105,59 @@ def test_a_costlier_model_that_loses_on_the_peak_the_decision_buys_is_not_chosen
     assert select.choose(models, pooled, peaks).kind == "seasonal"
     peaks["ets"] = peaks["seasonal"] * 1.01  # within TIE on the peak: the path decides
     assert select.choose(models, pooled, peaks).kind == "ets"
+
+
+def test_why_a_lower_scoring_model_was_not_chosen_names_the_rule_that_kept_it_out() -> None:
+    rng = np.random.default_rng(4)
+    cheap = rng.gamma(1.0, 10.0, 2016)
+    hourly = np.repeat(rng.uniform(0.2, 1.8, 168), 12)
+    lucky = cheap * hourly
+    lucky *= 0.95 * cheap.mean() / lucky.mean()  # 5 % lower, better some hours, worse others
+    models = [with_losses(SeasonalBaseline(), cheap), with_losses(ETSModel(), lucky)]
+    chosen, why = select.choice(models)
+    assert chosen.kind == "seasonal"
+    assert why["ets"].startswith("lower than seasonal in ")
+    assert "not by more than chance (sign test" in why["ets"]
+
+    close = [with_losses(SeasonalBaseline(), cheap), with_losses(ETSModel(), cheap * 0.99)]
+    chosen, why = select.choice(close)
+    assert chosen.kind == "seasonal"
+    assert "not 2% lower (a tie goes to the cheaper seasonal)" in why["ets"]
+
+    steady = [with_losses(SeasonalBaseline(), cheap), with_losses(ETSModel(), cheap * 0.8)]
+    pooled = {"seasonal": cheap, "ets": cheap * 0.8}
+    peaks = {"seasonal": cheap, "ets": cheap * 1.5}
+    chosen, why = select.choice(steady, pooled, peaks)
+    assert chosen.kind == "seasonal"
+    assert why["ets"].startswith("loses on the peak the decision buys (")
+    chosen, why = select.choice(steady, pooled)
+    assert chosen.kind == "ets"
+    assert why["seasonal"].startswith("ets beat it over both windows (")
+
+
+def test_auto_s_log_line_says_why_a_lower_score_than_the_chosen_one_lost(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before, "auto chose seasonal: seasonal 14.19, ets 13.62" read as a contradiction: the
+    # scores are the latest window's, the choice pools two windows and tests chance and peak.
+    history = load(15, seed=1)
+    fitted = {k: select.fit_kind(k, history, steps=4) for k in ("seasonal", "ets")}
+    lowest = min(fitted, key=lambda k: fitted[k].scores["pinball"])
+    other = "ets" if lowest == "seasonal" else "seasonal"
+    rng = np.random.default_rng(5)
+    losses = rng.gamma(1.0, 10.0, 2016)
+    # Over both windows the lowest scorer loses: tied when it is the costlier, beaten
+    # hour after hour when it is the cheaper.
+    paths = {lowest: losses, other: losses * (1.0 if lowest == "ets" else 0.8)}
+    paths["ensemble"] = losses * 1.5  # their median, the costliest, loses outright
+
+    def pooled(models: list[CalibratedModel], *_a: object, **_k: object) -> object:
+        assert {m.kind for m in models} <= set(paths)
+        return paths, {}
+
+    monkeypatch.setattr(select, "pooled", pooled)
+    with caplog.at_level(logging.INFO, logger="models.select"):
+        best = select.fit_best(history, steps=4, candidates=("seasonal", "ets"))
+    assert best.kind == other
+    line = next(r.getMessage() for r in caplog.records if "auto chose" in r.getMessage())
+    assert f"; {lowest} not chosen: " in line
