@@ -64,6 +64,17 @@ def retrain(*argv: str) -> tuple[int, dict[str, Any]]:
     return code, json.loads(Path(argv[-1]).read_text())
 
 
+def started_retrain(argv: list[str]) -> subprocess.Popen[str]:
+    """`scaler retrain ARGV` as a process of its own, its output piped (to be signalled)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "scaler", "retrain", *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_the_checks_interface_promotes_first_models_and_reports_a_broken_trigger(
     prometheus_server: PrometheusServer, tmp_path: Path
 ) -> None:
@@ -169,13 +180,7 @@ def test_sigterm_stops_the_run_records_every_unfinished_target_and_writes_the_su
     argv = ["--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store")]
     argv += ["--prometheus-url", prometheus_server.url, "--workers", "1"]
     argv += ["--json", str(tmp_path / "summary.json")]
-    job = subprocess.Popen(
-        [sys.executable, "-m", "scaler", "retrain", *argv],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    job = started_retrain(argv)
     try:
         assert job.stderr is not None
         for line in job.stderr:  # the first target done: the others still to come
@@ -245,13 +250,7 @@ def test_sigterm_during_a_history_read_that_never_ends_exits_143_within_the_grac
     argv = ["--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store")]
     argv += ["--prometheus-url", silent.url, "--prometheus-timeout", "5m"]
     argv += ["--prometheus-retries", "0", "--workers", "1", "--json", str(tmp_path / "s.json")]
-    job = subprocess.Popen(
-        [sys.executable, "-m", "scaler", "retrain", *argv],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    job = started_retrain(argv)
     try:
         assert silent.asked.wait(120), "the job never asked Prometheus for the history"
         job.send_signal(signal.SIGTERM)
