@@ -76,7 +76,8 @@ class Reads:
             return f"{said}: {rule} is set too, and wins; unset one of them"
         others = [c for c, names in sorted(self.by_command.items()) if c and name in names]
         if others:
-            return f"{said} (`scaler {others[0]}` does)"
+            readers = " and ".join(f"`scaler {c}`" for c in others)
+            return f"{said} ({readers} {'does' if len(others) == 1 else 'do'})"
         by_suffix = {k.removeprefix(PREFIX): k for k in known}
         close = difflib.get_close_matches(name.removeprefix(PREFIX), by_suffix, n=1, cutoff=0.75)
         if close:

@@ -81,6 +81,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "--targets",
         type=Path,
         metavar="FILE",
+        default=_path(env("TARGETS", None)),
         help="ScaledObject manifests (YAML); else the cluster",
     )
     g.add_argument(
@@ -91,7 +92,10 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "without --targets; filters --targets when given)",
     )
     g.add_argument(
-        "--namespace", metavar="NS", help="read ScaledObjects of this namespace only (cluster)"
+        "--namespace",
+        metavar="NS",
+        default=env("NAMESPACE", None),
+        help="read ScaledObjects of this namespace only (cluster)",
     )
     g.add_argument(
         "--kubeconfig",

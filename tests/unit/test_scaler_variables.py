@@ -127,7 +127,10 @@ def test_the_warning_is_logged_at_start_up(
     cli.main(["explain", "ns/name", "--log", str(tmp_path / "none.jsonl")])
     err = capsys.readouterr().err
     assert "SCALER_LOG_LEVL is set, but no flag of `scaler explain` reads it; did you mean " in err
-    assert "SCALER_TARGETS is set, but no flag of `scaler explain` reads it (`scaler serve`" in err
+    assert (
+        "SCALER_TARGETS is set, but no flag of `scaler explain` reads it (`scaler retrain` and "
+        "`scaler serve` do)" in err
+    )
     assert "SCALER_SERVICE_HOST" not in err
 
 
@@ -142,3 +145,13 @@ def test_variables_the_command_reads_are_not_warned(monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv(name, value)
     cli.build_parser(serve_only=True)
     assert commands.READS.unread("serve", environ) == []
+
+
+def test_retrain_reads_its_targets_and_namespace_from_the_environment_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The help says every flag can be set as SCALER_<FLAG>; --targets and --namespace read none.
+    monkeypatch.setenv("SCALER_TARGETS", "/so.yaml")
+    monkeypatch.setenv("SCALER_NAMESPACE", "inference")
+    args = cli.build_parser().parse_args(["retrain", "--store", "/m"])
+    assert args.targets == Path("/so.yaml") and args.namespace == "inference"
