@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import os
 import threading
 import time
@@ -29,6 +30,8 @@ from requests.adapters import HTTPAdapter
 
 CHUNK = 1 << 16
 """Bytes read at a time."""
+
+logger = logging.getLogger(__name__)
 
 
 class Deadline:
@@ -93,7 +96,10 @@ class Deadlines:
                         deadline = heapq.heappop(self._due)[2]
                         break
                     self._wake.wait(wait)
-            deadline.fire()  # outside the condition: new deadlines are not held up
+            try:  # outside the condition: new deadlines are not held up
+                deadline.fire()
+            except Exception:  # one failing cut must not stop the watchdog of every request
+                logger.exception("a request's deadline failed to cut it")
 
 
 DEADLINES = Deadlines()
@@ -136,7 +142,7 @@ class BoundedAdapter(HTTPAdapter):
             expired.set()
             try:
                 response.raw.shutdown()  # wakes a read blocked on the socket
-            except (ValueError, RuntimeError):
+            except (ValueError, RuntimeError, OSError):  # OSError: reset, or closed meanwhile
                 expired.clear()  # read whole and released to the pool just now: nothing cut
 
         watchdog = None if total is None else DEADLINES.at(began + total, expire)

@@ -128,3 +128,18 @@ def test_a_deadline_runs_at_its_time_unless_cancelled_and_an_earlier_one_goes_fi
     late.cancel()  # ran already: nothing to undo
     assert ran == ["early", "late"]
     assert early.done and late.done
+
+
+def test_a_deadline_whose_cut_fails_does_not_stop_the_watchdog_of_the_others() -> None:
+    # A shutdown of a socket reset meanwhile raises OSError: it ended the one shared thread, and
+    # every other request's deadline waited for the next request to start it again.
+    ran: list[str] = []
+
+    def broken() -> None:
+        raise OSError(107, "Transport endpoint is not connected")
+
+    now = time.monotonic()
+    bounded.DEADLINES.at(now + 0.1, broken)
+    after = bounded.DEADLINES.at(now + 0.3, lambda: ran.append("after"))
+    time.sleep(0.7)
+    assert ran == ["after"] and after.done
