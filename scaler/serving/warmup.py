@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -199,8 +200,12 @@ async def _complete(engine: Engine, state: TargetState, slots: asyncio.Semaphore
         if old.start <= start:
             state.history_partial = False
             return
-        try:
-            got = await _fetch(engine, state.spec, start=start, end=old.end, old=old)
+        step_now = math.floor(engine.clock.now() / engine.settings.step) * engine.settings.step
+        if state.history_backoff.waiting(step_now):
+            return  # its history reads back off: tried again once one may be sent
+        try:  # a failure here counts in the target's backoff, as the engine's own reads do
+            with engine.reading_history(state):
+                got = await _fetch(engine, state.spec, start=start, end=old.end, old=old)
         except ScalerError as exc:
             logger.warning(
                 "%s: older history not read yet, tried again next step: %s", state.spec.key, exc

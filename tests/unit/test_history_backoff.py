@@ -156,3 +156,34 @@ def test_a_history_read_cut_by_the_refresh_deadline_backs_off_too(tmp_path: Path
     backoff = engine.targets[HEAVY.key].history_backoff
     assert (backoff.failures, backoff.wait) == (2, 2 * STEP)
     assert "refresh took longer than its 0.05s deadline" in backoff.error
+
+
+def test_the_backfill_of_older_history_waits_out_the_backoff_too(tmp_path: Path) -> None:
+    # The background read of the older part of a history (warmup.backfill) went out every step
+    # whatever the backoff: the heaviest read of all, to a Prometheus timing out on it.
+    from scaler.serving import warmup
+
+    engine, source, clock = make(tmp_path / "decisions.jsonl", down=range(0, 40))
+
+    async def run() -> list[tuple[str, float]]:
+        for i in range(4):  # heavy's history reads time out: its backoff engaged
+            clock.t = NOW + i * STEP
+            engine.ensure(HEALTHY)
+            engine.ensure(HEAVY)
+            await engine.tick(clock.t)
+        state = engine.targets[HEAVY.key]
+        end = np.floor(clock.t / MODEL_STEP) * MODEL_STEP  # a warm-up read only the replay's span
+        state.history = Series(end - 10 * MODEL_STEP, MODEL_STEP, np.full(11, 100.0))
+        state.history_partial = True
+        assert state.history_backoff.waiting(clock.t)
+        before = list(source.asked)
+        for i in range(4, 7):  # the backfill's pass after each step, all inside the backoff
+            clock.t = NOW + i * STEP
+            await engine.tick(clock.t)
+            await warmup._complete(engine, state, asyncio.Semaphore(1))
+        return [a for a in source.asked if a not in before]
+
+    try:
+        assert asyncio.run(run()) == []
+    finally:
+        engine.close()
