@@ -54,6 +54,13 @@ class Report:
     """External triggers left alone because their scalerAddress names another scaler."""
 
 
+def _address(trigger: dict[str, Any]) -> str:
+    """The trigger's scalerAddress, "" when missing, empty or not a string."""
+    metadata = trigger.get("metadata")
+    found = metadata.get("scalerAddress") if isinstance(metadata, dict) else None
+    return found.strip() if isinstance(found, str) else ""
+
+
 def check(
     obj: dict[str, Any], *, scaler_address: str | None = None, schema: crd.Validator | None = None
 ) -> Report:
@@ -66,6 +73,17 @@ def check(
     namespace, name = known
     label = f"{namespace}/{name or '<no name>'}"
     external = targets.external_triggers(obj)
+    unaddressed = [(i, t) for i, t in external if not _address(t)]
+    for index, _ in unaddressed:  # KEDA: "scaler Address is a required field"
+        report.findings.append(
+            Finding(
+                f"{label} trigger {index}",
+                ERROR,
+                "no scalerAddress: KEDA refuses an external trigger without one; set it to "
+                "this scaler's Service, e.g. scaler.keda.svc:9000",
+            )
+        )
+    external = [(i, t) for i, t in external if _address(t)]
     ours = [(i, t) for i, t in external if targets.names(t, scaler_address)]
     report.elsewhere = len(external) - len(ours)
     report.checked = len(ours)

@@ -306,3 +306,17 @@ def test_a_key_overriding_a_yaml_merge_is_not_a_repeated_key(
     code, lines = run(capsys, write(tmp_path, text))
     assert code == 0, lines
     assert lines[-1].startswith("checked 2 triggers in 1 ScaledObject")
+
+
+@pytest.mark.parametrize("address", [None, '""'])
+@pytest.mark.parametrize("flags", [[], ["--scaler-address", "scaler.keda.svc:9000"]])
+def test_an_external_trigger_without_a_scaler_address_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], address: str | None, flags: list[str]
+) -> None:
+    # KEDA refuses it ("scaler Address is a required field"); it passed, or was "skipped" as
+    # naming another scalerAddress.
+    line = "        scalerAddress: scaler.keda.svc:9000\n"
+    text = GOOD.replace(line, "" if address is None else f"        scalerAddress: {address}\n")
+    code, lines = run(capsys, *flags, write(tmp_path, text))
+    assert code == 1
+    assert "gpu/llm trigger 0: error: no scalerAddress: KEDA refuses" in lines[0]
