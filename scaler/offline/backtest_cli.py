@@ -174,10 +174,11 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     policy_flags.add_argument(
         "--currency",
         type=spec.flag(spec.currency_code, "as the trigger's `currency`"),
-        default=replay.ReplayConfig.currency,
+        default=None,
         metavar="CODE",
         help="what --cost-per-replica-hour's money is, as the trigger's `currency`: labels the "
-        "money figures, converts nothing (default %(default)s, as the trigger's)",
+        f"money figures, converts nothing (default {replay.ReplayConfig.currency}, as the "
+        "trigger's; refused without --cost-per-replica-hour, as the trigger's is)",
     )
     policy_flags.add_argument(
         "--min-replicas",
@@ -353,6 +354,12 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 
 def _backtest(args: argparse.Namespace) -> int:
+    if args.currency is not None and args.cost_per_replica_hour is None:
+        raise ConfigError(
+            f"--currency {args.currency} without --cost-per-replica-hour prices nothing; give "
+            "--cost-per-replica-hour PRICE, or drop --currency (as a trigger's currency needs "
+            "costPerReplicaHour)"
+        )
     config = config_from(args)
     amount, share = args.budget
     if hint := budget.share_hint("--budget", amount, share=share, cost=args.cost_per_replica_hour):
@@ -545,7 +552,7 @@ def replay_config(
         budget_share=share,
         budget_window=args.budget_window,
         cost_per_replica_hour=args.cost_per_replica_hour,
-        currency=args.currency,
+        currency=args.currency or replay.ReplayConfig.currency,
         refit_every=config.refit_every,
         history_window=config.window,
         model_step=config.step,

@@ -138,3 +138,15 @@ def test_max_replicas_below_min_replicas_exits_2_naming_both(
     code = cli.main(["backtest", str(tmp_path / "t.csv"), *flags, "--out", str(tmp_path / "o")])
     assert code == 2
     assert "--max-replicas 2 is below --min-replicas 5" in capsys.readouterr().err
+
+
+def test_a_currency_without_a_price_is_refused_as_the_triggers_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It was taken silently: every figure stayed in replica-hours, labelled with no currency.
+    trace = write_trace(tmp_path / "trace.csv", load(2))
+    code = cli.main(["backtest", str(trace), *FLAGS, "--currency", "EUR", "--out", str(tmp_path)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--currency EUR without --cost-per-replica-hour" in err
+    assert not (tmp_path / "summary.json").exists()
