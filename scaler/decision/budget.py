@@ -181,15 +181,20 @@ class Ledger:
             return self.budget if math.isfinite(self.budget) and self.budget > 0 else 0.0
         if not (math.isfinite(now) and 0 < self.share <= MAX_SHARE):
             return 0.0
-        share = self._share(now)
-        return self._wake() if share <= 0 and self._wake() > 0 else share
+        return self._wake() if self.at_floor(now) else self._share(now)
 
     def at_floor(self, now: float) -> bool:
-        """True when a share budget's limit at `now` is the wake-up floor: the window holds no
-        reactive hours and there is a floor."""
+        """True when a share budget's limit at `now` is the wake-up floor: there is a floor and
+        no reactive record reaches into the window at all. Not merely none wholly inside it,
+        which `_share` counts: a span straddling the window's start, or records stamped past
+        `now` by a clock stepped back, are reactive hours the floor must not stand in for."""
         if self.share is None or not (math.isfinite(now) and 0 < self.share <= MAX_SHARE):
             return False
-        return self._share(now) <= 0 and self._wake() > 0
+        if self._wake() <= 0:
+            return False
+        self._advance(now)
+        since = self.newest - self.window
+        return not any(last > since and x > 0 for _, last, x in self.reactive)
 
     def _share(self, now: float) -> float:
         """`share` of the reactive hours stamped in (newest - window, now]."""

@@ -192,3 +192,18 @@ def test_a_span_counts_only_once_the_clock_is_past_its_last_step() -> None:
         ledger.record_reactive(at, 12, STEP)
     assert ledger.limit(90.0) == 0.0  # back before its last step: none of it is certain
     assert ledger.limit(120.0) == pytest.approx(0.5 * 3.0)
+
+
+def test_the_wake_up_floor_never_stands_in_for_reactive_hours_the_share_does_not_count() -> None:
+    # `limit` counts only spans wholly in the window; the floor read that as "no reactive hours".
+    wake = budget.wake_floor(10, 1800.0)
+    straddling = budget.Ledger(budget=0.0, window=DAY, share=0.3, wake_hours=wake)
+    for i in range(9):  # 4.5 minutes of 10 replicas: one span
+        straddling.record_reactive(10 * DAY + i * 30.0, 10, 30.0)
+    later = 11 * DAY + 120.0  # the window starts inside the span: part of it is still in
+    assert not straddling.at_floor(later) and straddling.allowance(later, 30.0) == 0
+    stepped_back = budget.Ledger(budget=0.0, window=DAY, share=0.3, wake_hours=wake)
+    for i in range(20):  # reactive recorded up to 10 minutes after T
+        stepped_back.record_reactive(10 * DAY + i * 30.0, 10, 30.0)
+    back = 10 * DAY + 600.0 - 900.0  # NTP steps the clock back 15 minutes
+    assert not stepped_back.at_floor(back) and stepped_back.limit(back) < wake
