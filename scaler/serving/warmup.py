@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -200,8 +199,7 @@ async def _complete(engine: Engine, state: TargetState, slots: asyncio.Semaphore
         if old.start <= start:
             state.history_partial = False
             return
-        step_now = math.floor(engine.clock.now() / engine.settings.step) * engine.settings.step
-        if state.history_backoff.waiting(step_now):
+        if state.history_backoff.waiting(_step_now(engine)):
             return  # its history reads back off: tried again once one may be sent
         try:  # a failure here counts in the target's backoff, as the engine's own reads do
             with engine.reading_history(state):
