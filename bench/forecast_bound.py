@@ -2,7 +2,7 @@
 future, beside the model's own, on the very same walk.
 
     .venv/bin/python bench/forecast_bound.py TRACE.csv [TRACE.csv ...] [--model auto]
-        [--bounds model,future,smooth,hourly,smooth@1h] [--budgets 30%] [--smooth 15m]
+        [--bounds model,future,smooth,hourly,smooth@1h,learned] [--budgets 30%] [--smooth 15m]
         [--residual-window 7d] [--horizon 15m] [--limit 56d] [--drift] [--json PATH]
         [--no-level-regression] [... the model switches of scaler backtest]
 
@@ -21,7 +21,9 @@ its calibration (bench/bound_bands.py says how each is made):
 - `hourly`: the same P50, the band the whole trace's residual quantiles per hour of day;
 - `classical`: P50 = the whole trace's classical decomposition, a centred one-day mean (the
   level) plus the mean daily profile around it (bound_bands.classical), the band as `smooth`'s:
-  a seasonal model that knew each day's level and the trace's daily shape in advance.
+  a seasonal model that knew each day's level and the trace's daily shape in advance;
+- `learned`: not a bound but a causal forecaster, bench/learned_p50.py's gradient-boosted P50
+  (needs `.venv/bin/pip install lightgbm`, not a dependency) with its own causal band.
 `smooth@1h` and `hourly@1h` name their own window. The centred mean holds the point itself
 (1/3 of it in a 3-point window): the narrower the window, the more of the noise it knows.
 `--horizon` changes the policy's look-ahead for every row (a policy diagnostic, not a bound).
@@ -50,6 +52,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bound_bands
+import learned_p50
 from policy_ablation import config_for as ablation_config
 from policy_ablation import limited, recorded_forecasts
 
@@ -61,7 +64,7 @@ from scaler.decision import budget, resolution
 from scaler.decision.spec import duration_arg
 from scaler.offline import model_switches, replay, traces, yardstick
 
-BOUNDS = ("model", "future", "smooth", "hourly", "classical")
+BOUNDS = ("model", "future", "smooth", "hourly", "classical", "learned")
 RESIDUAL_WINDOW = WEEK
 """Trailing residuals the `smooth` band is measured on (the models' recalibration window)."""
 REMEASURE = 3600.0
@@ -121,8 +124,42 @@ class Bands:
         raise ValueError(f"unknown bound {kind!r}; use one of {', '.join(BOUNDS)}")
 
 
+class LearnedBands:
+    """The `learned` bound: bench/learned_p50.py's causal P50 paths, with their own causal
+    conformal band (per point ahead, the relative residual quantiles over the trailing window
+    of the forecasts whose load the origin has observed, re-measured hourly). Fitted at the
+    first origin asked, for as many points as it asks."""
+
+    def __init__(self, coarse: Series, *, first: int, residual_window: float) -> None:
+        self.coarse, self.first, self.residual_window = coarse, first, residual_window
+        self.values = np.asarray(coarse.values, dtype=np.float64)
+        self.floor = FLOOR_FRACTION * float(np.nanmean(self.values))
+        self.paths: Any = None
+        self.causal: list[Any] = []
+
+    def fit(self, points: int) -> None:
+        self.paths = learned_p50.learned_paths(self.coarse, points, first=self.first)
+        for j in range(points):
+            # the forecast for bucket s, made j + 1 buckets before it: known once s is observed
+            made = learned_p50.shifted(self.paths[:, j], j + 1)
+            residuals = bound_bands.relative_residuals(self.values, made, floor=self.floor)
+            self.causal.append(
+                bound_bands.causal_offsets(
+                    residuals,
+                    window=max(1, round(self.residual_window / self.coarse.step)),
+                    every=max(1, round(REMEASURE / self.coarse.step)),
+                )
+            )
+
+    def at(self, kind: str, index: int, points: int) -> tuple[Any, Calibration]:
+        if self.paths is None or self.paths.shape[1] < points:
+            self.fit(points)
+        table = np.stack([self.causal[j][index] for j in range(points)])
+        return self.paths[index, :points], bound_bands.band(table, floor=self.floor)
+
+
 @contextlib.contextmanager
-def bounded(kind: str, bands: Bands, *, quantile: float, k: int, record: Any) -> Iterator[None]:
+def bounded(kind: str, bands: Any, *, quantile: float, k: int, record: Any) -> Iterator[None]:
     """Within the block, the replay's walk yields `kind`'s bands where the model has a forecast
     (the model's own for `model`), and records each origin's P95 and P50 at the point a lead
     time ahead into `record[0]` and `record[1]` (indexed by the origin)."""
@@ -169,6 +206,7 @@ def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     base = config_for(trace, budget.DEFAULT_BUDGET, drift=args.drift, horizon=args.horizon)
     coarse = resolution.model_series(series, base.model_step)
     bands: dict[tuple[bool, float], Bands] = {}
+    learned: dict[str, LearnedBands] = {}
     k = yardstick.cold_start_steps(base.lead_time, coarse.step)
     first = math.ceil(warmup * trace.step / coarse.step - 1e-9)
     rows = []
@@ -178,13 +216,18 @@ def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
             for name in args.bounds.split(","):
                 kind, window = bound_of(name, args.smooth)
                 source = (kind == "classical", window)
-                if source not in bands:
+                if kind == "learned" and kind not in learned:
+                    learned[kind] = LearnedBands(
+                        coarse, first=first, residual_window=args.residual_window
+                    )
+                if kind != "learned" and source not in bands:
                     bands[source] = bands_for(
                         coarse, kind, window=window, residual_window=args.residual_window
                     )
                 began = time.process_time()
                 record = np.full((2, len(coarse)), np.nan)
-                with bounded(kind, bands[source], quantile=config.quantile, k=k, record=record):
+                chosen = learned[kind] if kind == "learned" else bands[source]
+                with bounded(kind, chosen, quantile=config.quantile, k=k, record=record):
                     result = replay.replay(
                         series, config, make=args.model, warmup=warmup * trace.step
                     )
