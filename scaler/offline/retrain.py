@@ -55,7 +55,7 @@ from scaler.serving import driftstate, workers
 from scaler.serving.state import forecast_steps
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source
-from scaler.store.base import ModelStore, StoreError, StoreKey
+from scaler.store.base import ModelStore, Stored, StoreError, StoreKey
 
 if TYPE_CHECKING:
     from scaler.sources.prometheus import PrometheusSource
@@ -332,10 +332,12 @@ class Retrainer:
             history = await _unless(
                 stop, abandonable.call(read, name=f"history {key}"), "while its history was read"
             )
-            pointer = await asyncio.to_thread(self.store.champion_version, key)
-            champion = None
-            if pointer is not None:
-                champion = await asyncio.to_thread(self.store.champion, key)
+            # Reads only, so SIGTERM abandons them too: a hung Kubernetes API holds no exit.
+            pointer, champion = await _unless(
+                stop,
+                abandonable.call(functools.partial(self._champion, key), name=f"champion {key}"),
+                "while its champion was read",
+            )
             steps = forecast_steps(spec, step)
             job = functools.partial(
                 challenge, spec, history, steps, champion.artefact if champion else None
@@ -356,6 +358,11 @@ class Retrainer:
             logger.exception("%s: retrain failed unexpectedly", key)
             reason = f"unexpected {type(exc).__name__}: {exc}; the log has its traceback"
             return replace(base, reason=reason, failed=True, seconds=time.monotonic() - started)
+
+    def _champion(self, key: StoreKey) -> tuple[int | None, Stored | None]:
+        """The store's champion pointer and the champion it leads to (None, None: no model)."""
+        pointer = self.store.champion_version(key)
+        return pointer, (self.store.champion(key) if pointer is not None else None)
 
     async def _record(self, key: StoreKey, outcome: Outcome) -> None:
         """Keep the outcome in the store, where serve exports it as the retrain gauges the
