@@ -53,10 +53,12 @@ from scaler.decision.spec import TargetSpec
 from scaler.errors import (
     BadQuery,
     CircuitOpen,
+    HistoryBackoff,
     NegativeLoad,
     ScalerError,
     SourceUnavailable,
     TooManyTargets,
+    Unavailable,
 )
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
@@ -81,19 +83,6 @@ DEFAULT_ENDPOINT = "default"
 LEDGER_STEP = 60.0
 """Seconds between the spend counter samples a ledger is rebuilt from; a charge is stamped up
 to this late, which keeps it in the window longer, never shorter."""
-
-
-class Unavailable(ScalerError):
-    """The target has no trustworthy decision right now; the message says why."""
-
-
-class HistoryBackoff(Unavailable):
-    """The target's history is due, but its reads back off after failing (`reading_history`):
-    the step is held with nothing sent. `problem` is the last failure's, already logged."""
-
-    def __init__(self, message: str, *, problem: str) -> None:
-        super().__init__(message)
-        self.problem = problem
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from grpc_health.v1._async import HealthServicer
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
-from scaler.errors import ConfigError, SpecError, TooManyTargets
+from scaler.errors import ConfigError, SpecError, TooManyTargets, Unavailable
 from scaler.serving.certificates import Certificates
-from scaler.serving.engine import Answer, Engine, Unavailable
+from scaler.serving.engine import Answer, Engine
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import ServerSettings, TLSSettings

@@ -27,7 +27,7 @@ import numpy as np
 
 from models.base import Series
 from scaler.decision.spec import TargetSpec
-from scaler.errors import NoData, ScalerError, TooManyTargets
+from scaler.errors import HistoryBackoff, NoData, ScalerError, TooManyTargets
 from scaler.serving import driftstate, priority
 from scaler.serving.state import TargetState
 
@@ -199,11 +199,11 @@ async def _complete(engine: Engine, state: TargetState, slots: asyncio.Semaphore
         if old.start <= start:
             state.history_partial = False
             return
-        if state.history_backoff.waiting(_step_now(engine)):
-            return  # its history reads back off: tried again once one may be sent
         try:  # a failure here counts in the target's backoff, as the engine's own reads do
             with engine.reading_history(state):
                 got = await _fetch(engine, state.spec, start=start, end=old.end, old=old)
+        except HistoryBackoff:
+            return  # its history reads back off: tried again once one may be sent
         except ScalerError as exc:
             logger.warning(
                 "%s: older history not read yet, tried again next step: %s", state.spec.key, exc

@@ -22,10 +22,10 @@ from models import artefact
 from models.base import DAY, HOUR, Series
 from scaler.clock import ManualClock
 from scaler.decision import spec
-from scaler.errors import BadQuery, SourceUnavailable
+from scaler.errors import BadQuery, SourceUnavailable, Unavailable
 from scaler.record import explain
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving.engine import Engine, Unavailable
+from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
