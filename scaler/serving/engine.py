@@ -93,6 +93,14 @@ class Answer:
     active: bool
 
 
+DROPPED = {
+    "idle": "no call asked about it for --idle-expiry",
+    "superseded": "an edit of its trigger replaced it (a newer target of the same ScaledObject "
+    "and metric name is asked instead)",
+    "deleted": "its ScaledObject, or its trigger naming this scaler, left the cluster",
+}
+"""Why `forget` dropped a target, by its `why`: said to the streams it ends."""
+
 SAME_POLL = 1.0
 """Calls about one target less than this many seconds apart are one poll of KEDA's."""
 
@@ -730,10 +738,14 @@ class Engine:
         )
 
     def forget(self, key: str, why: str = "idle") -> None:
-        """Stop refreshing target `key` (idle, or its ScaledObject left the cluster)."""
+        """Stop refreshing target `key` (`why`: a key of DROPPED), and end the StreamIsActive
+        calls waiting on it: nothing would wake them again."""
         self.pinned.discard(key)
-        if self.targets.pop(key, None) is None:
+        state = self.targets.pop(key, None)
+        if state is None:
             return
+        state.dropped = DROPPED[why]
+        state.updated.set()
         running = self._running.pop(key, None)
         if running is not None:  # it would publish the gauges forgotten below
             running.cancel()

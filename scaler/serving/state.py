@@ -125,6 +125,11 @@ class TargetState:
     over them, with `history`, whose buckets end at the model step (a sample of the bucket in
     progress is in no bucket yet)."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set (and replaced) when a decision or a refusal is made, to wake StreamIsActive; set for
+    good when the target is dropped."""
+    dropped: str | None = None
+    """Why the engine no longer serves this target (engine `forget`), once it does not: the
+    StreamIsActive calls on it end."""
 
 
 @dataclass(frozen=True)
