@@ -709,9 +709,11 @@ class Engine:
     def _publish(
         self, state: TargetState, *, now: float, cost: float, load: float, booked: float = 0.0
     ) -> None:
-        """Export the step's decision, and log it; `booked` seconds of it answered (a step)."""
-        spec, d, p = state.spec, state.decision, state.predictive
-        assert d is not None and p is not None
+        """Export the step's decision, and log it; `booked` seconds of it answered (a step).
+        Its model, drift state and budget's knowledge are the decision's (`state.basis`), as
+        the log line's: a held step's, not what a fit or a rebuild put on the target since."""
+        spec, d, p, basis = state.spec, state.decision, state.predictive, state.basis
+        assert d is not None and p is not None and basis is not None
         t, key = self.telemetry, spec.key
         t.load.labels(key).set(d.load)
         t.forecast_peak.labels(key).set(p.forecast_peak)
@@ -724,12 +726,14 @@ class Engine:
         # own ledger is rebuilt from its counter (sources/prometheus.py `_counter`).
         spent = t.prewarm_spent if spec.mode == "active" else t.shadow_prewarm
         spent.labels(key).inc(cost)
-        t.budget_remaining.labels(key).set(state.ledger.remaining(now) if state.ledger_known else 0)
+        t.budget_remaining.labels(key).set(state.ledger.remaining(now) if basis.budget_known else 0)
         t.active.labels(key).set(1 if state.active else 0)
         t.decisions.labels(p.reason.value).inc()
-        if state.drift is not None:
-            accuracy = state.drift.monitor.accuracy()
-            t.drift_fallback.labels(key).set(1 if state.drift.monitor.in_fallback else 0)
+        accuracy = basis.accuracy
+        if accuracy is not None:
+            t.drift_fallback.labels(key).set(
+                1 if accuracy.state is drift.DriftState.FALLBACK else 0
+            )
             t.forecast_coverage.labels(key).set(accuracy.coverage)
             t.forecast_wape.labels(key).set(accuracy.wape)
         t.per_target.publish(state, now=now, step=booked or self.settings.step)

@@ -136,9 +136,10 @@ class TargetState:
 class Basis:
     """What a decision was made with besides its load: the model, the drift state, whether the
     budget was known, the quantile and lead time read, as they were when it was made. A step
-    held from the decision while the source fails (engine `_hold`) is logged with these, not
-    with what a fit, a drift replay or a ledger rebuild finishing meanwhile put on the target:
-    the held answer is still the old model's, and the next decision made says the change."""
+    held from the decision while the source fails (engine `_hold`) is logged and exported with
+    these, not with what a fit, a drift replay or a ledger rebuild finishing meanwhile put on
+    the target: the held answer is still the old model's, and the next decision made says the
+    change."""
 
     model: CalibratedModel | None
     model_note: str
@@ -148,6 +149,8 @@ class Basis:
     lead_time: float
     lookahead: float
     lead_time_source: str
+    fitted_at: float = -math.inf
+    """When `model` was fitted or adopted here (TargetState.fitted_at then; -inf unknown)."""
 
     @classmethod
     def of(cls, state: TargetState) -> Basis:
@@ -162,6 +165,7 @@ class Basis:
             lead_time=spec.lead_time,
             lookahead=spec.lookahead,
             lead_time_source=state.lead_time_source,
+            fitted_at=state.fitted_at,
         )
 
 
