@@ -33,9 +33,9 @@ class Unavailable(ScalerError):
 
 
 class HistoryBackoff(Unavailable):
-    """The target's history is due, but its reads back off after failing (the engine's
-    `reading_history`): the read is refused with nothing sent. `problem` is the last failure's,
-    already logged. Here, below the engine and the warm-up, so that both catch it."""
+    """The target's history is due, but its reads back off after failing (serving/historyreads):
+    the read is refused with nothing sent. `problem` is the last failure's, already logged.
+    Here, below the engine and the warm-up, so that both catch it."""
 
     def __init__(self, message: str, *, problem: str) -> None:
         super().__init__(message)

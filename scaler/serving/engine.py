@@ -16,10 +16,8 @@ silent Prometheus holds neither the step nor other endpoints' targets, and a new
 refreshed as soon as it registers (an edited trigger reading the query of the target it replaces
 is first decided reactively from that one's sample of the step, and refreshed the next step:
 `_decide_from_predecessor`). A refresh still running at the next step is not started twice.
-A target whose history reads fail at the transport (time out, cut by the deadline, HTTP 5xx) while
-the endpoint's other requests succeed, so its breaker stays closed, backs off on its own: the
-next read waits a step, doubling to half the staleness bound, and the steps between are held
-with nothing sent (`reading_history`); a sick Prometheus is not sent a window of history a step.
+A target whose history reads fail at the transport while the endpoint's breaker stays closed
+backs off on its own, the steps between held with nothing sent (scaler/serving/historyreads.py).
 
 The ledger's truth is the spend counter every replica exports to a shared Prometheus: a target
 seen for the first time has its ledger rebuilt from it (`spend_record`), and until that has
@@ -35,18 +33,15 @@ spend record (file source) or with a zero budget the ledger starts empty and kno
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-import numpy as np
-
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel, Calibration
-from scaler.clock import Clock
+from scaler.clock import Clock, quantise
 from scaler.decision import budget, drift, margin, policy, unrecorded
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
@@ -56,13 +51,20 @@ from scaler.errors import (
     HistoryBackoff,
     NegativeLoad,
     ScalerError,
-    SourceUnavailable,
     TooManyTargets,
     Unavailable,
 )
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import fitting, isolation, leadtime, ledgerreads, succession, warmup
+from scaler.serving import (
+    fitting,
+    historyreads,
+    isolation,
+    leadtime,
+    ledgerreads,
+    succession,
+    warmup,
+)
 from scaler.serving.state import Basis, ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -115,10 +117,6 @@ def _limits(spec: TargetSpec) -> policy.Limits:
     )
 
 
-def quantise(t: float, step: float) -> float:
-    return math.floor(t / step) * step
-
-
 class Engine:
     def __init__(
         self,
@@ -154,6 +152,10 @@ class Engine:
         self._problems: dict[str, str] = {}
         """The problem last logged for each failing target key."""
         self.fitter = fitting.Fitter(settings, telemetry)
+        self.history_reads = historyreads.HistoryReads(
+            settings, clock, past_deadline=self._past_deadline
+        )
+        """Each target's history window and the backoff of its failing reads (warm-up's too)."""
         self.pinned: set[str] = set()
         """Target keys the cluster says exist (serve's discovery): never idle-expired, dropped
         by `forget` when their ScaledObject goes."""
@@ -369,52 +371,6 @@ class Engine:
             f"({isolation.DEADLINE})"
         )
 
-    @contextlib.contextmanager
-    def reading_history(self, state: TargetState) -> Iterator[None]:
-        """Around a read of `state`'s history (its window, or the older part a drift replay
-        needs, warmup.adopt): refused with HistoryBackoff, nothing sent, while its reads back
-        off. A read that fails at the transport (a timeout, the refresh deadline, HTTP 5xx, a
-        refused connection: SourceUnavailable) sets the next one a step later, doubling up to
-        half the staleness bound, as the endpoint's breaker probes; an answer of any kind (even
-        no data, or a refusal of the query) resets it. An open breaker's refusal sends nothing
-        and leaves it: the breaker backs off for the whole endpoint."""
-        backoff, step = state.history_backoff, self.settings.step
-        now = quantise(self.clock.now(), step)
-        if backoff.waiting(now):
-            raise HistoryBackoff(
-                f"its history reads failed {backoff.failures} times in a row, so the next is "
-                f"sent in {backoff.retry_at - now:g}s: {backoff.error}",
-                problem=backoff.error,
-            )
-        try:
-            yield
-        except CircuitOpen:
-            raise
-        except SourceUnavailable as exc:
-            self._history_failed(state, str(exc))
-            raise
-        except asyncio.CancelledError:  # the refresh deadline (or the target was dropped)
-            self._history_failed(state, self._past_deadline(state.spec))
-            raise
-        except BaseException:
-            backoff.answered()
-            raise
-        backoff.answered()
-
-    def _history_failed(self, state: TargetState, error: str) -> None:
-        backoff, step = state.history_backoff, self.settings.step
-        before = backoff.wait
-        now = quantise(self.clock.now(), step)
-        backoff.failed(now, error, first=step, most=self.settings.staleness / 2)
-        if backoff.failures > 1 and backoff.wait > before:  # once per doubling, not per retry
-            logger.info(
-                "%s: history read failed %d times in a row; the next is sent in %gs (a step, "
-                "doubling up to half --staleness), the steps between held with nothing sent",
-                state.spec.key,
-                backoff.failures,
-                backoff.wait,
-            )
-
     def _hold(self, state: TargetState, now: float) -> None:
         """A refresh failed: KEDA is still answered the last good decision until it is
         `staleness` old (`answer`). Book the step as a decided one, so the ledger, the spend
@@ -470,10 +426,11 @@ class Engine:
         if not state.ledger_known:
             await self._rebuild_ledger(state, now)
         endpoint = self._endpoint(spec)
-        if self._history_due(state, now):  # 9 steps in 10 the model step holds no new point
-            with self.reading_history(state):
+        reads = self.history_reads
+        if reads.due(state, now):  # 9 steps in 10 the model step holds no new point
+            with reads.reading(state):
                 state.history = await self.isolation.run(
-                    endpoint, partial(self._updated_history, source, state, now)
+                    endpoint, partial(reads.updated, source, state, now)
                 )
         sample = await self.isolation.run(endpoint, partial(source.latest, spec, at=now))
         if now - sample.at > self.settings.staleness:
@@ -548,30 +505,6 @@ class Engine:
         if spec.prewarm_budget_share is not None:
             used = await self.isolation.run(SPEND_RECORD, partial(read, reactive=True))
         return samples, used
-
-    def _history_due(self, state: TargetState, now: float) -> bool:
-        """Whether `_updated_history` would read anything: not when the history already ends
-        at this step's model-step point. Checked on the loop, so such a step costs neither a
-        worker thread's round trip nor a success told to the endpoint's breaker for a request
-        that was never sent."""
-        old, step = state.history, self.settings.model_step
-        return old is None or old.step != step or quantise(now, step) > old.end
-
-    def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:
-        step, window = self.settings.model_step, self.settings.history
-        peaks = self.settings.history_peaks  # bucket peaks, as the backtest fits (or None)
-        end = quantise(now, step)
-        old = state.history
-        if old is None or old.step != step or end - old.end > window:
-            start = end - window + step
-            return source.history(state.spec, start=start, end=end, step=step, resolution=peaks)
-        if end <= old.end:
-            return old
-        new = source.history(state.spec, start=old.end + step, end=end, step=step, resolution=peaks)
-        values = np.concatenate([old.values, new.values])
-        keep = int(window // step)
-        merged = Series(old.start, step, values)
-        return merged.since(merged.end - (keep - 1) * step) if len(merged) > keep else merged
 
     def _tracker(self, state: TargetState) -> drift.DriftTracker:
         if state.drift is None:

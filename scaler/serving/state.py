@@ -102,8 +102,7 @@ class TargetState:
     bad_query_until: float = -math.inf
     """Until when a wrong query is not asked again (engine.BAD_QUERY_RETRY after the refusal)."""
     history_backoff: Backoff = field(default_factory=Backoff)
-    """The history reads that failed in a row, and until when none is sent (engine
-    `reading_history`)."""
+    """The history reads that failed in a row, and until when none is sent (historyreads.py)."""
     read_quantile: float | None = None
     """The quantile this step's forecast (and a drift margin) was read at: the affordable one
     before the step's charge; None when there was no forecast."""

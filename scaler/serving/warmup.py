@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from models.base import Series
+from scaler.clock import quantise
 from scaler.decision.spec import TargetSpec
 from scaler.errors import HistoryBackoff, NoData, ScalerError, TooManyTargets
 from scaler.serving import driftstate, priority
@@ -106,7 +107,7 @@ async def warm_up(
 
 
 def _step_now(engine: Engine) -> float:
-    return float(np.floor(engine.clock.now() / engine.settings.step) * engine.settings.step)
+    return quantise(engine.clock.now(), engine.settings.step)
 
 
 async def _warm(
@@ -143,7 +144,7 @@ async def adopt(engine: Engine, state: TargetState) -> None:
     begin = max(first, end - 2 * window + step)
     history = state.history
     if history is None or history.step != step or history.start > begin or history.end < end:
-        with engine.reading_history(state):  # backs off after failures, as the engine's reads
+        with engine.history_reads.reading(state):  # backs off after failures, as a refresh's
             history = await _fetch(engine, spec, start=begin, end=float(end), old=history)
         # Less than the window the engine fits on: the rest is read after SERVING (`backfill`),
         # and no fit starts before it is in.
@@ -200,7 +201,7 @@ async def _complete(engine: Engine, state: TargetState, slots: asyncio.Semaphore
             state.history_partial = False
             return
         try:  # a failure here counts in the target's backoff, as the engine's own reads do
-            with engine.reading_history(state):
+            with engine.history_reads.reading(state):
                 got = await _fetch(engine, state.spec, start=start, end=old.end, old=old)
         except HistoryBackoff:
             return  # its history reads back off: tried again once one may be sent
