@@ -19,15 +19,10 @@ is first decided reactively from that one's sample of the step, and refreshed th
 A target whose history reads fail at the transport while the endpoint's breaker stays closed
 backs off on its own, the steps between held with nothing sent (scaler/serving/historyreads.py).
 
-The ledger's truth is the spend counter every replica exports to a shared Prometheus: a target
-seen for the first time has its ledger rebuilt from it (`spend_record`), and until that has
-succeeded its prewarm allowance is 0 (reason budget_unknown), retried each step. From then on
-each replica charges the same decisions itself, so ledgers that started from the same record stay
-alike. Spend made in the last scrape interval before a rebuild is not in Prometheus yet: the
-rebuild books its bound (scaler/decision/unrecorded.py: maxPrewarmReplicas for a scrape interval, a
-ledger sample step and a step) as spent. A share budget (`prewarmBudget: "10%"`) rebuilds
-the reactive replica-hours it is a share of from their own counter the same way. Without a
-spend record (file source) or with a zero budget the ledger starts empty and known.
+A target seen for the first time has its prewarm ledger rebuilt from the spend counter every
+replica exports (scaler/serving/ledgerrebuild.py); until that has succeeded its prewarm
+allowance is 0 (reason budget_unknown). Without a spend record (file source) or with a zero
+budget the ledger starts empty and known.
 """
 
 from __future__ import annotations
@@ -42,7 +37,7 @@ from functools import partial
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel, Calibration
 from scaler.clock import Clock, quantise
-from scaler.decision import budget, drift, margin, policy, unrecorded
+from scaler.decision import budget, drift, margin, policy
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
 from scaler.errors import (
@@ -61,7 +56,7 @@ from scaler.serving import (
     historyreads,
     isolation,
     leadtime,
-    ledgerreads,
+    ledgerrebuild,
     succession,
     warmup,
 )
@@ -72,8 +67,6 @@ from scaler.sources.base import Source, SpendRecord
 
 logger = logging.getLogger(__name__)
 
-SPEND_RECORD = "spend-record"
-"""The endpoint name of the ledger's spend record (the Prometheus that scrapes the scaler)."""
 BAD_QUERY_RETRY = 300.0
 """Seconds a query the source refused (BadQuery) waits before it is asked again: its answer
 stays INVALID_ARGUMENT meanwhile. Each step it was re-sent, and one whose answer is too large
@@ -81,10 +74,6 @@ stays INVALID_ARGUMENT meanwhile. Each step it was re-sent, and one whose answer
 asked at once; a refusal that goes away by itself (a series count that falls) is seen within."""
 DEFAULT_ENDPOINT = "default"
 """The endpoint name of targets without `serverAddress` (the default Prometheus / the file)."""
-
-LEDGER_STEP = 60.0
-"""Seconds between the spend counter samples a ledger is rebuilt from; a charge is stamped up
-to this late, which keeps it in the window longer, never shorter."""
 
 
 @dataclass(frozen=True)
@@ -161,14 +150,12 @@ class Engine:
         by `forget` when their ScaledObject goes."""
         self.pod_selectors: leadtime.PodSelectors | None = None
         """Where leadTime: auto finds a target's pods without podSelector (kube/selectors.py)."""
-        self.ledger_batches = (
+        self.ledgers = (
             None
             if spend_record is None
-            else ledgerreads.Batches(
-                spend_record, partial(self.isolation.run, SPEND_RECORD), step=LEDGER_STEP
-            )
+            else ledgerrebuild.Rebuilds(spend_record, self.isolation, settings=settings)
         )
-        """Ledgers of a step read together (a fresh replica's 1,000), serving/ledgerreads.py."""
+        """Rebuilds the ledger of each target seen for the first time (ledgerrebuild.py)."""
 
     # ---- what the server calls -------------------------------------------------------------
     def ensure(self, spec: TargetSpec) -> TargetState:
@@ -452,59 +439,10 @@ class Engine:
         self._decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
 
     async def _rebuild_ledger(self, state: TargetState, now: float) -> None:
-        """Seed the ledger with the window's spend from the shared record; on failure keep
-        the target reactive and say why once (the next step tries again)."""
-        spec, record = state.spec, self.spend_record
-        assert record is not None
-        start = now - spec.prewarm_budget_window
+        """Rebuild `state`'s ledger from the spend record, read with the others not known yet."""
+        assert self.ledgers is not None  # a ledger with no record to rebuild from starts known
         waiting = (s.spec for s in self.targets.values() if not s.ledger_known)
-        assert self.ledger_batches is not None
-        try:  # with others whose first refresh is in this step, else alone
-            batched = await self.ledger_batches.read(spec, now=now, waiting=waiting)
-            samples, used = batched or await self._ledger_samples(record, spec, start, now)
-        except ScalerError as exc:
-            # for the scaler's log only: an open breaker's last failure too
-            note = exc.for_log() if isinstance(exc, CircuitOpen) else str(exc)
-            if state.ledger_note is None:
-                logger.warning(
-                    "%s: prewarm budget unknown, staying reactive until it can be read: %s",
-                    spec.key,
-                    note,
-                )
-            state.ledger_note = note
-            return
-        # Spend charged after a dead pod's last scrape is in no record: reserve its bound.
-        reserve = unrecorded.unrecorded_spend(
-            max_prewarm_replicas=spec.max_prewarm_replicas,
-            step=self.settings.step,
-            scrape_interval=self.settings.ledger_scrape_interval,
-            sample_step=LEDGER_STEP,
-        )
-        spent = budget.spent_per_step(samples, start=start)
-        budget.seed(state.ledger, [*spent, (now, reserve)])
-        budget.seed_reactive(state.ledger, budget.reactive_per_step(used, start=start))
-        state.ledger_known, state.ledger_note = True, None
-        logger.info(
-            "%s: prewarm ledger rebuilt from %d series: %.4g of %.4g spent in the window, "
-            "%.4g replica-hours of it reserved for spend not yet scraped",
-            spec.key,
-            len(samples) + len(used),
-            state.ledger.spent(now),
-            state.ledger.limit(now),
-            reserve,
-        )
-
-    async def _ledger_samples(
-        self, record: SpendRecord, spec: TargetSpec, start: float, now: float
-    ) -> ledgerreads.Read:
-        """The spend samples of `spec`'s ledger, and for a share budget the reactive
-        replica-hours' it is a share of (recorded alike), read for this target alone."""
-        read = partial(record.spent_samples, spec, start=start, end=now, step=LEDGER_STEP)
-        samples = await self.isolation.run(SPEND_RECORD, read)
-        used = []
-        if spec.prewarm_budget_share is not None:
-            used = await self.isolation.run(SPEND_RECORD, partial(read, reactive=True))
-        return samples, used
+        await self.ledgers.rebuild(state, now, waiting=waiting)
 
     def _tracker(self, state: TargetState) -> drift.DriftTracker:
         if state.drift is None:
@@ -703,5 +641,6 @@ class Engine:
         ):
             self.forget(key, "superseded")
         self.telemetry.targets.set(len(self.targets))
-        used = {self._endpoint(s.spec) for s in self.targets.values()} | {SPEND_RECORD}
+        used = {self._endpoint(s.spec) for s in self.targets.values()}
+        used.add(ledgerrebuild.SPEND_RECORD)
         self.isolation.forget(used)
