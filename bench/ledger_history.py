@@ -61,9 +61,9 @@ LOGGED = {
     "unknown": "prewarm budget unknown",
     "deadline": "refresh took longer than",
 }
-"""What the engine logs (serving/engine.py) when a target's ledger is rebuilt, when its read
-failed (the target decides reactive, budget_unknown, and retries each step), and when a refresh
-ran past its deadline (no decision that step)."""
+"""What the engine logs (serving/engine.py, ledgerrebuild.py) when a target's ledger is
+rebuilt, when its read failed (the target decides reactive, budget_unknown, and retries each
+step), and when a refresh ran past its deadline (no decision that step)."""
 
 
 def log_counts(lines: list[str]) -> dict[str, int]:

@@ -9,8 +9,8 @@ Backfills `scaler_prewarm_replica_hours_total` and `scaler_reactive_replica_hour
 longest window and an hour more) into a real Prometheus (Debian's `prometheus`, as the
 integration tests), then, per window, reads every target's two counters the way a fresh
 replica's first refresh does (serving/ledgerreads.py: one `spent_samples_of` range query per
-counter for a batch of up to BATCH targets, at the engine's LEDGER_STEP) and seeds a ledger from
-them (budget.spent_per_step, reactive_per_step, seed, seed_reactive). Prints the samples read,
+counter for a batch of up to BATCH targets, at ledgerrebuild's LEDGER_STEP) and seeds a ledger
+from them (budget.spent_per_step, reactive_per_step, seed, seed_reactive). Prints the samples read,
 the wall and CPU seconds of the reader and of Prometheus per batch, and scales them to 1,000
 targets. With `--batches N`, N batches are read in a row and every ledger kept, as a fresh
 replica keeps them: the reader's CPU then includes the garbage collector's walks over the heap
@@ -40,8 +40,8 @@ import ledger_history
 
 from scaler.decision import budget, spec
 from scaler.decision.spec import duration_arg
-from scaler.serving.engine import LEDGER_STEP
 from scaler.serving.ledgerreads import BATCH
+from scaler.serving.ledgerrebuild import LEDGER_STEP
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration.prometheus_server import CounterSeries, PrometheusServer
 

@@ -4,8 +4,14 @@ for the demo and fast replays. Injected everywhere, so tests and replays control
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Protocol
+
+
+def quantise(t: float, step: float) -> float:
+    """The start of the step `t` falls in: decisions are stamped on multiples of the step."""
+    return math.floor(t / step) * step
 
 
 class Clock(Protocol):

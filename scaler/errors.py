@@ -27,6 +27,21 @@ class TooManyTargets(ScalerError):
     targets already served keep their memory, and their answers."""
 
 
+class Unavailable(ScalerError):
+    """The target has no trustworthy decision right now (UNAVAILABLE, so KEDA's `fallback`
+    applies); the message says why."""
+
+
+class HistoryBackoff(Unavailable):
+    """The target's history is due, but its reads back off after failing (serving/historyreads):
+    the read is refused with nothing sent. `problem` is the last failure's, already logged.
+    Here, below the engine and the warm-up, so that both catch it."""
+
+    def __init__(self, message: str, *, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
 class SourceError(ScalerError):
     """The load source failed to answer usefully."""
 

@@ -16,51 +16,50 @@ silent Prometheus holds neither the step nor other endpoints' targets, and a new
 refreshed as soon as it registers (an edited trigger reading the query of the target it replaces
 is first decided reactively from that one's sample of the step, and refreshed the next step:
 `_decide_from_predecessor`). A refresh still running at the next step is not started twice.
-A target whose history reads fail at the transport (time out, cut by the deadline, HTTP 5xx) while
-the endpoint's other requests succeed, so its breaker stays closed, backs off on its own: the
-next read waits a step, doubling to half the staleness bound, and the steps between are held
-with nothing sent (`reading_history`); a sick Prometheus is not sent a window of history a step.
+A target whose history reads fail at the transport while the endpoint's breaker stays closed
+backs off on its own, the steps between held with nothing sent (scaler/serving/historyreads.py).
 
-The ledger's truth is the spend counter every replica exports to a shared Prometheus: a target
-seen for the first time has its ledger rebuilt from it (`spend_record`), and until that has
-succeeded its prewarm allowance is 0 (reason budget_unknown), retried each step. From then on
-each replica charges the same decisions itself, so ledgers that started from the same record stay
-alike. Spend made in the last scrape interval before a rebuild is not in Prometheus yet: the
-rebuild books its bound (scaler/decision/unrecorded.py: maxPrewarmReplicas for a scrape interval, a
-ledger sample step and a step) as spent. A share budget (`prewarmBudget: "10%"`) rebuilds
-the reactive replica-hours it is a share of from their own counter the same way. Without a
-spend record (file source) or with a zero budget the ledger starts empty and known.
+A target seen for the first time has its prewarm ledger rebuilt from the spend counter every
+replica exports (scaler/serving/ledgerrebuild.py); until that has succeeded its prewarm
+allowance is 0 (reason budget_unknown). Without a spend record (file source) or with a zero
+budget the ledger starts empty and known.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-import numpy as np
-
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel, Calibration
-from scaler.clock import Clock
-from scaler.decision import budget, drift, margin, policy, unrecorded
+from scaler.clock import Clock, quantise
+from scaler.decision import budget, drift, margin, policy
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
 from scaler.errors import (
     BadQuery,
     CircuitOpen,
+    HistoryBackoff,
     NegativeLoad,
     ScalerError,
-    SourceUnavailable,
     TooManyTargets,
+    Unavailable,
 )
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving import fitting, isolation, leadtime, ledgerreads, succession, warmup
+from scaler.serving import (
+    fitting,
+    historyreads,
+    isolation,
+    leadtime,
+    ledgerrebuild,
+    succession,
+    warmup,
+)
 from scaler.serving.state import Basis, ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -68,8 +67,6 @@ from scaler.sources.base import Source, SpendRecord
 
 logger = logging.getLogger(__name__)
 
-SPEND_RECORD = "spend-record"
-"""The endpoint name of the ledger's spend record (the Prometheus that scrapes the scaler)."""
 BAD_QUERY_RETRY = 300.0
 """Seconds a query the source refused (BadQuery) waits before it is asked again: its answer
 stays INVALID_ARGUMENT meanwhile. Each step it was re-sent, and one whose answer is too large
@@ -77,23 +74,6 @@ stays INVALID_ARGUMENT meanwhile. Each step it was re-sent, and one whose answer
 asked at once; a refusal that goes away by itself (a series count that falls) is seen within."""
 DEFAULT_ENDPOINT = "default"
 """The endpoint name of targets without `serverAddress` (the default Prometheus / the file)."""
-
-LEDGER_STEP = 60.0
-"""Seconds between the spend counter samples a ledger is rebuilt from; a charge is stamped up
-to this late, which keeps it in the window longer, never shorter."""
-
-
-class Unavailable(ScalerError):
-    """The target has no trustworthy decision right now; the message says why."""
-
-
-class HistoryBackoff(Unavailable):
-    """The target's history is due, but its reads back off after failing (`reading_history`):
-    the step is held with nothing sent. `problem` is the last failure's, already logged."""
-
-    def __init__(self, message: str, *, problem: str) -> None:
-        super().__init__(message)
-        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -103,6 +83,14 @@ class Answer:
     desired: int
     active: bool
 
+
+DROPPED = {
+    "idle": "no call asked about it for --idle-expiry",
+    "superseded": "an edit of its trigger replaced it (a newer target of the same ScaledObject "
+    "and metric name is asked instead)",
+    "deleted": "its ScaledObject, or its trigger naming this scaler, left the cluster",
+}
+"""Why `forget` dropped a target, by its `why`: said to the streams it ends."""
 
 SAME_POLL = 1.0
 """Calls about one target less than this many seconds apart are one poll of KEDA's."""
@@ -116,10 +104,6 @@ def _limits(spec: TargetSpec) -> policy.Limits:
         max_prewarm_replicas=spec.max_prewarm_replicas,
         no_budget=spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None,
     )
-
-
-def quantise(t: float, step: float) -> float:
-    return math.floor(t / step) * step
 
 
 class Engine:
@@ -157,19 +141,21 @@ class Engine:
         self._problems: dict[str, str] = {}
         """The problem last logged for each failing target key."""
         self.fitter = fitting.Fitter(settings, telemetry)
+        self.history_reads = historyreads.HistoryReads(
+            settings, clock, past_deadline=self._past_deadline
+        )
+        """Each target's history window and the backoff of its failing reads (warm-up's too)."""
         self.pinned: set[str] = set()
         """Target keys the cluster says exist (serve's discovery): never idle-expired, dropped
         by `forget` when their ScaledObject goes."""
         self.pod_selectors: leadtime.PodSelectors | None = None
         """Where leadTime: auto finds a target's pods without podSelector (kube/selectors.py)."""
-        self.ledger_batches = (
+        self.ledgers = (
             None
             if spend_record is None
-            else ledgerreads.Batches(
-                spend_record, partial(self.isolation.run, SPEND_RECORD), step=LEDGER_STEP
-            )
+            else ledgerrebuild.Rebuilds(spend_record, self.isolation, settings=settings)
         )
-        """Ledgers of a step read together (a fresh replica's 1,000), serving/ledgerreads.py."""
+        """Rebuilds the ledger of each target seen for the first time (ledgerrebuild.py)."""
 
     # ---- what the server calls -------------------------------------------------------------
     def ensure(self, spec: TargetSpec) -> TargetState:
@@ -372,52 +358,6 @@ class Engine:
             f"({isolation.DEADLINE})"
         )
 
-    @contextlib.contextmanager
-    def reading_history(self, state: TargetState) -> Iterator[None]:
-        """Around a read of `state`'s history (its window, or the older part a drift replay
-        needs, warmup.adopt): refused with HistoryBackoff, nothing sent, while its reads back
-        off. A read that fails at the transport (a timeout, the refresh deadline, HTTP 5xx, a
-        refused connection: SourceUnavailable) sets the next one a step later, doubling up to
-        half the staleness bound, as the endpoint's breaker probes; an answer of any kind (even
-        no data, or a refusal of the query) resets it. An open breaker's refusal sends nothing
-        and leaves it: the breaker backs off for the whole endpoint."""
-        backoff, step = state.history_backoff, self.settings.step
-        now = quantise(self.clock.now(), step)
-        if backoff.waiting(now):
-            raise HistoryBackoff(
-                f"its history reads failed {backoff.failures} times in a row, so the next is "
-                f"sent in {backoff.retry_at - now:g}s: {backoff.error}",
-                problem=backoff.error,
-            )
-        try:
-            yield
-        except CircuitOpen:
-            raise
-        except SourceUnavailable as exc:
-            self._history_failed(state, str(exc))
-            raise
-        except asyncio.CancelledError:  # the refresh deadline (or the target was dropped)
-            self._history_failed(state, self._past_deadline(state.spec))
-            raise
-        except BaseException:
-            backoff.answered()
-            raise
-        backoff.answered()
-
-    def _history_failed(self, state: TargetState, error: str) -> None:
-        backoff, step = state.history_backoff, self.settings.step
-        before = backoff.wait
-        now = quantise(self.clock.now(), step)
-        backoff.failed(now, error, first=step, most=self.settings.staleness / 2)
-        if backoff.failures > 1 and backoff.wait > before:  # once per doubling, not per retry
-            logger.info(
-                "%s: history read failed %d times in a row; the next is sent in %gs (a step, "
-                "doubling up to half --staleness), the steps between held with nothing sent",
-                state.spec.key,
-                backoff.failures,
-                backoff.wait,
-            )
-
     def _hold(self, state: TargetState, now: float) -> None:
         """A refresh failed: KEDA is still answered the last good decision until it is
         `staleness` old (`answer`). Book the step as a decided one, so the ledger, the spend
@@ -473,10 +413,11 @@ class Engine:
         if not state.ledger_known:
             await self._rebuild_ledger(state, now)
         endpoint = self._endpoint(spec)
-        if self._history_due(state, now):  # 9 steps in 10 the model step holds no new point
-            with self.reading_history(state):
+        reads = self.history_reads
+        if reads.due(state, now):  # 9 steps in 10 the model step holds no new point
+            with reads.reading(state):
                 state.history = await self.isolation.run(
-                    endpoint, partial(self._updated_history, source, state, now)
+                    endpoint, partial(reads.updated, source, state, now)
                 )
         sample = await self.isolation.run(endpoint, partial(source.latest, spec, at=now))
         if now - sample.at > self.settings.staleness:
@@ -498,83 +439,10 @@ class Engine:
         self._decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
 
     async def _rebuild_ledger(self, state: TargetState, now: float) -> None:
-        """Seed the ledger with the window's spend from the shared record; on failure keep
-        the target reactive and say why once (the next step tries again)."""
-        spec, record = state.spec, self.spend_record
-        assert record is not None
-        start = now - spec.prewarm_budget_window
+        """Rebuild `state`'s ledger from the spend record, read with the others not known yet."""
+        assert self.ledgers is not None  # a ledger with no record to rebuild from starts known
         waiting = (s.spec for s in self.targets.values() if not s.ledger_known)
-        assert self.ledger_batches is not None
-        try:  # with others whose first refresh is in this step, else alone
-            batched = await self.ledger_batches.read(spec, now=now, waiting=waiting)
-            samples, used = batched or await self._ledger_samples(record, spec, start, now)
-        except ScalerError as exc:
-            # for the scaler's log only: an open breaker's last failure too
-            note = exc.for_log() if isinstance(exc, CircuitOpen) else str(exc)
-            if state.ledger_note is None:
-                logger.warning(
-                    "%s: prewarm budget unknown, staying reactive until it can be read: %s",
-                    spec.key,
-                    note,
-                )
-            state.ledger_note = note
-            return
-        # Spend charged after a dead pod's last scrape is in no record: reserve its bound.
-        reserve = unrecorded.unrecorded_spend(
-            max_prewarm_replicas=spec.max_prewarm_replicas,
-            step=self.settings.step,
-            scrape_interval=self.settings.ledger_scrape_interval,
-            sample_step=LEDGER_STEP,
-        )
-        spent = budget.spent_per_step(samples, start=start)
-        budget.seed(state.ledger, [*spent, (now, reserve)])
-        budget.seed_reactive(state.ledger, budget.reactive_per_step(used, start=start))
-        state.ledger_known, state.ledger_note = True, None
-        logger.info(
-            "%s: prewarm ledger rebuilt from %d series: %.4g of %.4g spent in the window, "
-            "%.4g replica-hours of it reserved for spend not yet scraped",
-            spec.key,
-            len(samples) + len(used),
-            state.ledger.spent(now),
-            state.ledger.limit(now),
-            reserve,
-        )
-
-    async def _ledger_samples(
-        self, record: SpendRecord, spec: TargetSpec, start: float, now: float
-    ) -> ledgerreads.Read:
-        """The spend samples of `spec`'s ledger, and for a share budget the reactive
-        replica-hours' it is a share of (recorded alike), read for this target alone."""
-        read = partial(record.spent_samples, spec, start=start, end=now, step=LEDGER_STEP)
-        samples = await self.isolation.run(SPEND_RECORD, read)
-        used = []
-        if spec.prewarm_budget_share is not None:
-            used = await self.isolation.run(SPEND_RECORD, partial(read, reactive=True))
-        return samples, used
-
-    def _history_due(self, state: TargetState, now: float) -> bool:
-        """Whether `_updated_history` would read anything: not when the history already ends
-        at this step's model-step point. Checked on the loop, so such a step costs neither a
-        worker thread's round trip nor a success told to the endpoint's breaker for a request
-        that was never sent."""
-        old, step = state.history, self.settings.model_step
-        return old is None or old.step != step or quantise(now, step) > old.end
-
-    def _updated_history(self, source: Source, state: TargetState, now: float) -> Series:
-        step, window = self.settings.model_step, self.settings.history
-        peaks = self.settings.history_peaks  # bucket peaks, as the backtest fits (or None)
-        end = quantise(now, step)
-        old = state.history
-        if old is None or old.step != step or end - old.end > window:
-            start = end - window + step
-            return source.history(state.spec, start=start, end=end, step=step, resolution=peaks)
-        if end <= old.end:
-            return old
-        new = source.history(state.spec, start=old.end + step, end=end, step=step, resolution=peaks)
-        values = np.concatenate([old.values, new.values])
-        keep = int(window // step)
-        merged = Series(old.start, step, values)
-        return merged.since(merged.end - (keep - 1) * step) if len(merged) > keep else merged
+        await self.ledgers.rebuild(state, now, waiting=waiting)
 
     def _tracker(self, state: TargetState) -> drift.DriftTracker:
         if state.drift is None:
@@ -712,9 +580,11 @@ class Engine:
     def _publish(
         self, state: TargetState, *, now: float, cost: float, load: float, booked: float = 0.0
     ) -> None:
-        """Export the step's decision, and log it; `booked` seconds of it answered (a step)."""
-        spec, d, p = state.spec, state.decision, state.predictive
-        assert d is not None and p is not None
+        """Export the step's decision, and log it; `booked` seconds of it answered (a step).
+        Its model, drift state and budget's knowledge are the decision's (`state.basis`), as
+        the log line's: a held step's, not what a fit or a rebuild put on the target since."""
+        spec, d, p, basis = state.spec, state.decision, state.predictive, state.basis
+        assert d is not None and p is not None and basis is not None
         t, key = self.telemetry, spec.key
         t.load.labels(key).set(d.load)
         t.forecast_peak.labels(key).set(p.forecast_peak)
@@ -727,12 +597,14 @@ class Engine:
         # own ledger is rebuilt from its counter (sources/prometheus.py `_counter`).
         spent = t.prewarm_spent if spec.mode == "active" else t.shadow_prewarm
         spent.labels(key).inc(cost)
-        t.budget_remaining.labels(key).set(state.ledger.remaining(now) if state.ledger_known else 0)
+        t.budget_remaining.labels(key).set(state.ledger.remaining(now) if basis.budget_known else 0)
         t.active.labels(key).set(1 if state.active else 0)
         t.decisions.labels(p.reason.value).inc()
-        if state.drift is not None:
-            accuracy = state.drift.monitor.accuracy()
-            t.drift_fallback.labels(key).set(1 if state.drift.monitor.in_fallback else 0)
+        accuracy = basis.accuracy
+        if accuracy is not None:
+            t.drift_fallback.labels(key).set(
+                1 if accuracy.state is drift.DriftState.FALLBACK else 0
+            )
             t.forecast_coverage.labels(key).set(accuracy.coverage)
             t.forecast_wape.labels(key).set(accuracy.wape)
         t.per_target.publish(state, now=now, step=booked or self.settings.step)
@@ -741,10 +613,14 @@ class Engine:
         )
 
     def forget(self, key: str, why: str = "idle") -> None:
-        """Stop refreshing target `key` (idle, or its ScaledObject left the cluster)."""
+        """Stop refreshing target `key` (`why`: a key of DROPPED), and end the StreamIsActive
+        calls waiting on it: nothing would wake them again."""
         self.pinned.discard(key)
-        if self.targets.pop(key, None) is None:
+        state = self.targets.pop(key, None)
+        if state is None:
             return
+        state.dropped = DROPPED[why]
+        state.updated.set()
         running = self._running.pop(key, None)
         if running is not None:  # it would publish the gauges forgotten below
             running.cancel()
@@ -765,5 +641,6 @@ class Engine:
         ):
             self.forget(key, "superseded")
         self.telemetry.targets.set(len(self.targets))
-        used = {self._endpoint(s.spec) for s in self.targets.values()} | {SPEND_RECORD}
+        used = {self._endpoint(s.spec) for s in self.targets.values()}
+        used.add(ledgerrebuild.SPEND_RECORD)
         self.isolation.forget(used)

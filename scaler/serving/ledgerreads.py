@@ -1,12 +1,12 @@
 """Many ledgers in one read: a fresh replica rebuilds the prewarm ledger of every target from
-the spend record (engine `_rebuild_ledger`), a 24-hour range query each; targets whose first
-refresh falls in the same step share one query per BATCH ScaledObjects instead.
+the spend record (scaler/serving/ledgerrebuild.py), a 24-hour range query each; targets whose
+first refresh falls in the same step share one query per BATCH ScaledObjects instead.
 
 A batch is read for the step's `now` exactly, with the window of the target that asked, so a
 ledger seeded from it is the one the target's own query at that step gives (the same series:
 sources/prometheus.py `spent_samples_of`). A target not in a batch of its step, or whose batch
 failed, reads alone, as before: a batch saves queries, it never makes one target's failure
-another's. Must not: seed ledgers (the engine does), or hold reads across steps.
+another's. Must not: seed ledgers (ledgerrebuild.py does), or hold reads across steps.
 """
 
 from __future__ import annotations

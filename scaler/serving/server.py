@@ -3,7 +3,8 @@
 RPCs only parse the metadata (cached) and read the engine's in-memory state: no Prometheus
 query, no model fit on the request path. This is the only module that knows gRPC status codes:
 bad metadata -> INVALID_ARGUMENT naming the key and the fix; no trustworthy decision ->
-UNAVAILABLE with the reason (never a made-up 0, so KEDA's `fallback` can take over).
+UNAVAILABLE with the reason (never a made-up 0, so KEDA's `fallback` can take over); a
+StreamIsActive on a target the engine drops -> NOT_FOUND saying why.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from grpc_health.v1._async import HealthServicer
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
-from scaler.errors import ConfigError, SpecError, TooManyTargets
+from scaler.errors import ConfigError, SpecError, TooManyTargets, Unavailable
 from scaler.serving.certificates import Certificates
-from scaler.serving.engine import Answer, Engine, Unavailable
+from scaler.serving.engine import Answer, Engine
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import ServerSettings, TLSSettings
@@ -137,13 +138,13 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         # minute, delaying the wake-up `true` by as much once data comes. Its errors reach KEDA
         # on the polling path (IsActive, GetMetrics), where `fallback` applies.
         while state.decision is None and state.bad_query is None:
-            await state.updated.wait()
+            await self._updated(state, context)
         answer = await self._answer(state, context)
         yield pb.IsActiveResponse(result=answer.active)
         was_active = answer.active
         while True:
-            await state.updated.wait()
-            state = await self._ensure(state.spec, context)  # it may have expired meanwhile
+            await self._updated(state, context)
+            await self._ensure(state.spec, context)  # asked by an open stream: not idle
             try:
                 now_active = self.engine.answer(state).active
             except (Unavailable, SpecError):
@@ -151,6 +152,16 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
             if now_active and not was_active:
                 yield pb.IsActiveResponse(result=True)
             was_active = now_active
+
+    async def _updated(self, state: TargetState, context: Context) -> None:
+        """Until the engine updates `state`. NOT_FOUND once it has dropped the target (its
+        ScaledObject deleted, an edit superseding it, idle): nothing would wake the stream
+        again, and KEDA ends a deleted object's stream itself, or opens it again after a
+        backoff while it still asks, which registers the target anew as any first call does."""
+        await state.updated.wait()
+        if state.dropped is not None:
+            why = f"{state.spec.label}: this scaler no longer serves the target: {state.dropped}"
+            await context.abort(grpc.StatusCode.NOT_FOUND, bounded(why))
 
     async def GetMetricSpec(  # noqa: N802
         self, request: pb.ScaledObjectRef, context: Context

@@ -102,8 +102,7 @@ class TargetState:
     bad_query_until: float = -math.inf
     """Until when a wrong query is not asked again (engine.BAD_QUERY_RETRY after the refusal)."""
     history_backoff: Backoff = field(default_factory=Backoff)
-    """The history reads that failed in a row, and until when none is sent (engine
-    `_reading_history`)."""
+    """The history reads that failed in a row, and until when none is sent (historyreads.py)."""
     read_quantile: float | None = None
     """The quantile this step's forecast (and a drift margin) was read at: the affordable one
     before the step's charge; None when there was no forecast."""
@@ -125,15 +124,21 @@ class TargetState:
     over them, with `history`, whose buckets end at the model step (a sample of the bucket in
     progress is in no bucket yet)."""
     updated: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set (and replaced) when a decision or a refusal is made, to wake StreamIsActive; set for
+    good when the target is dropped."""
+    dropped: str | None = None
+    """Why the engine no longer serves this target (engine `forget`), once it does not: the
+    StreamIsActive calls on it end."""
 
 
 @dataclass(frozen=True)
 class Basis:
     """What a decision was made with besides its load: the model, the drift state, whether the
     budget was known, the quantile and lead time read, as they were when it was made. A step
-    held from the decision while the source fails (engine `_hold`) is logged with these, not
-    with what a fit, a drift replay or a ledger rebuild finishing meanwhile put on the target:
-    the held answer is still the old model's, and the next decision made says the change."""
+    held from the decision while the source fails (engine `_hold`) is logged and exported with
+    these, not with what a fit, a drift replay or a ledger rebuild finishing meanwhile put on
+    the target: the held answer is still the old model's, and the next decision made says the
+    change."""
 
     model: CalibratedModel | None
     model_note: str
@@ -143,6 +148,8 @@ class Basis:
     lead_time: float
     lookahead: float
     lead_time_source: str
+    fitted_at: float = -math.inf
+    """When `model` was fitted or adopted here (TargetState.fitted_at then; -inf unknown)."""
 
     @classmethod
     def of(cls, state: TargetState) -> Basis:
@@ -157,6 +164,7 @@ class Basis:
             lead_time=spec.lead_time,
             lookahead=spec.lookahead,
             lead_time_source=state.lead_time_source,
+            fitted_at=state.fitted_at,
         )
 
 

@@ -22,7 +22,7 @@ from models.base import HOUR, Forecast, Series
 from scaler.decision import policy
 from scaler.decision.spec import TargetSpec
 from scaler.serving.scorecard import Scorecard
-from scaler.serving.state import TargetState
+from scaler.serving.state import Basis, TargetState
 
 BOUNDS = ("median", "upper")
 """Values of the `bound` label: the p50 and the calibrated forecast at the target's quantile."""
@@ -260,9 +260,16 @@ class PerTarget:
         card.record(forecast)
 
     def publish(self, state: TargetState, *, now: float, step: float) -> None:
-        """The step's decision was published: export its reason, budget, spend and model."""
-        spec, decision, predictive = state.spec, state.decision, state.predictive
-        assert decision is not None and predictive is not None
+        """The step's decision was published: export its reason, budget, spend and model. The
+        model, quantile and budget's knowledge are the decision's (`state.basis`): a step held
+        from it exports what the decision was made with, as its log line says."""
+        spec, decision, predictive, basis = (
+            state.spec,
+            state.decision,
+            state.predictive,
+            state.basis,
+        )
+        assert decision is not None and predictive is not None and basis is not None
         key, price = spec.key, spec.cost_per_replica_hour
         self._relabel(
             self.info,
@@ -275,8 +282,8 @@ class PerTarget:
                 self._of(self.reason, key, reason.value).set(reason is predictive.reason)
             self._reasons[key] = predictive.reason
         self._of(self.quantile, key).set(spec.quantile)
-        if state.read_quantile is not None:
-            self._of(self.read_quantile, key).set(state.read_quantile)
+        if basis.read_quantile is not None:
+            self._of(self.read_quantile, key).set(basis.read_quantile)
         hours = decision.desired * step / HOUR
         self._of(self.gpu_hours, key).inc(hours)
         if price is not None:
@@ -284,12 +291,12 @@ class PerTarget:
             self._of(self.price, key).set(price)
         if spec.monthly_budget is not None:
             self._of(self.monthly_budget, key).set(spec.monthly_budget)
-        self._budget(state, now)
-        self._model(state)
+        self._budget(state, now, known=basis.budget_known)
+        self._model(key, basis)
 
-    def _budget(self, state: TargetState, now: float) -> None:
+    def _budget(self, state: TargetState, now: float, *, known: bool) -> None:
         key, ledger, price = state.spec.key, state.ledger, state.spec.cost_per_replica_hour
-        if not state.ledger_known:  # nothing known was spent yet, and nothing may be
+        if not known:  # nothing known was spent yet, and nothing may be
             self._of(self.remaining_hours, key).set(0)
             return
         units = (ledger.limit(now), ledger.spent(now), ledger.remaining(now))
@@ -302,14 +309,14 @@ class PerTarget:
             for gauge, amount in zip(money, units, strict=True):
                 self._of(gauge, key).set(amount)
 
-    def _model(self, state: TargetState) -> None:
-        key, model = state.spec.key, state.model
+    def _model(self, key: str, basis: Basis) -> None:
+        model = basis.model
         if model is None:
             return
         self._relabel(self.model_info, key, "model", (key, model.kind, model.fingerprint))
         self._of(self.model_trained, key).set(model.trained_until)
-        if math.isfinite(state.fitted_at):
-            self._of(self.model_fitted, key).set(state.fitted_at)
+        if math.isfinite(basis.fitted_at):
+            self._of(self.model_fitted, key).set(basis.fitted_at)
 
     def _relabel(self, gauge: Gauge, key: str, kind: str, labels: tuple[str, ...]) -> None:
         """Set gauge{labels} to 1, removing the series it replaces for the same target."""

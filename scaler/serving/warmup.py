@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from models.base import Series
+from scaler.clock import quantise
 from scaler.decision.spec import TargetSpec
-from scaler.errors import NoData, ScalerError, TooManyTargets
+from scaler.errors import HistoryBackoff, NoData, ScalerError, TooManyTargets
 from scaler.serving import driftstate, priority
 from scaler.serving.state import TargetState
 
@@ -106,7 +107,7 @@ async def warm_up(
 
 
 def _step_now(engine: Engine) -> float:
-    return float(np.floor(engine.clock.now() / engine.settings.step) * engine.settings.step)
+    return quantise(engine.clock.now(), engine.settings.step)
 
 
 async def _warm(
@@ -143,7 +144,7 @@ async def adopt(engine: Engine, state: TargetState) -> None:
     begin = max(first, end - 2 * window + step)
     history = state.history
     if history is None or history.step != step or history.start > begin or history.end < end:
-        with engine.reading_history(state):  # backs off after failures, as the engine's reads
+        with engine.history_reads.reading(state):  # backs off after failures, as a refresh's
             history = await _fetch(engine, spec, start=begin, end=float(end), old=history)
         # Less than the window the engine fits on: the rest is read after SERVING (`backfill`),
         # and no fit starts before it is in.
@@ -199,11 +200,11 @@ async def _complete(engine: Engine, state: TargetState, slots: asyncio.Semaphore
         if old.start <= start:
             state.history_partial = False
             return
-        if state.history_backoff.waiting(_step_now(engine)):
-            return  # its history reads back off: tried again once one may be sent
         try:  # a failure here counts in the target's backoff, as the engine's own reads do
-            with engine.reading_history(state):
+            with engine.history_reads.reading(state):
                 got = await _fetch(engine, state.spec, start=start, end=old.end, old=old)
+        except HistoryBackoff:
+            return  # its history reads back off: tried again once one may be sent
         except ScalerError as exc:
             logger.warning(
                 "%s: older history not read yet, tried again next step: %s", state.spec.key, exc

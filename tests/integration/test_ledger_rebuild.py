@@ -16,7 +16,7 @@ from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.clock import ReplayClock
 from scaler.decision import policy, unrecorded
-from scaler.serving.engine import LEDGER_STEP
+from scaler.serving.ledgerrebuild import LEDGER_STEP
 from scaler.serving.state import TargetState
 from tests.integration import spend_history
 from tests.integration.prometheus_server import PrometheusServer
@@ -153,7 +153,7 @@ def test_a_restarted_scaler_rebuilds_the_reactive_hours_its_share_budget_is_a_sh
 def test_a_scaler_that_cannot_read_its_ledger_stays_reactive_and_says_why_once(
     prometheus_server: PrometheusServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="scaler.serving.engine")
+    caplog.set_level(logging.WARNING, logger="scaler.serving.ledgerrebuild")
     with fresh_scaler(prometheus_server, ledger_url=UNREACHABLE) as (scaler, stub):
         state, get_metrics = served(scaler, stub, "spender")
         for _ in range(10):  # retried every step, never trusted

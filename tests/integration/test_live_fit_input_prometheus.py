@@ -51,9 +51,9 @@ def live_history(source: PrometheusSource, query: str, first: float, later: floa
         telemetry=Telemetry(CollectorRegistry()),
     )
     state = engine.ensure(target)
-    state.history = engine._updated_history(source, state, first)
+    state.history = engine.history_reads.updated(source, state, first)
     assert state.history.end == np.floor(first / MODEL_STEP) * MODEL_STEP
-    return engine._updated_history(source, state, later)
+    return engine.history_reads.updated(source, state, later)
 
 
 def backtest_input(server: PrometheusServer, query: str, now: float) -> Series:

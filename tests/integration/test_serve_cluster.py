@@ -15,12 +15,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import numpy as np
 import pytest
 
 from models import artefact
 from models.base import DAY, HOUR, Series
 from scaler import cli
+from scaler._pb import externalscaler_pb2 as pb
+from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
 from scaler.offline import retrain
 from scaler.record.notable import (
@@ -243,6 +246,28 @@ def test_a_discovered_target_stays_without_polls_while_its_scaled_object_exists(
         kube_api.delete(*SO, "gpu", "steady")
         until(lambda: "gpu/steady" not in serve.served(), "dropped the deleted one", serve.log)
         assert "dropped deleted target gpu/steady" in serve.log.read_text()
+
+
+def test_a_stream_on_a_deleted_scaled_object_ends_at_once_with_not_found(
+    prometheus: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
+) -> None:
+    """KEDA's StreamIsActive waits for its target's next decision. A target dropped while one
+    waited was never decided again, so the call stayed parked until KEDA closed it."""
+    kube_api.add(scaled_object("streamed"))
+    with serving(tmp_path, prometheus, tmp_path / "store") as serve:
+        target = pb.ScaledObjectRef(name="streamed", namespace="gpu", scalerMetadata=META)
+        stub = pb_grpc.ExternalScalerStub(serve.channel)  # type: ignore[no-untyped-call]
+        stream = stub.StreamIsActive(target, timeout=30)
+        next(stream)  # its state: warm before SERVING
+        kube_api.delete(*SO, "gpu", "streamed")
+        with pytest.raises(grpc.RpcError) as ended:
+            next(stream)
+        assert ended.value.code() is grpc.StatusCode.NOT_FOUND, ended.value.details()
+        assert ended.value.details() == (
+            "gpu/streamed: this scaler no longer serves the target: its ScaledObject, or its "
+            "trigger naming this scaler, left the cluster"
+        )
+        assert "gpu/streamed" not in serve.served()  # the stream did not register it again
 
 
 def test_a_promoted_model_is_one_event_on_its_scaled_object_rate_limited(

@@ -22,10 +22,10 @@ from models import artefact
 from models.base import DAY, HOUR, Series
 from scaler.clock import ManualClock
 from scaler.decision import spec
-from scaler.errors import BadQuery, SourceUnavailable
+from scaler.errors import BadQuery, SourceUnavailable, Unavailable
 from scaler.record import explain
 from scaler.record.decisionlog import DecisionLog
-from scaler.serving.engine import Engine, Unavailable
+from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -312,3 +312,70 @@ def test_a_held_step_is_logged_with_the_model_and_budget_its_decision_was_made_w
     replica_hours, gaps = billed(log)
     assert replica_hours == pytest.approx(counted(engine, engine.targets[target.key]))
     assert gaps == []
+
+
+def test_a_held_step_exports_the_model_and_budget_its_decision_was_made_with(
+    tmp_path: Path,
+) -> None:
+    """The gauges of a held step were read from the target as it was: a fit and a ledger
+    rebuild finishing during an outage showed the new model and a known budget beside the held
+    answer, while its log line (the decision's Basis) named the old model and no budget."""
+    clock = ManualClock(NOW)
+    settings = EngineSettings(step=STEP, model_step=MODEL_STEP, staleness=STALENESS, fit_workers=0)
+    source = Flaky(clock, {NOW + i * STEP for i in range(1, 3)})
+    registry = CollectorRegistry()
+    engine = Engine(
+        settings=settings,
+        source_for=lambda _spec: source,  # type: ignore[arg-type,return-value]
+        clock=clock,
+        telemetry=Telemetry(registry),
+        decision_log=DecisionLog(tmp_path / "d.jsonl"),
+        spend_record=Record(clock, {NOW}),  # type: ignore[arg-type]
+    )
+    engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]  # models are set
+    target = spec.parse("gpu", "llm", {"query": "load", "threshold": "10", "prewarmBudget": "24"})
+    points = int(2 * DAY / MODEL_STEP) + 1
+    old, new = (
+        artefact.load(
+            artefact.fit(
+                "seasonal",
+                Series(NOW - 2 * DAY, MODEL_STEP, np.full(points, level)),
+                forecast_steps(target, MODEL_STEP),
+            )
+        )
+        for level in (100.0, 120.0)
+    )
+    assert old.fingerprint != new.fingerprint
+
+    def exported() -> tuple[list[str], float | None]:
+        """The versions scaler_model_info names, and scaler_prewarm_budget_remaining."""
+        versions = [
+            s.labels["version"]
+            for metric in registry.collect()
+            if metric.name == "scaler_model_info"
+            for s in metric.samples
+            if s.value == 1
+        ]
+        remaining = registry.get_sample_value(
+            "scaler_prewarm_budget_remaining", {"target": target.key}
+        )
+        return versions, remaining
+
+    async def run() -> list[tuple[list[str], float | None]]:
+        state = engine.ensure(target)
+        state.model = old
+        await engine.tick(NOW)  # the old model; the ledger's record unreadable
+        state.model = new  # a fit that finishes during the outage
+        seen = []
+        for i in range(1, 4):  # the ledger is rebuilt at step 1, the source fails to step 2
+            clock.t = NOW + i * STEP
+            await engine.tick(clock.t)
+            seen.append(exported())
+        return seen
+
+    seen = asyncio.run(run())
+    engine.close()
+    assert seen[:2] == [([old.fingerprint], 0.0)] * 2  # held: the old model, no budget known
+    versions, remaining = seen[2]  # decided: the new model, the rebuilt budget
+    assert versions == [new.fingerprint]
+    assert remaining is not None and remaining > 0

@@ -59,10 +59,10 @@ def test_the_engines_history_is_the_backtests_bucket_peaks_first_and_after_updat
     )
     state = engine.ensure(SPEC)
 
-    state.history = engine._updated_history(source, state, NOW)
+    state.history = engine.history_reads.updated(source, state, NOW)
     np.testing.assert_array_equal(state.history.values, backtest_view(path, source, state.history))
 
     clock.advance(3_600.0)
-    state.history = engine._updated_history(source, state, clock.now())
+    state.history = engine.history_reads.updated(source, state, clock.now())
     assert state.history.end == NOW + 3_600.0
     np.testing.assert_array_equal(state.history.values, backtest_view(path, source, state.history))

@@ -12,8 +12,7 @@ import pytest
 from models.base import Series
 from scaler.clock import ManualClock
 from scaler.decision import spec
-from scaler.errors import NegativeLoad
-from scaler.serving.engine import Unavailable
+from scaler.errors import NegativeLoad, Unavailable
 from scaler.settings import EngineSettings
 from scaler.sources.base import Sample
 from tests.contract import synthetic

@@ -15,8 +15,8 @@ import pytest
 from scaler.clock import ManualClock
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec
+from scaler.errors import Unavailable
 from scaler.record import explain
-from scaler.serving.engine import Unavailable
 from scaler.settings import EngineSettings
 from tests.unit import test_held_answers as held
 from tests.unit.test_drift_rebuild import FIT_AT, STEP, SeriesSource, engine_with, series

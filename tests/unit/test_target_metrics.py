@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from models.base import Forecast, Series
 from scaler.decision import budget, policy, spec
-from scaler.serving.state import TargetState
+from scaler.serving.state import Basis, TargetState
 from scaler.serving.target_metrics import PerTarget
 
 STEP = 60.0
@@ -33,6 +33,7 @@ def state(**meta: str) -> TargetState:
         reason=policy.Reason.FORECAST,
     )
     s.decision = s.predictive = d
+    s.basis = Basis.of(s)  # as the engine keeps with each decision
     s.ledger.charge(0.0, 1, STEP)
     return s
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaler.decision import budget, unrecorded
-from scaler.serving.engine import LEDGER_STEP
+from scaler.serving.ledgerrebuild import LEDGER_STEP
 
 WINDOW = 86400.0
 
