@@ -442,7 +442,10 @@ def test_a_backtest_s_decisions_csv_is_named_at_once_with_the_file_to_give_inste
     path, records = written_log(tmp_path, 50, seed=4)  # the backtest's log beside it
     assert exit_code(["explain", "team-a/llm", "--log", str(csv)]) == 2
     err = capsys.readouterr().err.splitlines()
-    command = f"scaler explain team-a/llm --log {path} --since {records[0]['time']}"
+    # No summary.json beside it to say the scored span: the whole log's, --until too (before,
+    # --since alone: a period up to now).
+    until = decisionrecord.iso(records[-1]["at"] + records[-1]["step"])
+    command = f"scaler explain team-a/llm --log {path} --since {records[0]['time']} --until {until}"
     assert len(err) == 1 and err[0].endswith(f"the ones the backtest wrote beside it: {command}")
 
 

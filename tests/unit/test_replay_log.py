@@ -148,7 +148,7 @@ def total(text: str, label: str) -> float:
 
 
 @pytest.mark.parametrize("gapped_trace", [False, True], ids=["llm_serving", "with a gap"])
-def test_explain_over_the_span_the_backtest_printed_totals_summary_json(
+def test_explain_over_the_backtest_s_span_totals_summary_json_and_a_csv_names_that_command(
     gapped_trace: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The shipped llm trace has no gap; the other misses load for 2.5 hours of its scored day.
@@ -175,3 +175,11 @@ def test_explain_over_the_span_the_backtest_printed_totals_summary_json(
         policy["prewarm"]["replica_hours"], abs=0.005
     )
     assert ("KEDA was not answered" in text) is gapped_trace
+    # Given decisions.csv, explain names the same command: over the same span, --until too
+    # (before, --since alone: a period up to now).
+    assert cli.main(["explain", "backtest/x", "--log", str(out / "decisions.csv")]) == 2
+    assert (
+        capsys.readouterr()
+        .err.rstrip()
+        .endswith(f"the ones the backtest wrote beside it: {command}")
+    )
