@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from scaler.offline.backtest import (
     write,
 )
 from scaler.offline.traces import read_trace
-from scaler.record import decisionrecord
+from scaler.record import explain_cli
 from scaler.settings import PrometheusSettings
 from scaler.sources import prometheus_flags
 
@@ -398,7 +397,7 @@ def _backtest(args: argparse.Namespace) -> int:
             )
         print(replay.table(decisions.summary))
         print(replay.legend(decisions.summary))
-        explained = _explain_hint(target, out, replayed, warmup)
+        explained = _explain_hint(target, out, decisions.summary)
     write(result, out, model=config.model, threshold=threshold, decisions=decisions)
     written = "forecasts.csv" + (", decisions.csv, decisions.jsonl" if explained else "")
     where = "" if args.out is not None else " (no --out given: the default, backtest-NAME here)"
@@ -408,15 +407,12 @@ def _backtest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explain_hint(target: spec.TargetSpec, out: Path, replayed: Series, warmup: int) -> str:
-    """The command that explains the replay's decisions over the scored span, in words."""
-    start = replayed.start + min(warmup, len(replayed) - 1) * replayed.step
-    since, until = decisionrecord.iso(start), decisionrecord.iso(replayed.end + replayed.step)
-    return (
-        f"explain its decisions: scaler explain {target.label} "
-        f"--log {shlex.quote(str(out / replay_log.FILE))} "
-        f"--since {since} --until {until}"
-    )
+def _explain_hint(target: spec.TargetSpec, out: Path, summary: dict[str, Any]) -> str:
+    """The command that explains the replay's decisions over the scored span, in words: the
+    one `scaler explain` suggests given DIR/decisions.csv, read from the same summary."""
+    since, until = explain_cli.scored_span(summary["trace"])
+    hint = explain_cli.command(target.label, out / replay_log.FILE, since=since, until=until)
+    return f"explain its decisions: {hint}"
 
 
 def _refuse_unusable(trace: Series, name: str, model_step: float) -> None:

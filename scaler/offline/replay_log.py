@@ -8,9 +8,14 @@ puts its decision there, the record is built by the engine's own scaler/record/d
 a stop at the end). The target is `backtest/NAME#FINGERPRINT`: NAME the trace's, the
 fingerprint a hash of the flags that mirror trigger keys, as a trigger's hashes its metadata.
 
-What differs from a live log, because the replay differs: a step the trace has no value for is a
-`no_data` record holding the last request (the replay holds it; a live scaler would stop
-answering, an `unanswered` line), and with `--no-drift` the drift fields are null.
+At a gap in the trace the log does what a live scaler does when its source has no data: an
+`unanswered` line at the first step decided without load closes the decision before it, and
+the next step decided with load is a `change`. The replay holds the last request through the
+gap (reason `no_data` in decisions.csv), which a live scaler does not answer and explain does
+not bill. A step is scored by the load served in it but decided from the load before it, so
+the yardstick leaves out the step before a gap's first step decided without load (explain bills
+it) and scores the step after its last (explain does not): both hold the same request, so the
+totals agree. What differs from a live log: with `--no-drift` the drift fields are null.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import re
 from pathlib import Path
 from types import TracebackType
 
-from scaler.decision import budget, spec
+from scaler.decision import budget, policy, spec
 from scaler.decision.spec import TargetSpec, format_duration
 from scaler.offline import replay
 from scaler.record import decisionlog, decisionrecord
@@ -34,6 +39,11 @@ ONE_FILE = 1 << 40
 SOURCE = "metadata"
 """`lead_time_source`: --lead-time mirrors the trigger's leadTime."""
 NO_MODEL = "waiting for the first fit (a model needs a day of load)"
+NO_LOAD = (
+    "the trace has no load value from here, where a live scaler's query returns no data; the "
+    "replay held the last request, reason no_data in decisions.csv"
+)
+"""The `error` of the `unanswered` line at a gap."""
 
 
 def target_name(text: str) -> str:
@@ -100,7 +110,11 @@ class ReplayLog:
     def step(self, at: replay.Step) -> None:
         """replay.simulate's `on_step`: the record of one decision, written if it is a change
         or a checkpoint is due. A step the log would not write is not built either (the budget's
-        figures cost a third of the replay's time): `_due` applies the log's own rule."""
+        figures cost a third of the replay's time): `_due` applies the log's own rule. A step
+        without load stops the answers, as a live scaler's source without data does."""
+        if at.decision.reason is policy.Reason.NO_DATA:
+            self._unanswered(at)
+            return
         if not self._due(at):
             self._skipped = at
             return
@@ -128,6 +142,14 @@ class ReplayLog:
             self._next_by = at.at + decisionlog.CHECKPOINT
             return True
         return False
+
+    def _unanswered(self, at: replay.Step) -> None:
+        """The first step of a gap closes the last decision at its `at` (the log writes one
+        line per gap, none before a first decision); the next step with load is a `change`.
+        The decision before it held up to here: a step not written meanwhile was within its
+        line's `next_by`, so nothing is lost by not writing it."""
+        self._log.unanswered(self.target.key, at=at.at, why=NO_LOAD)
+        self._decision, self._skipped = None, None
 
     def _write(self, at: replay.Step) -> None:
         state = self._state

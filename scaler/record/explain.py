@@ -284,7 +284,7 @@ def why(r: Record) -> str:
         "no_model": f"no usable model ({r.get('model_note') or 'not fitted'}): {no_forecast}",
         "budget_unknown": "the window's prewarm spend could not be read back yet: reactive only, "
         f"{floor}",
-        "no_data": "no current load sample: the last request is held",
+        "no_data": "no current load sample (no data), so nothing was decided",
     }
     return words.get(reason, f"reason {reason}")
 
@@ -313,6 +313,8 @@ def describe(r: Record) -> str:
         f"asked {num(r['desired'])} (reactive {num(r['reactive'])} + prewarm {num(r['prewarm'])}"
         f"{_bound(r)})"
     )
+    if r.get("reason") == "no_data":  # decided nothing: its reactive and prewarm are 0
+        head = f"asked {num(r['desired'])} (the last request, held)"
     if r.get("mode") == "shadow":
         head = (
             f"served {num(r['desired'])} (shadow: reactive only); the forecast would ask "

@@ -13,6 +13,7 @@ readable source.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import re
@@ -22,7 +23,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,8 @@ NOT_A_LOG = 1000
 """Bad lines, before any record, after which a file is taken for something else and left."""
 MAX_LINE = 1 << 20
 """Characters of one line read at most (a record is a few hundred)."""
+TAIL = 1 << 16
+"""Bytes at the end of a backtest's decisions.jsonl its last record is looked for in."""
 
 
 def add_parser(sub: Any) -> None:
@@ -204,26 +208,60 @@ def not_a_log(first: str, *, name: str) -> str | None:
     )
 
 
+def command(target: str, log: Path, *, since: float, until: float) -> str:
+    """The command line that explains `target` from the decision log `log` over [since,
+    until]."""
+    return (
+        f"scaler explain {target} --log {shlex.quote(str(log))} "
+        f"--since {decisionrecord.iso(since)} --until {decisionrecord.iso(until)}"
+    )
+
+
+def scored_span(trace: Mapping[str, Any]) -> tuple[float, float]:
+    """The span a backtest scored, from its summary's `trace` (summary.json's
+    `decisions.trace`, replay.summarise): from the end of its warm-up to one step past its last
+    step, where explain's totals are summary.json's. KeyError, TypeError or ValueError when
+    `trace` is not such a summary."""
+    start, end = (datetime.fromisoformat(trace[k]).replace(tzinfo=UTC) for k in ("start", "end"))
+    step = float(trace["step_seconds"])
+    warmup = min(int(trace["warmup_steps"]), int(trace["steps"]) - 1)
+    return start.timestamp() + warmup * step, end.timestamp() + step
+
+
 def _beside(csv: Path) -> str:
     """Where the decision log of the backtest that wrote `csv` is, and the command that reads
-    it (its target and first time from its first line)."""
+    it over the span the backtest scored (summary.json beside it), as the backtest printed it;
+    over the whole log (its first and last lines) when summary.json cannot say."""
     jsonl = csv.with_name("decisions.jsonl")
-    try:
-        with jsonl.open(encoding="utf-8") as fh:
-            record, _ = parse_line(fh.readline(MAX_LINE))
-    except (OSError, UnicodeDecodeError):
-        record = None
-    if record is None:
+    first, last = _end_records(jsonl)
+    if first is None or last is None:
         return (
             "which `scaler backtest` writes beside decisions.csv as decisions.jsonl: run the "
             "backtest again (an older scaler wrote none)"
         )
-    target = f"{record.get('namespace')}/{record.get('name')}"
-    since = decisionrecord.iso(float(record["at"]))
-    return (
-        f"the ones the backtest wrote beside it: scaler explain {target} --log "
-        f"{shlex.quote(str(jsonl))} --since {since}"
+    try:
+        summary = json.loads(csv.with_name("summary.json").read_text(encoding="utf-8"))
+        since, until = scored_span(summary["decisions"]["trace"])
+    except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError):
+        since, until = float(first["at"]), float(last["at"]) + float(last["step"])
+    hint = command(f"{first.get('namespace')}/{first.get('name')}", jsonl, since=since, until=until)
+    return f"the ones the backtest wrote beside it: {hint}"
+
+
+def _end_records(path: Path) -> tuple[Record | None, Record | None]:
+    """The first record of the log `path` (its first line) and its last (of its last TAIL
+    bytes); None for one that cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            first, _ = parse_line(fh.readline(MAX_LINE).decode("utf-8"))
+            fh.seek(max(fh.tell(), fh.seek(0, io.SEEK_END) - TAIL))
+            tail = fh.read().decode("utf-8", errors="replace").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None, None
+    last = next(
+        (record for record, _ in map(parse_line, reversed(tail)) if record is not None), first
     )
+    return first, last
 
 
 def _bounded_lines(readline: Callable[[int], str]) -> Iterator[str | None]:

@@ -242,6 +242,16 @@ def test_a_fallback_says_what_it_holds_and_reactive_only_when_it_holds_nothing(
     assert "reactive only" in bare and "held" not in bare
 
 
+def test_a_request_held_without_data_is_told_as_held_not_as_raised_to_min_replicas() -> None:
+    # Before: "asked 12 (reactive 0 + prewarm 0, raised to minReplicas 0): no current load
+    # sample: the last request is held" (a backtest's decisions.jsonl of an earlier scaler).
+    record = decide(target(), at=T0, reactive=0, prewarm=0, reason=Reason.NO_DATA)
+    record = {**record, "desired": 12, "min_replicas": 0}
+    text = explain.describe(record)
+    assert text.startswith("asked 12 (the last request, held): no current load sample (no data)")
+    assert "minReplicas" not in text and "raised" not in text
+
+
 @pytest.mark.parametrize("reason", list(Reason))
 def test_every_reason_the_policy_gives_is_explained_in_words(reason: Reason) -> None:
     record = decide(target(), at=T0, reactive=8, prewarm=2, reason=reason)
@@ -432,7 +442,10 @@ def test_a_backtest_s_decisions_csv_is_named_at_once_with_the_file_to_give_inste
     path, records = written_log(tmp_path, 50, seed=4)  # the backtest's log beside it
     assert exit_code(["explain", "team-a/llm", "--log", str(csv)]) == 2
     err = capsys.readouterr().err.splitlines()
-    command = f"scaler explain team-a/llm --log {path} --since {records[0]['time']}"
+    # No summary.json beside it to say the scored span: the whole log's, --until too (before,
+    # --since alone: a period up to now).
+    until = decisionrecord.iso(records[-1]["at"] + records[-1]["step"])
+    command = f"scaler explain team-a/llm --log {path} --since {records[0]['time']} --until {until}"
     assert len(err) == 1 and err[0].endswith(f"the ones the backtest wrote beside it: {command}")
 
 
