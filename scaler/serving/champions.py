@@ -122,6 +122,7 @@ class Champions:
             self._refused[spec.key] = stored.version
             raise StoreError(f"{key_of(spec)}: {problem}")
         state.model = model
+        state.model_fitted_at = model.trained_until
         state.model_version = stored.version
         state.model_null = driftstate.null_from_json(
             stored.artefact.get(driftstate.NULL_KEY), spec, model.step

@@ -158,6 +158,7 @@ class Fitter:
                 state.model = await self.store.publish(
                     state, data, quick=quick, replaces=serving, early=not scheduled
                 )
+            state.model_fitted_at = now
             state.model_note = f"{state.model.kind} fitted on {len(history)} points"
             state.fit_failures = 0
             self.telemetry.fits.labels(kind, "ok").inc()

@@ -78,7 +78,11 @@ class TargetState:
     model_version: int | None = None
     """The store version `model` is (None without a store, or before one was written)."""
     fitted_at: float = -math.inf
-    """When the newest scheduled fit ran: the next is due a refit period later."""
+    """When the newest scheduled fit ran: the next is due a refit period later. A schedule,
+    not a fact: a failed fit sets it back so the retry comes sooner (fitting.py)."""
+    model_fitted_at: float = -math.inf
+    """When `model` was fitted: here, or by the writer of the stored champion adopted (its
+    training data's end); -inf with no model. What the fitted gauge exports."""
     refit_early: bool = False
     """A drift alarm asked for a refit on top of the schedule, which `fitted_at` keeps (as the
     replay and the weekly retrain CronJob do): the early fit does not restart the week."""
@@ -149,7 +153,7 @@ class Basis:
     lookahead: float
     lead_time_source: str
     fitted_at: float = -math.inf
-    """When `model` was fitted or adopted here (TargetState.fitted_at then; -inf unknown)."""
+    """When `model` was fitted (TargetState.model_fitted_at then; -inf unknown)."""
 
     @classmethod
     def of(cls, state: TargetState) -> Basis:
@@ -164,7 +168,7 @@ class Basis:
             lead_time=spec.lead_time,
             lookahead=spec.lookahead,
             lead_time_source=state.lead_time_source,
-            fitted_at=state.fitted_at,
+            fitted_at=state.model_fitted_at,
         )
 
 

@@ -14,11 +14,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from models import artefact
-from models.base import Series
+from models.base import ModelError, Series
 from scaler.decision import budget, spec
 from scaler.offline import replay
 from scaler.serving import champions, fitting
-from scaler.serving.state import TargetState
+from scaler.serving.state import Basis, TargetState
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.store.directory import DirectoryStore
@@ -109,3 +109,26 @@ def test_an_auto_targets_drift_refit_fits_its_champions_kind_and_a_scheduled_one
     assert kinds == ["seasonal", "auto"]  # the champion's kind early, the selection on schedule
     assert replay.drift_refit_kind("auto", state.model) == "seasonal"  # the replay's rule
     assert replay.drift_refit_kind("ets", state.model) == "ets"
+
+
+def failing_fit(*_args: Any, **_kwargs: Any) -> dict[str, Any]:
+    raise ModelError("too few points")
+
+
+def test_the_fitted_time_exported_is_the_models_not_the_schedules() -> None:
+    """scaler_model_fitted_timestamp_seconds reads the decision's Basis: after a failed fit it
+    showed the schedule's retry time set back a refit period (a week ago), and a drift refit
+    (which keeps the schedule) did not move it."""
+    fitter = fitting.Fitter(SETTINGS, Telemetry(CollectorRegistry()))
+    state = fitted_state()
+    state.fitted_at = NOW - SETTINGS.refit_every
+    assert fit_once(fitter, state, NOW)
+    assert Basis.of(state).fitted_at == NOW
+    state.refit_early = True
+    assert fit_once(fitter, state, NOW + 3600)  # a drift refit: a new model, the same schedule
+    assert state.fitted_at == NOW and Basis.of(state).fitted_at == NOW + 3600
+    broken = fitting.Fitter(SETTINGS, Telemetry(CollectorRegistry()), fit=failing_fit)
+    later = NOW + SETTINGS.refit_every
+    assert fit_once(broken, state, later)  # fails: the model of NOW + 3600 is still served
+    assert state.fitted_at < later - 86400.0  # the retry schedule, set back
+    assert Basis.of(state).fitted_at == NOW + 3600
