@@ -2,8 +2,8 @@
 pipeline, as the scaler and KEDA would read them (check.py says what is checked). One line per
 finding, `FILE:DOC namespace/name trigger N: error|warning: message`, then a summary line.
 Exit 0 without errors, 1 with any (warnings too under --strict, and when nothing was checked),
-2 when a file cannot be read or is not YAML, a repeated key included (the others are still
-checked), or on bad arguments.
+2 when a file cannot be read or is not YAML, a repeated key and excessive aliasing included (the
+others are still checked), or on bad arguments.
 
 Reads no SCALER_* variable: the same command line gives the same verdict on a laptop and in CI.
 
@@ -50,8 +50,8 @@ def add_parser(sub: Any) -> None:
         "the YAML document, 1 first, 3.2 for the second item of a List in the third; N: the "
         "trigger's index in spec.triggers), then a summary. Exit 0 without errors, 1 with any "
         "(or when no trigger was found to check), 2 when a file cannot be read or is not YAML "
-        "(FILE:LINE; a key repeated in a mapping too, as kubectl refuses it; the other files "
-        "are still checked).",
+        "(FILE:LINE; a key repeated in a mapping too, and aliases expanding a document past "
+        "kubectl's bound, as kubectl refuses them; the other files are still checked).",
         epilog="examples:\n"
         "  scaler check deploy/overlays/active/scaledobject.yaml\n"
         "  kubectl kustomize deploy/overlays/active | scaler check --strict -\n"
@@ -135,7 +135,7 @@ def check_file(
         documents = targets.documents(read(name), label, unique_keys=True)
     except targets.NotYaml as exc:
         tally.unreadable += 1
-        print(f"{label}:{exc.line}: error: not YAML: {exc.problem}", file=out)
+        print(f"{label}:{exc.line}: error: {exc.heading}: {exc.problem}", file=out)
         return
     except ConfigError as exc:
         tally.unreadable += 1
