@@ -253,7 +253,8 @@ def documents(text: str, source: str, *, unique_keys: bool = False) -> list[Docu
         raise NotYaml(source, 0, str(exc)) from exc
     found: list[Document] = []
     for number, doc in enumerate(loaded, 1):
-        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List"):
+        listed = isinstance(doc, dict) and isinstance(doc.get("kind"), str)
+        if listed and doc["kind"].endswith("List"):  # not str(kind): it may be a huge list
             items = doc.get("items") or []
             found.extend(
                 Document(f"{number}.{index}", item)
@@ -333,12 +334,49 @@ def names(trigger: dict[str, Any], scaler_address: str | None) -> bool:
     return not scaler_address or found == scaler_address
 
 
+def text_of(value: object) -> str:
+    """A YAML scalar as the text it stands for (`true`, not Python's `True`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def value_problem(key: object, value: object) -> str | None:
+    """Why a metadata value is not one KEDA's CRD takes (strings only), or None for a string."""
+    name = spec.echo(text_of(key))
+    if isinstance(value, str):
+        return None
+    if value is None:
+        return (
+            f"metadata.{name} has no value: KEDA's CRD takes strings only; quote a value "
+            f'({name}: "...") or remove the key'
+        )
+    if isinstance(value, list | dict):
+        return (
+            f"metadata.{name} is {spec.shown(value)}: KEDA's CRD takes strings only and `kubectl "
+            f"apply` refuses it; give a string"
+        )
+    quoted = spec.shown(value)
+    example = f': {name}: "{quoted}"' if quoted == text_of(value) else ""
+    return (
+        f"metadata.{name} is {quoted} ({type(value).__name__}): KEDA's CRD takes strings only "
+        f"and `kubectl apply` refuses it; quote it{example}"
+    )
+
+
 def parse_trigger(namespace: str, name: str, metadata: Any) -> TargetSpec:
-    """A trigger's metadata as the server reads it (spec.parse); ScalerError naming the key."""
+    """A trigger's metadata as the server reads it (spec.parse); ScalerError naming the key.
+    A list or a mapping is refused, as `scaler check` refuses it (KEDA's CRD takes strings
+    only), not made into text however large it is; a number or a boolean is read as str()
+    writes it."""
     if not name:
         raise ConfigError("the ScaledObject has no metadata.name")
     if not isinstance(metadata, dict):
         raise ConfigError("trigger metadata is not a mapping of strings")
+    for key, value in metadata.items():
+        problem = value_problem(key, value)
+        if problem and isinstance(value, list | dict):
+            raise ConfigError(problem)
     parsed = spec.parse(namespace, name, {str(k): str(v) for k, v in metadata.items()})
     StoreKey.of(parsed)  # a name no store key can hold fails this trigger alone
     return parsed

@@ -320,3 +320,55 @@ def test_an_external_trigger_without_a_scaler_address_is_an_error(
     code, lines = run(capsys, *flags, write(tmp_path, text))
     assert code == 1
     assert "gpu/llm trigger 0: error: no scalerAddress: KEDA refuses" in lines[0]
+
+
+def test_a_list_or_mapping_value_is_named_by_its_kind_and_size_not_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    many = "[" + ", ".join(["x"] * 10_000) + "]"
+    text = GOOD.replace("metricType: AverageValue", f"metricType: {many}")
+    text = text.replace('minReplicas: "1"', f"minReplicas: {many}")
+    text = text.replace('threshold: "3"', f"threshold: {'1' * 3000}\n        mode: {{a: b}}")
+    code, lines = run(capsys, write(tmp_path, text))
+    assert code == 1
+    assert "error: metricType a list of 10,000 items: the scaler answers" in lines[0]
+    errors = [line.split(": error: ", 1)[1] for line in lines if ": error: " in line]
+    assert "metadata.minReplicas is a list of 10,000 items: KEDA's CRD takes strings only and " \
+        "`kubectl apply` refuses it; give a string" in errors  # fmt: skip
+    assert "metadata.mode is a mapping of 1 key: KEDA's CRD takes strings only and `kubectl " \
+        "apply` refuses it; give a string" in errors  # fmt: skip
+    assert f"metadata.threshold is {'1' * 40}... (3000 characters) (int): KEDA's CRD takes " \
+        "strings only and `kubectl apply` refuses it; quote it" in errors  # fmt: skip
+    assert max(len(line) for line in lines) < 400
+
+
+def test_the_crd_s_messages_stay_short_whatever_value_they_quote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not KEDA_CRD.exists():
+        pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
+    many = "[" + ", ".join(["x"] * 10_000) + "]"
+    text = GOOD.replace("maxReplicaCount: 20", f"maxReplicaCount: {many}")
+    unknown = "".join(f"  field{n}: 1\n" for n in range(1000))
+    path = write(tmp_path, text.replace("  triggers:\n", f"{unknown}  triggers:\n"))
+    code, lines = run(capsys, "--crd", KEDA_CRD, path)
+    assert code == 1
+    assert lines[0].startswith(
+        f"{path}:1 gpu/llm: error: KEDA's CRD: spec: Additional properties are not allowed "
+        "('field0', 'field1', "
+    )
+    quoted = lines[0].split("KEDA's CRD: ", 1)[1]
+    assert quoted.endswith(" characters)") and len(quoted) < 500
+    assert lines[1] == (
+        f"{path}:1 gpu/llm: error: KEDA's CRD: spec.maxReplicaCount: a list of 10,000 items is "
+        "not of type 'integer'"
+    )
+    _, lines = run(
+        capsys,
+        "--crd",
+        KEDA_CRD,
+        write(tmp_path, text.replace("apiVersion: keda.sh/v1alpha1", f"apiVersion: {many}")),
+    )
+    assert (
+        "error: KEDA's CRD: apiVersion is a list of 10,000 items; give keda.sh/VERSION" in lines[0]
+    )

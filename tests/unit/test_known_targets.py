@@ -59,3 +59,17 @@ def test_a_file_without_a_target_is_warned_about_naming_it(
     assert len(caplog.records) == 1
     message = caplog.records[0].getMessage()
     assert str(tmp_path / "targets.yaml") in message and said in message
+
+
+def test_a_list_value_is_refused_naming_the_key_and_its_size_not_made_into_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    many = "[" + ", ".join(["x"] * 10_000) + "]"
+    text = TRIGGER.replace('threshold: "10"', f'threshold: "10", minReplicas: {many}')
+    with caplog.at_level(logging.WARNING, logger="scaler"):
+        assert known(tmp_path, text) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        f"--targets {tmp_path / 'targets.yaml'}: gpu/llm trigger 0: metadata.minReplicas is a "
+        "list of 10,000 items: KEDA's CRD takes strings only and `kubectl apply` refuses it; "
+        "give a string"
+    ]
