@@ -348,7 +348,8 @@ def value_problem(key: object, value: object) -> str | None:
         return None
     if value is None:
         return (
-            f"metadata.{name} has no value: KEDA's CRD takes strings only; quote a value "
+            f"metadata.{name} has no value: the API server drops a null from KEDA's CRD, which "
+            f"takes strings only, so the trigger would run with {name}'s default; quote a value "
             f'({name}: "...") or remove the key'
         )
     if isinstance(value, list | dict):
@@ -366,16 +367,16 @@ def value_problem(key: object, value: object) -> str | None:
 
 def parse_trigger(namespace: str, name: str, metadata: Any) -> TargetSpec:
     """A trigger's metadata as the server reads it (spec.parse); ScalerError naming the key.
-    A list or a mapping is refused, as `scaler check` refuses it (KEDA's CRD takes strings
-    only), not made into text however large it is; a number or a boolean is read as str()
-    writes it."""
+    A key without a value (`maxReplicas:`), a list or a mapping is refused, as `scaler check`
+    refuses it (KEDA's CRD takes strings only): not read as the text "None", nor made into text
+    however large it is. A number or a boolean is read as str() writes it."""
     if not name:
         raise ConfigError("the ScaledObject has no metadata.name")
     if not isinstance(metadata, dict):
         raise ConfigError("trigger metadata is not a mapping of strings")
     for key, value in metadata.items():
         problem = value_problem(key, value)
-        if problem and isinstance(value, list | dict):
+        if problem and (value is None or isinstance(value, list | dict)):
             raise ConfigError(problem)
     parsed = spec.parse(namespace, name, {str(k): str(v) for k, v in metadata.items()})
     StoreKey.of(parsed)  # a name no store key can hold fails this trigger alone
