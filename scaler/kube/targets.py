@@ -15,6 +15,7 @@ Must not: talk to the API (scaledobjects.py does).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,6 +215,21 @@ class _Loader(_LIBYAML):  # type: ignore[misc]
     def construct_document(self, node: yaml.Node) -> Any:
         bound_aliases(node)
         return super().construct_document(node)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return int(super().construct_yaml_int(node))
+        except ValueError as exc:  # past Python's limit on the digits of an int read from text
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"a number of {len(node.value):,} characters, more digits than the "
+                f"{sys.get_int_max_str_digits():,} Python reads; quote it if it is text",
+                node.start_mark,
+            ) from exc
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 class _UniqueKeys(_Loader):

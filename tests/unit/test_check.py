@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 import textwrap
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from scaler import cli
 from scaler.decision import spec
-from scaler.errors import SpecError
+from scaler.errors import ConfigError, SpecError
 from scaler.kube import targets
 from scaler.serving import server
 
@@ -372,3 +373,18 @@ def test_the_crd_s_messages_stay_short_whatever_value_they_quote(
     assert (
         "error: KEDA's CRD: apiVersion is a list of 10,000 items; give keda.sh/VERSION" in lines[0]
     )
+
+
+def test_a_number_past_pythons_digits_is_refused_with_its_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    digits = "1" * (sys.get_int_max_str_digits() + 1)
+    path = write(tmp_path, GOOD.replace('threshold: "3"', f"threshold: {digits}"))
+    code, lines = run(capsys, path)
+    assert code == 2
+    assert lines[0] == (
+        f"{path}:15: error: not YAML: a number of {len(digits):,} characters, more digits than "
+        f"the {sys.get_int_max_str_digits():,} Python reads; quote it if it is text"
+    )
+    with pytest.raises(ConfigError, match=rf"^{path}: not YAML at line 15 \(a number of "):
+        targets.read_file(path)
