@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from scaler import helptext
 from scaler.errors import ConfigError
-from scaler.kube import check, crd, targets
+from scaler.kube import check, crd, targets, yamldocs
 
 STDIN = "-"
 STDIN_LABEL = "<stdin>"
@@ -132,8 +132,8 @@ def check_file(
     label = STDIN_LABEL if name == STDIN else name
     tally.files += 1
     try:
-        documents = targets.documents(read(name), label, unique_keys=True)
-    except targets.NotYaml as exc:
+        documents = yamldocs.documents(read(name), label, unique_keys=True)
+    except yamldocs.NotYaml as exc:
         tally.unreadable += 1
         print(f"{label}:{exc.line}: error: {exc.heading}: {exc.problem}", file=out)
         return
@@ -162,11 +162,11 @@ def check_file(
 def read(name: str) -> str:
     """The text of file `name`, or of stdin for `-`; ConfigError naming what failed."""
     if name != STDIN:
-        return targets.read_text(Path(name))
+        return yamldocs.read_text(Path(name))
     stream = getattr(sys.stdin, "buffer", None)
-    data = (stream or sys.stdin).read(targets.MAX_FILE_BYTES + 1)
-    if len(data) > targets.MAX_FILE_BYTES:
-        raise ConfigError(f"-: larger than {targets.MAX_FILE_BYTES} bytes; split the input")
+    data = (stream or sys.stdin).read(yamldocs.MAX_FILE_BYTES + 1)
+    if len(data) > yamldocs.MAX_FILE_BYTES:
+        raise ConfigError(f"-: larger than {yamldocs.MAX_FILE_BYTES} bytes; split the input")
     if isinstance(data, str):
         return data
     try:
@@ -178,7 +178,7 @@ def read(name: str) -> str:
 def load_crd(path: Path) -> dict[str, Any]:
     """KEDA's ScaledObject CRD from --crd; ConfigError naming the flag and the fix."""
     try:
-        found = targets.documents(targets.read_text(path), str(path))
+        found = yamldocs.documents(yamldocs.read_text(path), str(path))
         return crd.find(doc.body for doc in found)
     except ConfigError as exc:
         raise ConfigError(f"--crd {exc}") from exc

@@ -4,7 +4,7 @@ maxReplicaCount), which jsonschema cannot run, in Python.
 
 jsonschema is a development dependency, not in the image: it is imported only when a CRD is
 given (`scaler check --crd`, the manifest tests), and its absence is a ConfigError naming the
-fix. The CRD itself is read by the caller (targets.documents), not shipped with the scaler.
+fix. The CRD itself is read by the caller (yamldocs.documents), not shipped with the scaler.
 
 Must not: read files, or know about this scaler's metadata (check.py does).
 """

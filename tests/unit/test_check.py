@@ -12,7 +12,7 @@ import pytest
 from scaler import cli
 from scaler.decision import spec
 from scaler.errors import ConfigError, SpecError
-from scaler.kube import targets
+from scaler.kube import targets, yamldocs
 from scaler.serving import server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def deploy_scaled_objects() -> list[Path]:
         for path in (REPO / "deploy").rglob("*.yaml")
         if any(
             targets.is_scaled_object(doc.body)
-            for doc in targets.documents(path.read_text(), str(path))
+            for doc in yamldocs.documents(path.read_text(), str(path))
         )
     )
 
@@ -290,7 +290,7 @@ def test_a_repeated_key_is_refused_as_kubectl_refuses_it_not_read_as_the_last(
         "refuses it, and a reader keeping the last value drops the first"
     )
     assert (
-        targets.documents(twice, "so.yaml")[0].body["spec"]["triggers"][0]["metadata"][
+        yamldocs.documents(twice, "so.yaml")[0].body["spec"]["triggers"][0]["metadata"][
             "maxReplicas"
         ]
         == "200"

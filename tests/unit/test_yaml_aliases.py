@@ -1,6 +1,7 @@
-"""YAML aliases in the manifests `scaler check`, `serve --targets` and `retrain --targets` read:
-an alias bomb is refused as kubectl refuses it ("excessive aliasing"), before anything reads
-the value through every alias, and anchors and merge keys as manifests use them still read."""
+"""YAML aliases in the manifests `scaler check`, `serve --targets` and `retrain --targets` read
+(scaler/kube/yamldocs.py): an alias bomb is refused as kubectl refuses it ("excessive
+aliasing"), before anything reads the value through every alias, and anchors and merge keys as
+manifests use them still read."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from scaler import cli
 from scaler.errors import ConfigError
-from scaler.kube import targets
+from scaler.kube import targets, yamldocs
 from scaler.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,8 +53,8 @@ def test_the_reported_alias_bomb_is_refused_naming_the_file_and_line_in_little_m
     assert len(text.encode()) < 1024, "a bomb fits in a kilobyte"
     tracemalloc.start()
     try:
-        with pytest.raises(targets.ExcessiveAliasing) as refused:
-            targets.documents(text, "so.yaml")
+        with pytest.raises(yamldocs.ExcessiveAliasing) as refused:
+            yamldocs.documents(text, "so.yaml")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -107,7 +108,7 @@ def test_a_merge_key_in_every_object_of_a_long_list_still_reads() -> None:
     )
     items = "".join(item.format(n=n) for n in range(1, 201))
     text = f"apiVersion: v1\nkind: List\nx-defaults:\n  {defaults}\nitems:\n{items}"
-    found, problems = targets.from_objects(doc.body for doc in targets.documents(text, "so.yaml"))
+    found, problems = targets.from_objects(doc.body for doc in yamldocs.documents(text, "so.yaml"))
     assert problems == []
     assert [t.spec.max_replicas for t in found] == list(range(1, 201))
     assert {t.spec.query for t in found} == {"sum(x)"}
@@ -116,22 +117,22 @@ def test_a_merge_key_in_every_object_of_a_long_list_still_reads() -> None:
 def test_merge_keys_merging_merges_are_refused_as_kubectl_refuses_them() -> None:
     levels = ["m0: &m0 {minReplicas: '1'}"]
     levels += [f"m{n}: &m{n} {{<<: [{', '.join([f'*m{n - 1}'] * 9)}]}}" for n in range(1, 7)]
-    with pytest.raises(targets.ExcessiveAliasing, match=r"^so\.yaml: excessive aliasing at line"):
-        targets.documents("\n".join(levels) + "\n", "so.yaml")
+    with pytest.raises(yamldocs.ExcessiveAliasing, match=r"^so\.yaml: excessive aliasing at line"):
+        yamldocs.documents("\n".join(levels) + "\n", "so.yaml")
 
 
 @pytest.mark.parametrize("text", ["a: &a [1, *a]\n", "a: &a {b: 1, <<: *a}\n"])
 def test_an_anchor_holding_an_alias_of_itself_is_refused(text: str) -> None:
-    with pytest.raises(targets.ExcessiveAliasing) as refused:
-        targets.documents(text, "so.yaml")
+    with pytest.raises(yamldocs.ExcessiveAliasing) as refused:
+        yamldocs.documents(text, "so.yaml")
     assert "the node anchored at line 1 holds an alias of itself" in str(refused.value)
 
 
 def test_the_bound_is_go_yamls_ratio_of_nodes_read_through_aliases() -> None:
-    assert targets.alias_share_allowed(1_000) == targets.ALIAS_SHARE_SMALL == 0.99
-    assert targets.alias_share_allowed(400_000) == 0.99
-    assert targets.alias_share_allowed(2_200_000) == pytest.approx(0.545)
-    assert targets.alias_share_allowed(4_000_000) == targets.alias_share_allowed(10**9) == 0.10
+    assert yamldocs.alias_share_allowed(1_000) == yamldocs.ALIAS_SHARE_SMALL == 0.99
+    assert yamldocs.alias_share_allowed(400_000) == 0.99
+    assert yamldocs.alias_share_allowed(2_200_000) == pytest.approx(0.545)
+    assert yamldocs.alias_share_allowed(4_000_000) == yamldocs.alias_share_allowed(10**9) == 0.10
 
 
 @pytest.mark.parametrize(
@@ -140,8 +141,8 @@ def test_the_bound_is_go_yamls_ratio_of_nodes_read_through_aliases() -> None:
 def test_aliases_are_read_up_to_a_hundred_fold(width: int, depth: int, refused: bool) -> None:
     text = bomb(width, depth)
     if refused:
-        with pytest.raises(targets.ExcessiveAliasing):
-            targets.documents(text, "so.yaml")
+        with pytest.raises(yamldocs.ExcessiveAliasing):
+            yamldocs.documents(text, "so.yaml")
     else:
-        body = targets.documents(text, "so.yaml")[0].body
+        body = yamldocs.documents(text, "so.yaml")[0].body
         assert len(body["spec"]["triggers"][0]["metadata"]["minReplicas"]) == width
