@@ -226,6 +226,18 @@ def echo(text: str, limit: int = ECHO_CHARS) -> str:
     return f"{text[:cut]}... ({len(text)} characters)"
 
 
+def shown(value: object) -> str:
+    """A value read from YAML as an error may quote it: a list or a mapping by its kind and
+    size (through aliases it may be millions of nodes), a boolean as YAML writes it, anything
+    else as its text, cut by `echo`."""
+    if isinstance(value, list | dict):
+        kind, part = ("list", "item") if isinstance(value, list) else ("mapping", "key")
+        return f"a {kind} of {len(value):,} {part}{'' if len(value) == 1 else 's'}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return echo(str(value))
+
+
 def echo_query(query: str) -> str:
     """`query` as a log line or an answer's error quotes it: up to QUERY_ECHO_CHARS."""
     return echo(query, QUERY_ECHO_CHARS)

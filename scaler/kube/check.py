@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from scaler.decision import spec
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ScalerError
 from scaler.kube import crd, targets
@@ -32,6 +33,9 @@ WARNING = "warning"
 KEDA_DEFAULT_MIN = 0
 """minReplicaCount when a ScaledObject leaves it out."""
 AVERAGE_VALUE = "AverageValue"
+CRD_MESSAGE_CHARS = 2 * spec.QUERY_ECHO_CHARS
+"""Longest CRD schema message quoted: jsonschema quotes the whole value it refuses (a list of
+thousands of items), so a message is cut past its path, its rule and a usual value."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,8 @@ def check(
     for problem in schema.errors(obj) if schema else crd.cel_errors(obj):
         # A metadata value the trigger check below reports with its fix is not said twice.
         if not any(problem.startswith(prefix) for prefix in mine):
-            report.findings.append(Finding(label, ERROR, f"KEDA's CRD: {problem}"))
+            quoted = spec.echo(problem, CRD_MESSAGE_CHARS)
+            report.findings.append(Finding(label, ERROR, f"KEDA's CRD: {quoted}"))
     if not name:
         report.findings.append(Finding(label, ERROR, "no metadata.name: KEDA needs one"))
         return report
@@ -130,35 +135,19 @@ def check_trigger(
 
 
 def as_sent(metadata: dict[Any, Any]) -> dict[str, str]:
-    """Metadata as the scaler would read it: a key without a value is no key, the rest text
-    (value_errors has said those are not strings)."""
-    return {str(k): _text(v) for k, v in metadata.items() if v is not None}
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    """Metadata as the scaler would read it: a key without a value, or with a list or a mapping,
+    is no key, the rest text (value_errors has said those are not strings)."""
+    return {
+        str(k): targets.text_of(v)
+        for k, v in metadata.items()
+        if v is not None and not isinstance(v, list | dict)
+    }
 
 
 def value_errors(metadata: dict[Any, Any]) -> list[str]:
     """Metadata values KEDA's CRD refuses: it takes strings only."""
-    errors = []
-    for key, value in metadata.items():
-        if isinstance(value, str):
-            continue
-        if value is None:
-            errors.append(
-                f"metadata.{key} has no value: KEDA's CRD takes strings only; quote a value "
-                f'({key}: "...") or remove the key'
-            )
-        else:
-            errors.append(
-                f"metadata.{key} is {_text(value)} ({type(value).__name__}): KEDA's CRD takes "
-                f"strings only and `kubectl apply` refuses it; quote it: "
-                f'{key}: "{_text(value)}"'
-            )
-    return errors
+    found = (targets.value_problem(key, value) for key, value in metadata.items())
+    return [problem for problem in found if problem]
 
 
 def metric_type_error(trigger: dict[str, Any]) -> str | None:
@@ -166,8 +155,9 @@ def metric_type_error(trigger: dict[str, Any]) -> str | None:
     kind = trigger.get("metricType")
     if kind is None or kind == AVERAGE_VALUE:
         return None
+    quoted = repr(spec.echo(kind)) if isinstance(kind, str) else spec.shown(kind)
     return (
-        f"metricType {kind!r}: the scaler answers the desired replica count with a target of "
+        f"metricType {quoted}: the scaler answers the desired replica count with a target of "
         f"1, which only AverageValue (the default) turns into that many replicas; Value makes "
         f"the HPA multiply it by the ready pods; set metricType: AverageValue or leave it out"
     )

@@ -2,8 +2,8 @@
 pipeline, as the scaler and KEDA would read them (check.py says what is checked). One line per
 finding, `FILE:DOC namespace/name trigger N: error|warning: message`, then a summary line.
 Exit 0 without errors, 1 with any (warnings too under --strict, and when nothing was checked),
-2 when a file cannot be read or is not YAML, a repeated key included (the others are still
-checked), or on bad arguments.
+2 when a file cannot be read or is not YAML, a repeated key and excessive aliasing included (the
+others are still checked), or on bad arguments.
 
 Reads no SCALER_* variable: the same command line gives the same verdict on a laptop and in CI.
 
@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from scaler import helptext
 from scaler.errors import ConfigError
-from scaler.kube import check, crd, targets
+from scaler.kube import check, crd, targets, yamldocs
 
 STDIN = "-"
 STDIN_LABEL = "<stdin>"
@@ -50,8 +50,8 @@ def add_parser(sub: Any) -> None:
         "the YAML document, 1 first, 3.2 for the second item of a List in the third; N: the "
         "trigger's index in spec.triggers), then a summary. Exit 0 without errors, 1 with any "
         "(or when no trigger was found to check), 2 when a file cannot be read or is not YAML "
-        "(FILE:LINE; a key repeated in a mapping too, as kubectl refuses it; the other files "
-        "are still checked).",
+        "(FILE:LINE; a key repeated in a mapping too, and aliases expanding a document past "
+        "kubectl's bound, as kubectl refuses them; the other files are still checked).",
         epilog="examples:\n"
         "  scaler check deploy/overlays/active/scaledobject.yaml\n"
         "  kubectl kustomize deploy/overlays/active | scaler check --strict -\n"
@@ -132,10 +132,10 @@ def check_file(
     label = STDIN_LABEL if name == STDIN else name
     tally.files += 1
     try:
-        documents = targets.documents(read(name), label, unique_keys=True)
-    except targets.NotYaml as exc:
+        documents = yamldocs.documents(read(name), label, unique_keys=True)
+    except yamldocs.NotYaml as exc:
         tally.unreadable += 1
-        print(f"{label}:{exc.line}: error: not YAML: {exc.problem}", file=out)
+        print(f"{label}:{exc.line}: error: {exc.heading}: {exc.problem}", file=out)
         return
     except ConfigError as exc:
         tally.unreadable += 1
@@ -162,11 +162,11 @@ def check_file(
 def read(name: str) -> str:
     """The text of file `name`, or of stdin for `-`; ConfigError naming what failed."""
     if name != STDIN:
-        return targets.read_text(Path(name))
+        return yamldocs.read_text(Path(name))
     stream = getattr(sys.stdin, "buffer", None)
-    data = (stream or sys.stdin).read(targets.MAX_FILE_BYTES + 1)
-    if len(data) > targets.MAX_FILE_BYTES:
-        raise ConfigError(f"-: larger than {targets.MAX_FILE_BYTES} bytes; split the input")
+    data = (stream or sys.stdin).read(yamldocs.MAX_FILE_BYTES + 1)
+    if len(data) > yamldocs.MAX_FILE_BYTES:
+        raise ConfigError(f"-: larger than {yamldocs.MAX_FILE_BYTES} bytes; split the input")
     if isinstance(data, str):
         return data
     try:
@@ -178,7 +178,7 @@ def read(name: str) -> str:
 def load_crd(path: Path) -> dict[str, Any]:
     """KEDA's ScaledObject CRD from --crd; ConfigError naming the flag and the fix."""
     try:
-        found = targets.documents(targets.read_text(path), str(path))
+        found = yamldocs.documents(yamldocs.read_text(path), str(path))
         return crd.find(doc.body for doc in found)
     except ConfigError as exc:
         raise ConfigError(f"--crd {exc}") from exc

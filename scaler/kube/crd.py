@@ -4,7 +4,7 @@ maxReplicaCount), which jsonschema cannot run, in Python.
 
 jsonschema is a development dependency, not in the image: it is imported only when a CRD is
 given (`scaler check --crd`, the manifest tests), and its absence is a ConfigError naming the
-fix. The CRD itself is read by the caller (targets.documents), not shipped with the scaler.
+fix. The CRD itself is read by the caller (yamldocs.documents), not shipped with the scaler.
 
 Must not: read files, or know about this scaler's metadata (check.py does).
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from scaler.decision import spec
 from scaler.errors import ConfigError
 
 GROUP = "keda.sh"
@@ -53,7 +54,18 @@ def schema_errors(body: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """`PATH: message` for every way `body` breaks `schema`, in path order."""
     validator = _validator_class()(schema)
     errors = sorted(validator.iter_errors(body), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{path(e.absolute_path)}: {e.message}" for e in errors]
+    return [f"{path(e.absolute_path)}: {message(e)}" for e in errors]
+
+
+def message(error: Any) -> str:
+    """A jsonschema error's message with the value it opens with ("[...] is not of type
+    'integer'"), which it quotes whole, cut to what spec.shown says of it when long."""
+    quoted = repr(error.instance)
+    if len(quoted) <= spec.ECHO_CHARS or not error.message.startswith(quoted):
+        return str(error.message)
+    value = error.instance
+    short = repr(spec.echo(value)) if isinstance(value, str) else spec.shown(value)
+    return f"{short}{error.message[len(quoted) :]}"
 
 
 def _validator_class() -> Any:
@@ -112,7 +124,10 @@ class Validator:
 
     def errors(self, body: dict[str, Any]) -> list[str]:
         """`PATH: message` for every way `body` breaks the CRD, CEL rule included."""
-        group, _, version = str(body.get("apiVersion", "")).partition("/")
+        api = body.get("apiVersion", "")
+        if not isinstance(api, str):  # not str(api): it may be a list of thousands of items
+            return [f"apiVersion is {spec.shown(api)}; give {self.group}/VERSION"]
+        group, _, version = api.partition("/")
         if group != self.group:
             return [f"apiVersion: group {group!r} is not {self.group!r}"]
         validator = self._versions.get(version)
@@ -120,4 +135,4 @@ class Validator:
             served = ", ".join(sorted(self._versions))
             return [f"apiVersion: {self.name} serves no version {version!r} (it serves {served})"]
         found = sorted(validator.iter_errors(body), key=lambda e: [str(p) for p in e.path])
-        return [f"{path(e.absolute_path)}: {e.message}" for e in found] + cel_errors(body)
+        return [f"{path(e.absolute_path)}: {message(e)}" for e in found] + cel_errors(body)

@@ -3,6 +3,8 @@
 metadata parsed by scaler.decision.spec. Reads a `--targets FILE` (multi-document YAML, or the
 List `kubectl get scaledobjects -A -o yaml` prints) or objects listed from the cluster.
 
+The YAML itself is read by yamldocs.py, as kubectl reads it (a bound on aliases included).
+
 A trigger that does not parse is reported as a `Problem` naming the object, the trigger and the
 key, and the others still count: one team's typo must not stop everyone's retraining.
 
@@ -16,16 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
+from scaler.kube import yamldocs
 from scaler.store.base import StoreKey
 
 EXTERNAL_TYPES = frozenset({"external", "external-push"})
-MAX_FILE_BYTES = 64 * 1024 * 1024
-"""A targets file larger than this is refused: 100,000 ScaledObjects fit well under it."""
 
 
 @dataclass(frozen=True)
@@ -61,93 +60,10 @@ def scaler_address(text: str | None) -> str | None:
     return text.strip()
 
 
-@dataclass(frozen=True)
-class Document:
-    """One object of a manifest file, and where it is for a reader of the file."""
-
-    where: str
-    """The YAML document's number in the file, 1 first; `3.2` is the second item of the List
-    (`kubectl get -o yaml`) that is the third document."""
-    body: dict[str, Any]
-
-
-class NotYaml(ConfigError):
-    """Text that is not YAML: `line` (1 first, 0 when unknown) is where the parser stopped."""
-
-    def __init__(self, source: str, line: int, problem: str) -> None:
-        self.source, self.line, self.problem = source, line, problem
-        at = f" at line {line}" if line else ""
-        super().__init__(f"{source}: not YAML{at} ({problem}); give ScaledObject manifests")
-
-
-# libyaml's loader when PyYAML has it: 4x faster on 1,000 ScaledObjects, at start-up.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_MERGE = "tag:yaml.org,2002:merge"
-
-
-class _UniqueKeys(_LOADER):  # type: ignore[misc]
-    """Refuses a mapping that repeats a key, as kubectl does ("mapping key already defined"):
-    PyYAML keeps the last silently, so a second `maxReplicas` would hide the first."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
-        seen: dict[str, int] = {}
-        for key, _ in node.value:
-            if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
-                continue
-            if key.value in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"key {key.value!r} is repeated (first at line {seen[key.value]}); kubectl "
-                    "refuses it, and a reader keeping the last value drops the first",
-                    key.start_mark,
-                )
-            seen[key.value] = key.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def documents(text: str, source: str, *, unique_keys: bool = False) -> list[Document]:
-    """The mappings of a multi-document YAML text, Lists flattened, with where each is;
-    NotYaml naming `source` and the line (a repeated key too, with `unique_keys`)."""
-    loader = _UniqueKeys if unique_keys else _LOADER
-    try:
-        loaded = list(yaml.load_all(text, Loader=loader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = "; ".join(str(part) for part in (exc.context, exc.problem) if part)
-        raise NotYaml(source, mark.line + 1 if mark else 0, problem or str(exc)) from exc
-    except yaml.YAMLError as exc:
-        raise NotYaml(source, 0, str(exc)) from exc
-    found: list[Document] = []
-    for number, doc in enumerate(loaded, 1):
-        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List"):
-            items = doc.get("items") or []
-            found.extend(
-                Document(f"{number}.{index}", item)
-                for index, item in enumerate(items if isinstance(items, list) else [], 1)
-                if isinstance(item, dict)
-            )
-        elif isinstance(doc, dict):
-            found.append(Document(str(number), doc))
-    return found
-
-
-def read_text(path: Path) -> str:
-    """A manifest file's text; ConfigError if it cannot be read, is too large or not UTF-8."""
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes; split the targets")
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the targets file ({exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc}); give ScaledObject manifests") from exc
-
-
 def read_file(path: Path) -> list[dict[str, Any]]:
     """The ScaledObject dicts in a YAML file (documents, Lists flattened); ConfigError if the
     file cannot be read or is not YAML."""
-    found = documents(read_text(path), str(path))
+    found = yamldocs.documents(yamldocs.read_text(path), str(path))
     return [doc.body for doc in found if is_scaled_object(doc.body)]
 
 
@@ -200,12 +116,50 @@ def names(trigger: dict[str, Any], scaler_address: str | None) -> bool:
     return not scaler_address or found == scaler_address
 
 
+def text_of(value: object) -> str:
+    """A YAML scalar as the text it stands for (`true`, not Python's `True`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def value_problem(key: object, value: object) -> str | None:
+    """Why a metadata value is not one KEDA's CRD takes (strings only), or None for a string."""
+    name = spec.echo(text_of(key))
+    if isinstance(value, str):
+        return None
+    if value is None:
+        return (
+            f"metadata.{name} has no value: the API server drops a null from KEDA's CRD, which "
+            f"takes strings only, so the trigger would run with {name}'s default; quote a value "
+            f'({name}: "...") or remove the key'
+        )
+    if isinstance(value, list | dict):
+        return (
+            f"metadata.{name} is {spec.shown(value)}: KEDA's CRD takes strings only and `kubectl "
+            f"apply` refuses it; give a string"
+        )
+    quoted = spec.shown(value)
+    example = f': {name}: "{quoted}"' if quoted == text_of(value) else ""
+    return (
+        f"metadata.{name} is {quoted} ({type(value).__name__}): KEDA's CRD takes strings only "
+        f"and `kubectl apply` refuses it; quote it{example}"
+    )
+
+
 def parse_trigger(namespace: str, name: str, metadata: Any) -> TargetSpec:
-    """A trigger's metadata as the server reads it (spec.parse); ScalerError naming the key."""
+    """A trigger's metadata as the server reads it (spec.parse); ScalerError naming the key.
+    A key without a value (`maxReplicas:`), a list or a mapping is refused, as `scaler check`
+    refuses it (KEDA's CRD takes strings only): not read as the text "None", nor made into text
+    however large it is. A number or a boolean is read as str() writes it."""
     if not name:
         raise ConfigError("the ScaledObject has no metadata.name")
     if not isinstance(metadata, dict):
         raise ConfigError("trigger metadata is not a mapping of strings")
+    for key, value in metadata.items():
+        problem = value_problem(key, value)
+        if problem and (value is None or isinstance(value, list | dict)):
+            raise ConfigError(problem)
     parsed = spec.parse(namespace, name, {str(k): str(v) for k, v in metadata.items()})
     StoreKey.of(parsed)  # a name no store key can hold fails this trigger alone
     return parsed

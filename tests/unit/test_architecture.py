@@ -24,7 +24,7 @@ CONFINED = {
         "scaler/kube/events.py",
         "scaler/kube/selectors.py",
     },
-    "yaml": {"scaler/kube/targets.py"},
+    "yaml": {"scaler/kube/yamldocs.py"},
     "grpc": {
         "scaler/serving/server.py",
         "scaler/serving/certificates.py",  # the server's TLS credentials, re-read on renewal

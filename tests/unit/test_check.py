@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 import textwrap
 from pathlib import Path
 
@@ -10,8 +11,8 @@ import pytest
 
 from scaler import cli
 from scaler.decision import spec
-from scaler.errors import SpecError
-from scaler.kube import targets
+from scaler.errors import ConfigError, SpecError
+from scaler.kube import targets, yamldocs
 from scaler.serving import server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def deploy_scaled_objects() -> list[Path]:
         for path in (REPO / "deploy").rglob("*.yaml")
         if any(
             targets.is_scaled_object(doc.body)
-            for doc in targets.documents(path.read_text(), str(path))
+            for doc in yamldocs.documents(path.read_text(), str(path))
         )
     )
 
@@ -289,7 +290,7 @@ def test_a_repeated_key_is_refused_as_kubectl_refuses_it_not_read_as_the_last(
         "refuses it, and a reader keeping the last value drops the first"
     )
     assert (
-        targets.documents(twice, "so.yaml")[0].body["spec"]["triggers"][0]["metadata"][
+        yamldocs.documents(twice, "so.yaml")[0].body["spec"]["triggers"][0]["metadata"][
             "maxReplicas"
         ]
         == "200"
@@ -320,3 +321,70 @@ def test_an_external_trigger_without_a_scaler_address_is_an_error(
     code, lines = run(capsys, *flags, write(tmp_path, text))
     assert code == 1
     assert "gpu/llm trigger 0: error: no scalerAddress: KEDA refuses" in lines[0]
+
+
+def test_a_list_or_mapping_value_is_named_by_its_kind_and_size_not_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    many = "[" + ", ".join(["x"] * 10_000) + "]"
+    text = GOOD.replace("metricType: AverageValue", f"metricType: {many}")
+    text = text.replace('minReplicas: "1"', f"minReplicas: {many}")
+    text = text.replace('threshold: "3"', f"threshold: {'1' * 3000}\n        mode: {{a: b}}")
+    code, lines = run(capsys, write(tmp_path, text))
+    assert code == 1
+    assert "error: metricType a list of 10,000 items: the scaler answers" in lines[0]
+    errors = [line.split(": error: ", 1)[1] for line in lines if ": error: " in line]
+    assert "metadata.minReplicas is a list of 10,000 items: KEDA's CRD takes strings only and " \
+        "`kubectl apply` refuses it; give a string" in errors  # fmt: skip
+    assert "metadata.mode is a mapping of 1 key: KEDA's CRD takes strings only and `kubectl " \
+        "apply` refuses it; give a string" in errors  # fmt: skip
+    assert f"metadata.threshold is {'1' * 40}... (3000 characters) (int): KEDA's CRD takes " \
+        "strings only and `kubectl apply` refuses it; quote it" in errors  # fmt: skip
+    assert max(len(line) for line in lines) < 400
+
+
+def test_the_crd_s_messages_stay_short_whatever_value_they_quote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not KEDA_CRD.exists():
+        pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
+    many = "[" + ", ".join(["x"] * 10_000) + "]"
+    text = GOOD.replace("maxReplicaCount: 20", f"maxReplicaCount: {many}")
+    unknown = "".join(f"  field{n}: 1\n" for n in range(1000))
+    path = write(tmp_path, text.replace("  triggers:\n", f"{unknown}  triggers:\n"))
+    code, lines = run(capsys, "--crd", KEDA_CRD, path)
+    assert code == 1
+    assert lines[0].startswith(
+        f"{path}:1 gpu/llm: error: KEDA's CRD: spec: Additional properties are not allowed "
+        "('field0', 'field1', "
+    )
+    quoted = lines[0].split("KEDA's CRD: ", 1)[1]
+    assert quoted.endswith(" characters)") and len(quoted) < 500
+    assert lines[1] == (
+        f"{path}:1 gpu/llm: error: KEDA's CRD: spec.maxReplicaCount: a list of 10,000 items is "
+        "not of type 'integer'"
+    )
+    _, lines = run(
+        capsys,
+        "--crd",
+        KEDA_CRD,
+        write(tmp_path, text.replace("apiVersion: keda.sh/v1alpha1", f"apiVersion: {many}")),
+    )
+    assert (
+        "error: KEDA's CRD: apiVersion is a list of 10,000 items; give keda.sh/VERSION" in lines[0]
+    )
+
+
+def test_a_number_past_pythons_digits_is_refused_with_its_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    digits = "1" * (sys.get_int_max_str_digits() + 1)
+    path = write(tmp_path, GOOD.replace('threshold: "3"', f"threshold: {digits}"))
+    code, lines = run(capsys, path)
+    assert code == 2
+    assert lines[0] == (
+        f"{path}:15: error: not YAML: a number of {len(digits):,} characters, more digits than "
+        f"the {sys.get_int_max_str_digits():,} Python reads; quote it if it is text"
+    )
+    with pytest.raises(ConfigError, match=rf"^{path}: not YAML at line 15 \(a number of "):
+        targets.read_file(path)

@@ -59,3 +59,36 @@ def test_a_file_without_a_target_is_warned_about_naming_it(
     assert len(caplog.records) == 1
     message = caplog.records[0].getMessage()
     assert str(tmp_path / "targets.yaml") in message and said in message
+
+
+def test_a_list_value_is_refused_naming_the_key_and_its_size_not_made_into_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    many = "[" + ", ".join(["x"] * 10_000) + "]"
+    text = TRIGGER.replace('threshold: "10"', f'threshold: "10", minReplicas: {many}')
+    with caplog.at_level(logging.WARNING, logger="scaler"):
+        assert known(tmp_path, text) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        f"--targets {tmp_path / 'targets.yaml'}: gpu/llm trigger 0: metadata.minReplicas is a "
+        "list of 10,000 items: KEDA's CRD takes strings only and `kubectl apply` refuses it; "
+        "give a string"
+    ]
+
+
+@pytest.mark.parametrize("key", ["maxReplicas", "holidays"])
+def test_a_key_without_a_value_is_refused_naming_it_as_check_refuses_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    text = TRIGGER.replace('threshold: "10"', f'threshold: "10", {key}: ')
+    with caplog.at_level(logging.WARNING, logger="scaler"):
+        assert known(tmp_path, text) == []
+    said = (
+        f"metadata.{key} has no value: the API server drops a null from KEDA's CRD, which takes "
+        f"strings only, so the trigger would run with {key}'s default; quote a value "
+        f'({key}: "...") or remove the key'
+    )
+    assert [r.getMessage() for r in caplog.records] == [
+        f"--targets {tmp_path / 'targets.yaml'}: gpu/llm trigger 0: {said}"
+    ]
+    assert cli.main(["check", str(tmp_path / "targets.yaml")]) == 1
+    assert f"gpu/llm trigger 0: error: {said}" in capsys.readouterr().out
