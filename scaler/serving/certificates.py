@@ -130,11 +130,19 @@ def check_flags(tls: TLSSettings) -> None:
         raise ConfigError("--tls-key is set but --tls-cert is not; give both")
     if tls.cert is not None and tls.key is None:
         raise ConfigError("--tls-cert is set but --tls-key is not; give both")
-    if tls.cert is None and (tls.client_ca is not None or tls.require_client_cert):
+    client = [
+        flag
+        for flag, given in (
+            ("--tls-client-ca", tls.client_ca is not None),
+            ("--tls-require-client-cert", tls.require_client_cert),
+        )
+        if given
+    ]
+    if tls.cert is None and client:
+        verb = "is" if len(client) == 1 else "are"
         raise ConfigError(
-            "--tls-client-ca and --tls-require-client-cert are set but --tls-cert is not, so "
-            "the ExternalScaler would be plaintext and open to anyone; give --tls-cert and "
-            "--tls-key too"
+            f"{' and '.join(client)} {verb} set but --tls-cert is not, so the ExternalScaler "
+            "would be plaintext and open to anyone; give --tls-cert and --tls-key too"
         )
     if tls.require_client_cert and tls.client_ca is None:
         raise ConfigError(
