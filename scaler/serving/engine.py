@@ -2,7 +2,8 @@
 
 Every `step` seconds (stamped on multiples of the step, so replicas agree) each target is
 refreshed: new samples are fetched from its source, a forecast is made from its calibrated
-model, the policy decides, the ledger is charged, and the decision is published for the server.
+model, the policy decides, the ledger is charged, and the decision is published for the server
+(scaler/serving/booking.py, which also holds a step whose refresh failed).
 The history and the forecast change only at a model-step point: between two, a refresh sends
 only its instant query and reuses the forecast it kept (`ForecastKept`), the same numbers.
 Models are fitted off this loop (a process pool, or a thread when fit_workers is 0) and refitted
@@ -37,7 +38,7 @@ from functools import partial
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel, Calibration
 from scaler.clock import Clock, quantise
-from scaler.decision import budget, drift, margin, policy
+from scaler.decision import budget, drift, policy
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
 from scaler.errors import (
@@ -49,9 +50,9 @@ from scaler.errors import (
     TooManyTargets,
     Unavailable,
 )
-from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import (
+    booking,
     fitting,
     historyreads,
     isolation,
@@ -60,7 +61,7 @@ from scaler.serving import (
     succession,
     warmup,
 )
-from scaler.serving.state import Basis, ForecastKept, TargetState, forecast_steps
+from scaler.serving.state import ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
@@ -96,16 +97,6 @@ SAME_POLL = 1.0
 """Calls about one target less than this many seconds apart are one poll of KEDA's."""
 
 
-def _limits(spec: TargetSpec) -> policy.Limits:
-    return policy.Limits(
-        threshold=spec.threshold,
-        min_replicas=spec.min_replicas,
-        max_replicas=spec.max_replicas,
-        max_prewarm_replicas=spec.max_prewarm_replicas,
-        no_budget=spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None,
-    )
-
-
 class Engine:
     def __init__(
         self,
@@ -122,7 +113,8 @@ class Engine:
         self.spend_record = spend_record
         self.clock = clock
         self.telemetry = telemetry
-        self.decision_log = decision_log or DecisionLog(None)
+        self.booking = booking.Booking(settings, telemetry, decision_log or DecisionLog(None))
+        """Decides, holds and publishes each target's steps (booking.py)."""
         self.targets: dict[str, TargetState] = {}
         self.refreshed_once = False
         self._wake = asyncio.Event()
@@ -156,6 +148,11 @@ class Engine:
             else ledgerrebuild.Rebuilds(spend_record, self.isolation, settings=settings)
         )
         """Rebuilds the ledger of each target seen for the first time (ledgerrebuild.py)."""
+
+    @property
+    def decision_log(self) -> DecisionLog:
+        """Where each step's answer is logged: the booking's, set only at construction."""
+        return self.booking.log
 
     # ---- what the server calls -------------------------------------------------------------
     def ensure(self, spec: TargetSpec) -> TargetState:
@@ -261,7 +258,7 @@ class Engine:
                 continue
             if key in self._running:  # still refreshing an earlier step: this one is held
                 self._tried[key] = now  # (booked once; the next refresh is the next step's)
-                self._hold(state, now)
+                self.booking.hold(state, now)
                 continue
             if key not in self._tried and self._decide_from_predecessor(state, now):
                 self._tried[key] = now  # its first refresh is the next step's
@@ -288,7 +285,7 @@ class Engine:
             return False
         other, load = found
         reason = policy.Reason.NO_MODEL if state.ledger_known else policy.Reason.BUDGET_UNKNOWN
-        self._decide(state, now=now, load=load, peak=None, fallback=reason)
+        self.booking.decide(state, now=now, load=load, peak=None, fallback=reason)
         logger.info(
             "%s: answered reactively from the newest sample of %s (the same trigger and query) "
             "until its first refresh",
@@ -311,7 +308,7 @@ class Engine:
     # ---- one target --------------------------------------------------------------------------
     async def _guarded_refresh(self, state: TargetState, now: float, *, hold: bool = True) -> None:
         """Refresh `state` for step `now`; a failure keeps its error and, with `hold` (not in
-        the warm-up, before any answer is served), books the step as held (`_hold`)."""
+        the warm-up, before any answer is served), books the step as held (booking.py `hold`)."""
         if state.decided_at >= now or now < state.bad_query_until:
             return
         deadline = self.settings.refresh_deadline
@@ -349,7 +346,7 @@ class Engine:
                 logger.exception("refresh of %s failed", state.spec.key)
             self._note_error(state, "internal", repr(exc), logged=True)
         if hold:
-            self._hold(state, now)
+            self.booking.hold(state, now)
 
     def _past_deadline(self, spec: TargetSpec) -> str:
         deadline = self.settings.refresh_deadline
@@ -357,36 +354,6 @@ class Engine:
             f"{self._endpoint(spec)}: refresh took longer than its {deadline:g}s deadline "
             f"({isolation.DEADLINE})"
         )
-
-    def _hold(self, state: TargetState, now: float) -> None:
-        """A refresh failed: KEDA is still answered the last good decision until it is
-        `staleness` old (`answer`). Book the step as a decided one, so the ledger, the spend
-        counters and the decision log keep to what KEDA was answered: its prewarm charged (cut
-        to what the budget allows now, policy.held), its replicas counted up to when the answers
-        stop, a line logged if the cut changed it. Once they stop, one `unanswered` line."""
-        decision, predictive, spec = state.decision, state.predictive, state.spec
-        if decision is None or predictive is None or now in state.booked:
-            return  # nothing answered yet, or this step is booked
-        if state.bad_query is not None:
-            return  # answered INVALID_ARGUMENT (`answer`), and closed in the log at the refusal
-        served_until = state.decided_at + self.settings.staleness
-        if now >= served_until:
-            staleness = specs.format_duration(self.settings.staleness)
-            why = f"no fresh decision for {staleness}: {state.error or 'engine stalled'}"
-            self.decision_log.unanswered(spec.key, at=served_until, why=why)
-            return
-        span = min(self.settings.step, served_until - now)
-        limits = _limits(spec)
-        allowance = state.ledger.allowance(now, span) if state.ledger_known else 0
-        predictive = policy.held(predictive, limits=limits, allowance=allowance)
-        if spec.mode == "active":
-            decision = predictive
-        state.decision, state.predictive = decision, predictive
-        cost = state.ledger.charge(now, predictive.prewarm, span)
-        used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), span)
-        self.telemetry.reactive_spent.labels(spec.key).inc(used)
-        state.booked.append(now)
-        self._publish(state, now=now, cost=cost, load=decision.load, booked=span)
 
     def _note_error(
         self,
@@ -436,7 +403,7 @@ class Engine:
         peak, fallback = self._forecast_peak(state, now)
         if not state.ledger_known:
             fallback = policy.Reason.BUDGET_UNKNOWN
-        self._decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
+        self.booking.decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
 
     async def _rebuild_ledger(self, state: TargetState, now: float) -> None:
         """Rebuild `state`'s ledger from the spend record, read with the others not known yet."""
@@ -503,114 +470,6 @@ class Engine:
         table = model.calibration_for(history, forecast.p50.size)
         state.forecast_kept = ForecastKept(spec, model, history, forecast, table)
         return forecast, table
-
-    def _decide(
-        self,
-        state: TargetState,
-        *,
-        now: float,
-        load: float,
-        peak: float | None,
-        fallback: policy.Reason | None,
-    ) -> None:
-        spec, step = state.spec, self.settings.step
-        limits = _limits(spec)
-        # The reactive floor: the highest load of the HPA's stabilisation window (free); the
-        # highest of the last lead time is held past it as paid prewarm (policy.decide).
-        # Both read the latest steps' samples too: the bucket in progress is in no history yet.
-        state.samples.append((now, load))
-        window = min(policy.STABILISATION, spec.lead_time)
-        recent = [v for t, v in state.samples if t > now - window]
-        held_recent = [v for t, v in state.samples if t > now - spec.lead_time]
-        if state.history is not None:
-            held_recent += state.history.since(now - spec.lead_time).values.tolist()
-            recent += state.history.since(now - window).values.tolist()
-        floor, held = policy.floor_load(recent), policy.floor_load(held_recent)
-        allowance = state.ledger.allowance(now, step) if state.ledger_known else 0
-        quantile = state.read_quantile
-        if fallback is policy.Reason.DRIFT_FALLBACK and state.history is not None:
-            assert quantile is not None  # drift is only judged on a forecast
-            # reactive plus the recent-growth margin; with the monitor's drop_margin off,
-            # plain reactive plus the paid hold after a drop (as the replay: margin.decide)
-            predictive = margin.decide(
-                load=floor,
-                recent=state.history.since(now - margin.LOOKBACK).values,
-                step=state.history.step,
-                lead_time=spec.lead_time,
-                quantile=quantile,
-                limits=limits,
-                allowance=allowance,
-                held_load=held,
-                after_drop=state.drift is not None and state.drift.monitor.no_margin,
-            )
-        else:
-            predictive = policy.decide(
-                load=floor,
-                forecast_peak=peak,
-                limits=limits,
-                allowance=allowance,
-                fallback=fallback,
-                held_load=held,
-                level_load=floor * state.level_ratio,
-            )
-        cost = state.ledger.charge(now, predictive.prewarm, step)
-        used = state.ledger.record_reactive(now, limits.clamp(predictive.reactive), step)
-        self.telemetry.reactive_spent.labels(spec.key).inc(used)
-        served = predictive
-        if spec.mode == "shadow":
-            served = policy.decide(
-                load=floor,
-                forecast_peak=None,
-                limits=limits,
-                allowance=0,
-                fallback=policy.Reason.REACTIVE,
-            )
-        forecast_wants = peak is not None and fallback is None and spec.mode == "active"
-        active = load > spec.activation_threshold or (
-            forecast_wants and peak is not None and peak > spec.activation_threshold
-        )
-        state.decision, state.predictive = served, predictive
-        state.decided_at, state.active = now, active
-        state.basis = Basis.of(state)  # a step held from it is logged with it (`_hold`)
-        state.booked.append(now)
-        self._publish(state, now=now, cost=cost, load=load)
-        state.updated.set()  # wakes StreamIsActive; it decides what to send
-        state.updated = asyncio.Event()
-
-    def _publish(
-        self, state: TargetState, *, now: float, cost: float, load: float, booked: float = 0.0
-    ) -> None:
-        """Export the step's decision, and log it; `booked` seconds of it answered (a step).
-        Its model, drift state and budget's knowledge are the decision's (`state.basis`), as
-        the log line's: a held step's, not what a fit or a rebuild put on the target since."""
-        spec, d, p, basis = state.spec, state.decision, state.predictive, state.basis
-        assert d is not None and p is not None and basis is not None
-        t, key = self.telemetry, spec.key
-        t.load.labels(key).set(d.load)
-        t.forecast_peak.labels(key).set(p.forecast_peak)
-        t.desired.labels(key).set(d.desired)
-        t.predictive.labels(key).set(p.desired)
-        t.reactive.labels(key).set(d.reactive)
-        t.prewarm.labels(key).set(p.prewarm)
-        # Shadow spend never reached KEDA: it must not count against the real budget when the
-        # ledger is rebuilt from the spend counter after a switch to active. A shadow trigger's
-        # own ledger is rebuilt from its counter (sources/prometheus.py `_counter`).
-        spent = t.prewarm_spent if spec.mode == "active" else t.shadow_prewarm
-        spent.labels(key).inc(cost)
-        t.budget_remaining.labels(key).set(state.ledger.remaining(now) if basis.budget_known else 0)
-        t.active.labels(key).set(1 if state.active else 0)
-        t.decisions.labels(p.reason.value).inc()
-        accuracy = basis.accuracy
-        if accuracy is not None:
-            t.drift_fallback.labels(key).set(
-                1 if accuracy.state is drift.DriftState.FALLBACK else 0
-            )
-            t.forecast_coverage.labels(key).set(accuracy.coverage)
-            t.forecast_wape.labels(key).set(accuracy.wape)
-        t.per_target.publish(state, now=now, step=booked or self.settings.step)
-        self.decision_log.write(
-            decisionrecord.build(state, now=now, load=load, step=self.settings.step, cost=cost)
-        )
 
     def forget(self, key: str, why: str = "idle") -> None:
         """Stop refreshing target `key` (`why`: a key of DROPPED), and end the StreamIsActive

@@ -94,10 +94,10 @@ class TargetState:
     """The predictive decision; equals `decision` except in shadow mode."""
     decided_at: float = -math.inf
     basis: Basis | None = None
-    """What `decision` was made with, as it was then (`Basis.of`, engine `_decide`)."""
+    """What `decision` was made with, as it was then (`Basis.of`, booking.py `decide`)."""
     booked: deque[float] = field(default_factory=lambda: deque(maxlen=BOOKED_KEPT))
     """The latest steps whose answer was booked (charged, counted, logged): decided, or held
-    from the last decision while the source failed (engine `_hold`), so each is booked once. A
+    from the last decision while the source failed (booking.py `hold`), so each is booked once. A
     step skipped while an earlier one's refresh runs is held before that refresh ends."""
     active: bool = False
     error: str | None = None
@@ -139,7 +139,7 @@ class TargetState:
 class Basis:
     """What a decision was made with besides its load: the model, the drift state, whether the
     budget was known, the quantile and lead time read, as they were when it was made. A step
-    held from the decision while the source fails (engine `_hold`) is logged and exported with
+    held from the decision while the source fails (booking.py `hold`) is logged and exported with
     these, not with what a fit, a drift replay or a ledger rebuild finishing meanwhile put on
     the target: the held answer is still the old model's, and the next decision made says the
     change."""

@@ -14,6 +14,7 @@ from models import artefact
 from models.base import DAY, HOUR, Series
 from scaler.clock import ManualClock
 from scaler.decision import drift, spec
+from scaler.record.decisionlog import DecisionLog
 from scaler.serving import driftstate
 from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState, forecast_steps
@@ -68,13 +69,20 @@ class SeriesSource:
         return Sample(at=known.end, value=float(known.values[-1]))
 
 
-def engine_with(source: object, clock: ManualClock, settings: EngineSettings) -> Engine:
+def engine_with(
+    source: object,
+    clock: ManualClock,
+    settings: EngineSettings,
+    *,
+    decision_log: DecisionLog | None = None,
+) -> Engine:
     """An engine in this process over one Source (our seam), fitting nothing itself."""
     engine = Engine(
         settings=settings,
         source_for=lambda _spec: source,  # type: ignore[arg-type,return-value]
         clock=clock,
         telemetry=Telemetry(CollectorRegistry()),
+        decision_log=decision_log,
     )
     engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]  # models are set
     return engine

@@ -70,8 +70,7 @@ def make(
     clock = ManualClock(NOW)
     settings = EngineSettings(step=STEP, model_step=MODEL_STEP, staleness=staleness, fit_workers=0)
     source = Flaky(clock, {NOW + i * STEP for i in down})
-    engine = engine_with(source, clock, settings)
-    engine.decision_log = DecisionLog(log)
+    engine = engine_with(source, clock, settings, decision_log=DecisionLog(log))
     target = spec.parse("gpu", "llm", {"query": "load", "threshold": "10", "prewarmBudget": budget})
     return engine, source, clock, target
 

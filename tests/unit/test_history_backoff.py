@@ -73,8 +73,7 @@ def make(
         refresh_deadline=deadline,
     )
     source = Sick(clock, {NOW + i * STEP for i in down}, hang)
-    engine = engine_with(source, clock, settings)
-    engine.decision_log = DecisionLog(log)
+    engine = engine_with(source, clock, settings, decision_log=DecisionLog(log))
     return engine, source, clock
 
 

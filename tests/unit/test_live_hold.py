@@ -48,7 +48,7 @@ def decided(tmp_path: Path, *, budget_hours: float) -> tuple[TargetState, policy
     values = np.r_[np.full(9, 240.0), np.full(11, 100.0)]  # 30 s samples up to NOW
     history = Series(NOW - STEP * (values.size - 1), STEP, values)
     engine, state = ready_engine(tmp_path, history, budget_hours=budget_hours)
-    engine._decide(state, now=NOW, load=100.0, peak=None, fallback=None)
+    engine.booking.decide(state, now=NOW, load=100.0, peak=None, fallback=None)
     assert state.predictive is not None
     return state, state.predictive
 

@@ -27,7 +27,7 @@ def decided(tmp_path: Path, *, ratio: float) -> tuple[TargetState, policy.Decisi
     history = Series(NOW - STEP * 19, STEP, np.full(20, 200.0))
     engine, state = ready_engine(tmp_path, history, budget_hours=24.0)
     state.level_ratio = ratio
-    engine._decide(state, now=NOW, load=200.0, peak=190.0, fallback=None)
+    engine.booking.decide(state, now=NOW, load=200.0, peak=190.0, fallback=None)
     assert state.predictive is not None
     return state, state.predictive
 
