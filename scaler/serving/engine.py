@@ -2,7 +2,7 @@
 
 Every `step` seconds (stamped on multiples of the step, so replicas agree) each target is
 refreshed: new samples are fetched from its source, a forecast is made from its calibrated
-model, the policy decides, the ledger is charged, and the decision is published for the server
+model and scored for drift (scaler/serving/forecaststep.py), the policy decides, the ledger is charged, and the decision is published for the server
 (scaler/serving/booking.py, which also holds a step whose refresh failed).
 The history and the forecast change only at a model-step point: between two, a refresh sends
 only its instant query and reuses the forecast it kept (`ForecastKept`), the same numbers.
@@ -35,10 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from models.base import Forecast, Series
-from models.calibrate import CalibratedModel, Calibration
 from scaler.clock import Clock, quantise
-from scaler.decision import budget, drift, policy
+from scaler.decision import budget, policy
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
 from scaler.errors import (
@@ -54,6 +52,7 @@ from scaler.record.decisionlog import DecisionLog
 from scaler.serving import (
     booking,
     fitting,
+    forecaststep,
     historyreads,
     isolation,
     leadtime,
@@ -61,7 +60,7 @@ from scaler.serving import (
     succession,
     warmup,
 )
-from scaler.serving.state import ForecastKept, TargetState, forecast_steps
+from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
 from scaler.sources.base import Source, SpendRecord
@@ -400,7 +399,9 @@ class Engine:
         if not state.history_partial:  # the warm-up's backfill first (warmup.py)
             self.fitter.maybe_fit(state, now)
         await self._adopt_null(state)
-        peak, fallback = self._forecast_peak(state, now)
+        peak, fallback = forecaststep.forecast_peak(
+            state, now, model_step=self.settings.model_step, telemetry=self.telemetry
+        )
         if not state.ledger_known:
             fallback = policy.Reason.BUDGET_UNKNOWN
         self.booking.decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
@@ -411,65 +412,17 @@ class Engine:
         waiting = (s.spec for s in self.targets.values() if not s.ledger_known)
         await self.ledgers.rebuild(state, now, waiting=waiting)
 
-    def _tracker(self, state: TargetState) -> drift.DriftTracker:
-        if state.drift is None:
-            spec = state.spec
-            state.drift = drift.DriftTracker(
-                lead_time=spec.lead_time,
-                monitor=drift.DriftMonitor(quantile=spec.quantile, step=self.settings.model_step),
-            )
-        return state.drift
-
     async def _adopt_null(self, state: TargetState) -> None:
         """For a new model, rebuild the drift tracker from the model's fit (its null, a backtest
         of ~1 s unless stored with it, and a replay since the fit) in a thread, once per model:
         on the event loop it would stall every RPC and every other target's refresh. Every
         replica then holds the same tracker (scaler/serving/driftstate.py)."""
         model, history = state.model, state.history
-        if model is None or history is None or not self._tracker(state).needs(model):
+        if model is None or history is None:
+            return
+        if not forecaststep.tracker(state, self.settings.model_step).needs(model):
             return
         await warmup.adopt(self, state)
-
-    def _forecast_peak(
-        self, state: TargetState, now: float
-    ) -> tuple[float | None, policy.Reason | None]:
-        state.read_quantile, state.level_ratio = None, 1.0
-        if state.model is None or state.history is None:
-            return None, policy.Reason.NO_MODEL
-        spec = state.spec
-        tracker = self._tracker(state)
-        forecast, table = self._forecast(state, state.model, state.history)
-        # Score the actuals now known against the forecasts made lead time before them, then
-        # keep this forecast for its turn; a drift alarm asks for a refit on the next refresh.
-        tracker.score(state.history)
-        tracker.record(forecast)
-        self.telemetry.per_target.forecast(spec, forecast, state.history, now=now)
-        if tracker.monitor.take_retrain():
-            state.refit_early = True
-        quantile = state.read_quantile = policy.affordable_quantile(
-            spec.quantile, remaining=state.ledger.remaining(now), budget=state.ledger.limit(now)
-        )
-        upper = table.upper(forecast.p50, quantile)
-        peak = policy.finite_peak(upper[forecast.times() <= now + spec.lookahead + 1e-9])
-        points = policy.LEVEL_POINTS if spec.level_insurance else 0
-        state.level_ratio = policy.level_ratio(upper, forecast.p50, points=points)
-        fallback = policy.Reason.DRIFT_FALLBACK if tracker.monitor.in_fallback else None
-        return peak, fallback
-
-    def _forecast(
-        self, state: TargetState, model: CalibratedModel, history: Series
-    ) -> tuple[Forecast, Calibration]:
-        """`model`'s forecast from `history` and the calibration table its bound is read from
-        (`calibration_for`, pure in the model and the history): made once per model step and
-        kept on the state (`ForecastKept`) for the steps between, which ask the same."""
-        kept, spec = state.forecast_kept, state.spec
-        if kept is not None and kept.matches(spec, model, history):
-            return kept.forecast, kept.table
-        steps = forecast_steps(spec, self.settings.model_step)
-        forecast = model.forecast(history, steps=steps, quantile=spec.quantile)
-        table = model.calibration_for(history, forecast.p50.size)
-        state.forecast_kept = ForecastKept(spec, model, history, forecast, table)
-        return forecast, table
 
     def forget(self, key: str, why: str = "idle") -> None:
         """Stop refreshing target `key` (`why`: a key of DROPPED), and end the StreamIsActive

@@ -13,6 +13,7 @@ from models import artefact
 from models.base import DAY, Series
 from scaler.clock import ManualClock
 from scaler.decision import budget, policy, spec
+from scaler.serving import forecaststep
 from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
@@ -72,7 +73,9 @@ def forecast_read(tmp_path: Path, meta: dict[str, str]) -> TargetState:
     state.model = artefact.load(fitted)
     state.ledger = budget.Ledger(budget=24.0, window=DAY)
     state.ledger_known = True
-    peak, fallback = engine._forecast_peak(state, NOW)
+    peak, fallback = forecaststep.forecast_peak(
+        state, NOW, model_step=MODEL_STEP, telemetry=engine.telemetry
+    )
     assert peak is not None and fallback is None
     return state
 
