@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scaler import cli
 from scaler.decision import spec
 from scaler.errors import ConfigError, SpecError
-from scaler.kube import targets, yamldocs
+from scaler.kube import crd, targets, yamldocs
 from scaler.serving import server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -361,8 +363,9 @@ def test_the_crd_s_messages_stay_short_whatever_value_they_quote(
     quoted = lines[0].split("KEDA's CRD: ", 1)[1]
     assert quoted.endswith(" characters)") and len(quoted) < 500
     assert lines[1] == (
-        f"{path}:1 gpu/llm: error: KEDA's CRD: spec.maxReplicaCount: a list of 10,000 items is "
-        "not of type 'integer'"
+        f"{path}:1 gpu/llm: error: spec.maxReplicaCount is a list of 10,000 items: KEDA's CRD "
+        "takes a whole number (int32) and `kubectl apply` refuses anything else; give a whole "
+        "number from 1 to 2,147,483,647"
     )
     _, lines = run(
         capsys,
@@ -388,3 +391,126 @@ def test_a_number_past_pythons_digits_is_refused_with_its_line_not_a_traceback(
     )
     with pytest.raises(ConfigError, match=rf"^{path}: not YAML at line 15 \(a number of "):
         targets.read_file(path)
+
+
+def with_field(text: str, field: str, value: object) -> str:
+    """`text`'s one ScaledObject with spec.FIELD (dotted: fallback.replicas) set to `value`."""
+    body = yaml.safe_load(text)
+    *parents, key = field.split(".")
+    node = body["spec"]
+    for part in parents:
+        node = node[part]
+    node[key] = value
+    return yaml.safe_dump(body, sort_keys=False)
+
+
+COUNTS = {  # KEDA's CRD: the spec's integers and their minimums (crd.COUNTS is held to it below)
+    "minReplicaCount": 0,
+    "maxReplicaCount": 1,
+    "idleReplicaCount": 0,
+    "pollingInterval": 1,
+    "cooldownPeriod": 0,
+    "initialCooldownPeriod": 0,
+    "fallback.failureThreshold": 0,
+    "fallback.replicas": 0,
+}
+
+
+@pytest.mark.parametrize("field", sorted(COUNTS))
+def test_a_count_written_as_text_is_an_error_without_the_crd_naming_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    # It passed as "0 errors" and the cap warnings were skipped; the API server refuses it.
+    value = COUNTS[field] + 7
+    path = write(tmp_path, with_field(GOOD, field, str(value)))
+    code, lines = run(capsys, path)
+    assert code == 1
+    assert lines[0] == (
+        f"{path}:1 gpu/llm: error: spec.{field} is '{value}' (str): KEDA's CRD takes a whole "
+        f"number (int32) and `kubectl apply` refuses anything else; write it unquoted: "
+        f"{field.rpartition('.')[2]}: {value}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("maxReplicaCount", 16.5, "is 16.5 (float): KEDA's CRD takes a whole number"),
+        ("maxReplicaCount", "many", "is 'many' (str): KEDA's CRD takes a whole number"),
+        ("fallback.replicas", True, "is true (bool): KEDA's CRD takes a whole number"),
+        ("cooldownPeriod", None, "has no value: the API server drops a null"),
+        ("maxReplicaCount", 0, "is 0: KEDA's CRD refuses it below 1"),
+        ("fallback.failureThreshold", -1, "is -1: KEDA's CRD refuses it below 0"),
+        ("pollingInterval", 2**31, "is 2,147,483,648: past KEDA's CRD's int32"),
+    ],
+)
+def test_a_count_the_crd_refuses_is_an_error_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, why: str
+) -> None:
+    path = write(tmp_path, with_field(GOOD, field, value))
+    code, lines = run(capsys, path)
+    assert code == 1
+    assert f"{path}:1 gpu/llm: error: spec.{field} {why}" in "\n".join(lines)
+    low = COUNTS[field]
+    assert f"give a whole number from {low} to 2,147,483,647" in "\n".join(lines)
+
+
+def test_a_count_with_a_zero_fraction_is_the_integer_kubectl_sends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = with_field(GOOD, "maxReplicaCount", 20.0)
+    assert "maxReplicaCount: 20.0" in text
+    code, lines = run(capsys, "--strict", write(tmp_path, text))
+    assert code == 0 and len(lines) == 1, lines
+
+
+def test_the_counts_checked_without_the_crd_are_the_crds_integers_and_minimums() -> None:
+    if not KEDA_CRD.exists():
+        pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
+    found = {}
+    for version in yaml.safe_load(KEDA_CRD.read_text())["spec"]["versions"]:
+        fields = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        for prefix, properties in (("", fields), ("fallback.", fields["fallback"]["properties"])):
+            for name, schema in properties.items():
+                if schema.get("type") == "integer":
+                    assert schema["format"] == "int32", name
+                    found[prefix + name] = schema["minimum"]
+    assert found == crd.COUNTS == COUNTS
+
+
+def test_with_the_crd_a_refused_count_is_said_once_with_its_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not KEDA_CRD.exists():
+        pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
+    text = with_field(with_field(GOOD, "fallback.replicas", "40"), "maxReplicaCount", -3)
+    code, lines = run(capsys, "--crd", KEDA_CRD, write(tmp_path, text))
+    assert code == 1
+    assert [line.split(": error: ", 1)[1].split(" is ")[0] for line in lines[:-1]] == [
+        "KEDA's CRD: spec: minReplicaCount must be less than or equal to maxReplicaCount",
+        "spec.maxReplicaCount",
+        "spec.fallback.replicas",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("low", "high"), [(1, -3), (1, 50_000), (15_000, 20_000), (30, 40), (0, 5), (1, "40")]
+)
+def test_no_fix_names_a_trigger_value_the_scalers_parser_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], low: int, high: object
+) -> None:
+    # maxReplicaCount: -3 was a warning advising `set maxReplicas: "-3"`.
+    text = with_field(with_field(GOOD, "minReplicaCount", low), "maxReplicaCount", high)
+    _, lines = run(capsys, write(tmp_path, text))
+    metadata = yaml.safe_load(GOOD)["spec"]["triggers"][0]["metadata"]
+    fixes = [
+        re.split(r" \(or |; the scaler refuses ", line.split("; set ")[-1])[0] for line in lines
+    ]
+    hints = [re.findall(r'(m..Replicas): "([^"]*)"', fix) for fix in fixes]
+    for hint in filter(None, hints):
+        spec.parse("gpu", "llm", {**metadata, **dict(hint)})  # raises if refused
+    if high == -3:
+        assert "error: spec.maxReplicaCount is -3: KEDA's CRD refuses it below 1" in lines[1]
+        assert not any(": warning: " in line for line in lines)
+    if high == 50_000:
+        assert 'set maxReplicaCount: 20; the scaler refuses maxReplicas: "50000"' in lines[0]
