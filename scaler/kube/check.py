@@ -8,7 +8,9 @@ Errors (KEDA or the scaler would refuse it, or it scales wrongly):
 - `metricType` other than AverageValue: the answer is a replica count with a target of 1;
 - a replica count or period of the spec (minReplicaCount, fallback.replicas, pollingInterval...)
   that is not a whole number within the CRD's int32 bounds, which the API server refuses;
-- minReplicaCount above maxReplicaCount (the CRD's CEL rule), and with a CRD every schema error.
+- minReplicaCount above maxReplicaCount (the CRD's CEL rule), and with a CRD every schema error;
+- a second ScaledObject with the namespace/name of one before it in the documents checked
+  together (Names): on apply it replaces the first.
 
 Warnings (it works, not as the author believes; `--strict` makes them errors):
 - `minReplicas`/`maxReplicas` that differ from `minReplicaCount`/`maxReplicaCount`;
@@ -58,6 +60,41 @@ class Report:
     """Triggers of this scaler read."""
     elsewhere: int = 0
     """External triggers left alone because their scalerAddress names another scaler."""
+
+
+@dataclass
+class Names:
+    """Where each ScaledObject's namespace/name was first seen, across every document and file
+    checked together: applied together, a second of the same name replaces the first, so the
+    first's checked triggers and counts are not what runs."""
+
+    first: dict[tuple[str, str], tuple[str, bool]] = field(default_factory=dict)
+    """(namespace, name) -> (where it was first seen, whether it set metadata.namespace)."""
+
+    def repeated(self, obj: dict[str, Any], where: str) -> Finding | None:
+        """The error of `obj`, seen at `where` (FILE:DOC), when an earlier one has its name."""
+        known = targets.identity(obj, "ScaledObject")
+        if isinstance(known, targets.Problem) or not known[1]:
+            return None  # no name to collide on: check() says so
+        meta = obj.get("metadata") or {}
+        namespaced = bool(meta.get("namespace"))
+        first = self.first.setdefault(known, (where, namespaced))
+        if first[0] == where:  # the first, or the same file given twice
+            return None
+        label = "/".join(known)
+        unset = (
+            ""
+            if namespaced and first[1]
+            else " (a ScaledObject without metadata.namespace is read as in default, as check "
+            "names it; kubectl puts it in the namespace of its context or of -n)"
+        )
+        return Finding(
+            label,
+            ERROR,
+            f"another ScaledObject {label} is at {first[0]}: applied together, this one replaces "
+            f"it, so the triggers and counts checked there are not what runs{unset}; rename one "
+            f"or remove one",
+        )
 
 
 def _address(trigger: dict[str, Any]) -> str:

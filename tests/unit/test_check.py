@@ -68,10 +68,11 @@ def test_every_scaled_object_under_deploy_passes_strictly(
 ) -> None:
     files = deploy_scaled_objects()
     assert len(files) >= 2, "the shadow and active overlays each hold one"
-    code, lines = run(capsys, "--strict", *files)
-    assert code == 0, lines
-    assert lines == [f"checked 2 triggers in 2 ScaledObjects from {len(files)} files: 0 errors, "
-                     "0 warnings (--strict: warnings count as errors)"]  # fmt: skip
+    for path in files:  # one run each: the overlays are alternatives, never applied together
+        code, lines = run(capsys, "--strict", path)
+        assert code == 0, lines
+        assert lines == ["checked 1 trigger in 1 ScaledObject from 1 file: 0 errors, "
+                         "0 warnings (--strict: warnings count as errors)"]  # fmt: skip
 
 
 def test_every_scaled_object_under_deploy_matches_kedas_crd(
@@ -79,8 +80,9 @@ def test_every_scaled_object_under_deploy_matches_kedas_crd(
 ) -> None:
     if not KEDA_CRD.exists():
         pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
-    code, lines = run(capsys, "--strict", "--crd", KEDA_CRD, *deploy_scaled_objects())
-    assert code == 0, lines
+    for path in deploy_scaled_objects():
+        code, lines = run(capsys, "--strict", "--crd", KEDA_CRD, path)
+        assert code == 0, lines
 
 
 def test_a_clean_scaled_object_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -238,7 +240,9 @@ def test_min_above_max_is_kedas_own_error(
 def test_the_scaler_address_picks_the_triggers_as_serve_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    other = GOOD.replace("scaler.keda.svc:9000", "other.keda.svc:9000")
+    other = GOOD.replace("scaler.keda.svc:9000", "other.keda.svc:9000").replace(
+        "name: llm,", "name: x,"
+    )
     path = write(tmp_path, f"{GOOD}---\n{other.replace('quantile', 'x')}")
     code, lines = run(capsys, "--scaler-address", "scaler.keda.svc:9000", path)
     assert code == 0
@@ -514,3 +518,45 @@ def test_no_fix_names_a_trigger_value_the_scalers_parser_refuses(
         assert not any(": warning: " in line for line in lines)
     if high == 50_000:
         assert 'set maxReplicaCount: 20; the scaler refuses maxReplicas: "50000"' in lines[0]
+
+
+def test_a_second_scaled_object_of_the_same_name_is_an_error_naming_both_places(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On apply the second replaces the first: the thresholds checked in the first do not run.
+    other = GOOD.replace('threshold: "3"', 'threshold: "6"')
+    one = write(tmp_path, f"{GOOD}---\nkind: ConfigMap\n---\n{other}", "one.yaml")
+    two = write(tmp_path, other, "two.yaml")
+    code, lines = run(capsys, one, two)
+    assert code == 1
+    assert lines[:2] == [
+        f"{one}:3 gpu/llm: error: another ScaledObject gpu/llm is at {one}:1: applied together, "
+        "this one replaces it, so the triggers and counts checked there are not what runs; "
+        "rename one or remove one",
+        f"{two}:1 gpu/llm: error: another ScaledObject gpu/llm is at {one}:1: applied together, "
+        "this one replaces it, so the triggers and counts checked there are not what runs; "
+        "rename one or remove one",
+    ]
+    assert lines[-1].endswith("2 errors, 0 warnings; skipped 1 document of other kinds")
+
+
+def test_a_name_repeated_in_another_namespace_or_the_same_file_given_twice_is_no_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elsewhere = GOOD.replace("namespace: gpu", "namespace: batch")
+    path = write(tmp_path, f"{GOOD}---\n{elsewhere}")
+    assert run(capsys, path, path)[0] == 0
+
+
+def test_a_scaled_object_without_a_namespace_collides_as_the_default_one_it_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unset = GOOD.replace("metadata: {name: llm, namespace: gpu}", "metadata: {name: llm}")
+    default = GOOD.replace("namespace: gpu", "namespace: default")
+    code, lines = run(capsys, write(tmp_path, f"{unset}---\n{default}---\n{GOOD}"))
+    assert code == 1
+    assert len([line for line in lines if ": error: " in line]) == 1
+    assert ":2 default/llm: error: another ScaledObject default/llm is at " in lines[0]
+    assert "without metadata.namespace is read as in default" in lines[0]
+    _, lines = run(capsys, write(tmp_path, f"{unset}---\n{unset}"))
+    assert ":2 default/llm: error: another ScaledObject default/llm is at " in lines[0]
