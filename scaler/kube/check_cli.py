@@ -170,7 +170,7 @@ def check_file(
 def read(name: str) -> str:
     """The text of file `name`, or of stdin for `-`; ConfigError naming what failed."""
     if name != STDIN:
-        return yamldocs.read_text(Path(name))
+        return yamldocs.read_text(Path(name), "manifest")
     stream = getattr(sys.stdin, "buffer", None)
     data = (stream or sys.stdin).read(yamldocs.MAX_FILE_BYTES + 1)
     if len(data) > yamldocs.MAX_FILE_BYTES:
@@ -186,7 +186,7 @@ def read(name: str) -> str:
 def load_crd(path: Path) -> dict[str, Any]:
     """KEDA's ScaledObject CRD from --crd; ConfigError naming the flag and the fix."""
     try:
-        found = yamldocs.documents(yamldocs.read_text(path), str(path))
+        found = yamldocs.documents(yamldocs.read_text(path, "CRD file"), str(path))
         return crd.find(doc.body for doc in found)
     except ConfigError as exc:
         raise ConfigError(f"--crd {exc}") from exc

@@ -146,7 +146,10 @@ def test_a_missing_file_exits_2_naming_it(
 ) -> None:
     code, lines = run(capsys, tmp_path / "nope.yaml", write(tmp_path, GOOD))
     assert code == 2
-    assert lines[0].startswith(f"{tmp_path / 'nope.yaml'}: error: cannot read")
+    assert lines[0].startswith(f"{tmp_path / 'nope.yaml'}: error: cannot read the manifest (")
+    assert "targets" not in lines[0], "serve --targets's word, not check's"
+    assert cli.main(["check", "--crd", str(tmp_path / "crd.yaml"), str(tmp_path / "so.yaml")]) == 2
+    assert f"--crd {tmp_path / 'crd.yaml'}: cannot read the CRD file (" in capsys.readouterr().err
 
 
 def test_other_kinds_are_skipped_and_counted(
