@@ -6,7 +6,11 @@ Errors (KEDA or the scaler would refuse it, or it scales wrongly):
 - metadata the server answers INVALID_ARGUMENT, with the server's message (spec.parse);
 - a metadata value that is not a string (KEDA's CRD takes strings only);
 - `metricType` other than AverageValue: the answer is a replica count with a target of 1;
-- minReplicaCount above maxReplicaCount (the CRD's CEL rule), and with a CRD every schema error.
+- a replica count or period of the spec (minReplicaCount, fallback.replicas, pollingInterval...)
+  that is not a whole number within the CRD's int32 bounds, which the API server refuses;
+- minReplicaCount above maxReplicaCount (the CRD's CEL rule), and with a CRD every schema error;
+- a second ScaledObject with the namespace/name of one before it in the documents checked
+  together (Names): on apply it replaces the first.
 
 Warnings (it works, not as the author believes; `--strict` makes them errors):
 - `minReplicas`/`maxReplicas` that differ from `minReplicaCount`/`maxReplicaCount`;
@@ -25,7 +29,7 @@ from typing import Any
 
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec
-from scaler.errors import ScalerError
+from scaler.errors import ScalerError, SpecError
 from scaler.kube import crd, targets
 
 ERROR = "error"
@@ -56,6 +60,41 @@ class Report:
     """Triggers of this scaler read."""
     elsewhere: int = 0
     """External triggers left alone because their scalerAddress names another scaler."""
+
+
+@dataclass
+class Names:
+    """Where each ScaledObject's namespace/name was first seen, across every document and file
+    checked together: applied together, a second of the same name replaces the first, so the
+    first's checked triggers and counts are not what runs."""
+
+    first: dict[tuple[str, str], tuple[str, bool]] = field(default_factory=dict)
+    """(namespace, name) -> (where it was first seen, whether it set metadata.namespace)."""
+
+    def repeated(self, obj: dict[str, Any], where: str) -> Finding | None:
+        """The error of `obj`, seen at `where` (FILE:DOC), when an earlier one has its name."""
+        known = targets.identity(obj, "ScaledObject")
+        if isinstance(known, targets.Problem) or not known[1]:
+            return None  # no name to collide on: check() says so
+        meta = obj.get("metadata") or {}
+        namespaced = bool(meta.get("namespace"))
+        first = self.first.setdefault(known, (where, namespaced))
+        if first[0] == where:  # the first, or the same file given twice
+            return None
+        label = "/".join(known)
+        unset = (
+            ""
+            if namespaced and first[1]
+            else " (a ScaledObject without metadata.namespace is read as in default, as check "
+            "names it; kubectl puts it in the namespace of its context or of -n)"
+        )
+        return Finding(
+            label,
+            ERROR,
+            f"another ScaledObject {label} is at {first[0]}: applied together, this one replaces "
+            f"it, so the triggers and counts checked there are not what runs{unset}; rename one "
+            f"or remove one",
+        )
 
 
 def _address(trigger: dict[str, Any]) -> str:
@@ -91,12 +130,14 @@ def check(
     ours = [(i, t) for i, t in external if targets.names(t, scaler_address)]
     report.elsewhere = len(external) - len(ours)
     report.checked = len(ours)
-    mine = {f"spec.triggers.{index}.metadata." for index, _ in ours}
+    counts = crd.count_errors(obj)
+    mine = {f"spec.triggers.{index}.metadata." for index, _ in ours} | {f"{c}:" for c in counts}
     for problem in schema.errors(obj) if schema else crd.cel_errors(obj):
-        # A metadata value the trigger check below reports with its fix is not said twice.
+        # A metadata value or a count reported below with its fix is not said twice.
         if not any(problem.startswith(prefix) for prefix in mine):
             quoted = spec.echo(problem, CRD_MESSAGE_CHARS)
             report.findings.append(Finding(label, ERROR, f"KEDA's CRD: {quoted}"))
+    report.findings.extend(Finding(label, ERROR, problem) for problem in counts.values())
     if not name:
         report.findings.append(Finding(label, ERROR, "no metadata.name: KEDA needs one"))
         return report
@@ -129,7 +170,7 @@ def check_trigger(
         parsed = targets.parse_trigger(namespace, name, as_sent(metadata))
     except ScalerError as exc:  # the very message KEDA gets with INVALID_ARGUMENT
         return [*found, (ERROR, str(exc))], None
-    found += [(WARNING, text) for text in replica_bounds(so_spec, parsed)]
+    found += [(WARNING, text) for text in replica_bounds(so_spec, parsed, as_sent(metadata))]
     found += [(WARNING, text) for text in fallback_bounds(so_spec, parsed)]
     return found, parsed
 
@@ -163,46 +204,80 @@ def metric_type_error(trigger: dict[str, Any]) -> str | None:
     )
 
 
-def _count(so_spec: dict[str, Any], key: str, default: int) -> int | None:
-    value = so_spec.get(key, default)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def replica_bounds(so_spec: dict[str, Any], target: TargetSpec) -> list[str]:
+def replica_bounds(
+    so_spec: dict[str, Any], target: TargetSpec, metadata: dict[str, str]
+) -> list[str]:
     """Where the trigger's minReplicas/maxReplicas differ from KEDA's minReplicaCount/
-    maxReplicaCount: one of the two caps is then a lie."""
+    maxReplicaCount: one of the two caps is then a lie. `metadata` is the trigger's, as sent:
+    a fix names a trigger value only if the scaler's parser takes it."""
+    low = crd.count(so_spec, "minReplicaCount", KEDA_DEFAULT_MIN)
+    high = crd.count(so_spec, "maxReplicaCount", crd.KEDA_DEFAULT_MAX)
+    if low is None or high is None or low > high:  # KEDA refuses the spec: an error said why
+        return []
+    keda = {"minReplicas": low, "maxReplicas": high}
+    mine = {"minReplicas": target.min_replicas, "maxReplicas": target.max_replicas}
+    differ = {key: str(keda[key]) for key in keda if keda[key] != mine[key]}
     problems = []
-    low = _count(so_spec, "minReplicaCount", KEDA_DEFAULT_MIN)
-    if low is not None and low != target.min_replicas:
+    if "minReplicas" in differ:
         effect = (
             "the HPA never goes below minReplicaCount, so the scaler's floor is not what runs"
             if low > target.min_replicas
             else "the scaler never asks below minReplicas, so KEDA's floor is not what runs"
         )
+        fix = _fix("minReplicas", differ, metadata=metadata, target=target)
         problems.append(
-            f"minReplicas {target.min_replicas} differs from minReplicaCount {low}: {effect}; "
-            f'set minReplicas: "{low}" (or minReplicaCount: {target.min_replicas})'
+            f"minReplicas {target.min_replicas} differs from minReplicaCount {low}: {effect}; {fix}"
         )
-    high = _count(so_spec, "maxReplicaCount", crd.KEDA_DEFAULT_MAX)
-    if high is not None and high != target.max_replicas:
+    if "maxReplicas" in differ:
         effect = (
             "the scaler may ask for replicas the HPA will not run, and its decision log and "
             "prewarm budget count them"
             if high < target.max_replicas
             else "the HPA may run more than the scaler's cap (fallback, other triggers)"
         )
+        fix = _fix("maxReplicas", differ, metadata=metadata, target=target)
         problems.append(
             f"maxReplicas {target.max_replicas} differs from maxReplicaCount {high}: {effect}; "
-            f'set maxReplicas: "{high}" (or maxReplicaCount: {target.max_replicas})'
+            f"{fix}"
         )
     return problems
 
 
+def _fix(key: str, differ: dict[str, str], *, metadata: dict[str, str], target: TargetSpec) -> str:
+    """How to make the trigger's `key` agree with KEDA's count: the trigger follows KEDA's
+    value (`differ`, by key), alone or with the other key when it needs that one too, unless the
+    scaler's parser refuses it (above its own cap, say); then KEDA's count follows the
+    trigger."""
+    field, mine = (
+        ("minReplicaCount", target.min_replicas)
+        if key == "minReplicas"
+        else ("maxReplicaCount", target.max_replicas)
+    )
+    alone = _refusal(target, {**metadata, key: differ[key]})
+    if alone is None:
+        return f'set {key}: "{differ[key]}" (or {field}: {mine})'
+    if len(differ) > 1 and _refusal(target, {**metadata, **differ}) is None:
+        both = " and ".join(f'{name}: "{value}"' for name, value in differ.items())
+        return f"set {both} (or {field}: {mine})"
+    return f'set {field}: {mine}; the scaler refuses {key}: "{differ[key]}" ({alone})'
+
+
+def _refusal(target: TargetSpec, metadata: dict[str, str]) -> str | None:
+    """Why the scaler's parser refuses the trigger `metadata` (the fix of a key's error), None
+    when it takes it."""
+    try:
+        targets.parse_trigger(target.namespace, target.name, metadata)
+    except SpecError as exc:
+        return exc.fix
+    except ScalerError as exc:
+        return str(exc)
+    return None
+
+
 def fallback_bounds(so_spec: dict[str, Any], target: TargetSpec) -> list[str]:
     """A fallback.replicas outside the trigger's [minReplicas, maxReplicas]."""
-    fallback = so_spec.get("fallback")
-    replicas = _count(fallback, "replicas", -1) if isinstance(fallback, dict) else None
-    if replicas is None or replicas < 0:
+    replicas = crd.count(so_spec, "fallback.replicas", None)
+    if replicas is None:  # none, or one KEDA refuses: an error said why
         return []
     if replicas > target.max_replicas:
         return [

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,7 +39,12 @@ def add_parser(sub: Any) -> None:
         "Errors: metadata the server refuses, with the very message KEDA gets as "
         "INVALID_ARGUMENT (an unknown key such as maxReplica, a value out of range); a metadata "
         "value that is not a string; a metricType other than AverageValue (the scaler answers "
-        "a replica count with a target of 1); minReplicaCount above maxReplicaCount; with "
+        "a replica count with a target of 1); a count of the spec (minReplicaCount, "
+        "maxReplicaCount, fallback.replicas, pollingInterval...) that is not a whole number "
+        "within KEDA's CRD bounds; minReplicaCount above maxReplicaCount; a second "
+        "ScaledObject with the namespace/name of one before it in the files given (they are "
+        "taken as applied together, where it replaces the first: check alternatives such as "
+        "overlays in separate runs); with "
         "--crd, everything KEDA's CRD schema refuses, unknown fields included.\n\n"
         "Warnings (--strict makes them errors): minReplicas/maxReplicas that differ from "
         "minReplicaCount/maxReplicaCount (one of the two caps is then a lie); fallback.replicas "
@@ -101,6 +106,8 @@ class Tally:
     elsewhere: int = 0
     errors: int = 0
     warnings: int = 0
+    names: check.Names = field(default_factory=check.Names)
+    """Every ScaledObject's namespace/name so far, across files."""
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -150,7 +157,8 @@ def check_file(
         report = check.check(doc.body, scaler_address=address, schema=schema)
         tally.triggers += report.checked
         tally.elsewhere += report.elsewhere
-        for finding in report.findings:
+        repeated = tally.names.repeated(doc.body, f"{label}:{doc.where}")
+        for finding in [repeated, *report.findings] if repeated else report.findings:
             severity = check.ERROR if strict else finding.severity
             if severity == check.ERROR:
                 tally.errors += 1
@@ -162,7 +170,7 @@ def check_file(
 def read(name: str) -> str:
     """The text of file `name`, or of stdin for `-`; ConfigError naming what failed."""
     if name != STDIN:
-        return yamldocs.read_text(Path(name))
+        return yamldocs.read_text(Path(name), "manifest")
     stream = getattr(sys.stdin, "buffer", None)
     data = (stream or sys.stdin).read(yamldocs.MAX_FILE_BYTES + 1)
     if len(data) > yamldocs.MAX_FILE_BYTES:
@@ -178,7 +186,7 @@ def read(name: str) -> str:
 def load_crd(path: Path) -> dict[str, Any]:
     """KEDA's ScaledObject CRD from --crd; ConfigError naming the flag and the fix."""
     try:
-        found = yamldocs.documents(yamldocs.read_text(path), str(path))
+        found = yamldocs.documents(yamldocs.read_text(path, "CRD file"), str(path))
         return crd.find(doc.body for doc in found)
     except ConfigError as exc:
         raise ConfigError(f"--crd {exc}") from exc

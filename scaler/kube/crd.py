@@ -1,6 +1,7 @@
 """KEDA's ScaledObject CRD as a validator: the served version's openAPIV3Schema, closed to
-unknown fields, run by jsonschema; and the CRD's one CEL rule (minReplicaCount <=
-maxReplicaCount), which jsonschema cannot run, in Python.
+unknown fields, run by jsonschema; and, in Python, what check needs without jsonschema: the
+CRD's one CEL rule (minReplicaCount <= maxReplicaCount), which jsonschema cannot run, and its
+replica counts and periods (int32 with a minimum), which the API server refuses otherwise.
 
 jsonschema is a development dependency, not in the image: it is imported only when a CRD is
 given (`scaler check --crd`, the manifest tests), and its absence is a ConfigError naming the
@@ -11,6 +12,7 @@ Must not: read files, or know about this scaler's metadata (check.py does).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +22,20 @@ from scaler.errors import ConfigError
 GROUP = "keda.sh"
 KEDA_DEFAULT_MAX = 100
 """maxReplicaCount when a ScaledObject leaves it out, as the CRD's CEL rule and KEDA read it."""
+INT32_MAX = 2**31 - 1
+"""The largest value of the CRD's `format: int32` counts."""
+COUNTS = {
+    "minReplicaCount": 0,
+    "maxReplicaCount": 1,
+    "idleReplicaCount": 0,
+    "pollingInterval": 1,
+    "cooldownPeriod": 0,
+    "initialCooldownPeriod": 0,
+    "fallback.failureThreshold": 0,
+    "fallback.replicas": 0,
+}
+"""Every integer field of a ScaledObject's spec and fallback in KEDA's CRD (v2.20), with its
+`minimum`; each is `format: int32`. tests/unit/test_check.py holds this to the CRD file."""
 
 
 def closed(schema: dict[str, Any]) -> dict[str, Any]:
@@ -85,14 +101,92 @@ def cel_errors(body: dict[str, Any]) -> list[str]:
     spec = body.get("spec")
     if not isinstance(spec, dict):
         return []
-    low, high = spec.get("minReplicaCount"), spec.get("maxReplicaCount", KEDA_DEFAULT_MAX)
-    if _count(low) and _count(high) and low > high:
+    low = whole(spec.get("minReplicaCount"))
+    high = whole(spec.get("maxReplicaCount", KEDA_DEFAULT_MAX))
+    if low is not None and high is not None and low > high:
         return ["spec: minReplicaCount must be less than or equal to maxReplicaCount"]
     return []
 
 
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def whole(value: object) -> int | None:
+    """A YAML value as the CRD's integer: an int, or a float without a fraction (16.0, which
+    kubectl sends as 16); None for anything else, a boolean included."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    return int(value) if isinstance(value, float) and value.is_integer() else None
+
+
+def count(so_spec: dict[str, Any], field: str, default: int | None) -> int | None:
+    """A ScaledObject spec's count `field` (a key of COUNTS) as KEDA runs it: `default` when it
+    is left out, None when the CRD refuses it (count_errors says why)."""
+    found = _lookup(so_spec, field)
+    if found is None:
+        return default
+    value = whole(found[0])
+    return value if value is not None and COUNTS[field] <= value <= INT32_MAX else None
+
+
+def count_errors(body: dict[str, Any]) -> dict[str, str]:
+    """{`spec.FIELD`: why} for every count of COUNTS the CRD refuses: not a whole number, a
+    null (the API server drops it, so KEDA's default runs), below the CRD's minimum or past
+    int32. Worded with the fix, as check says it; `--crd` would say the same in the schema's
+    words."""
+    errors: dict[str, str] = {}
+    for field, low in COUNTS.items():
+        found = _lookup(body.get("spec"), field)
+        problem = None if found is None else count_problem(field, found[0], low)
+        if problem:
+            errors[f"spec.{field}"] = problem
+    return errors
+
+
+def count_problem(field: str, value: object, low: int) -> str | None:
+    """Why the CRD refuses `value` for the count `field`, with the fix; None if it takes it."""
+    where, key = f"spec.{field}", field.rpartition(".")[2]
+    span = f"a whole number from {low} to {INT32_MAX:,}"
+    if value is None:
+        return (
+            f"{where} has no value: the API server drops a null, so KEDA's default would run; "
+            f"give {span}, or remove the key"
+        )
+    number = whole(value)
+    if number is None:
+        shown = repr(spec.echo(value)) if isinstance(value, str) else spec.shown(value)
+        if not isinstance(value, list | dict):  # a list or a mapping says its kind already
+            shown = f"{shown} ({type(value).__name__})"
+        typed = _integer(value) if isinstance(value, str) else None
+        fix = (
+            f"write it unquoted: {key}: {typed}"
+            if typed is not None and low <= typed <= INT32_MAX
+            else f"give {span}"
+        )
+        return (
+            f"{where} is {shown}: KEDA's CRD takes a whole number "
+            f"(int32) and `kubectl apply` refuses anything else; {fix}"
+        )
+    if number < low:
+        return f"{where} is {number}: KEDA's CRD refuses it below {low}; give {span}"
+    if number > INT32_MAX:
+        return f"{where} is {number:,}: past KEDA's CRD's int32; give {span}"
+    return None
+
+
+def _integer(text: str) -> int | None:
+    """The integer a quoted count spells ("40"), None for other text."""
+    digits = text.strip()
+    return int(digits) if re.fullmatch(r"-?[0-9]{1,10}", digits) else None
+
+
+def _lookup(so_spec: object, field: str) -> tuple[object] | None:
+    """(value,) at the dotted `field` of a ScaledObject's spec, None when it or a mapping on the
+    way is missing (a spec or fallback that is no mapping is the schema's to refuse)."""
+    node = so_spec
+    *parents, key = field.split(".")
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    return (node[key],) if isinstance(node, dict) and key in node else None
 
 
 def find(documents: Iterable[dict[str, Any]], kind: str = "ScaledObject") -> dict[str, Any]:

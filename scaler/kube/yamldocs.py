@@ -238,13 +238,14 @@ def documents(text: str, source: str, *, unique_keys: bool = False) -> list[Docu
     return found
 
 
-def read_text(path: Path) -> str:
-    """A manifest file's text; ConfigError if it cannot be read, is too large or not UTF-8."""
+def read_text(path: Path, what: str = "targets file") -> str:
+    """A manifest file's text; ConfigError naming it as `what` (the targets file of serve and
+    retrain, check's manifest) if it cannot be read, is too large or not UTF-8."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes; split the targets")
+            raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes; split the {what}")
         return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the targets file ({exc})") from exc
+        raise ConfigError(f"{path}: cannot read the {what} ({exc})") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc}); give ScaledObject manifests") from exc

@@ -913,7 +913,7 @@ def test_each_overlay_runs_the_scaler_in_its_mode(overlay: str, mode: str) -> No
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_replica_bounds_agree_between_keda_and_the_scaler(overlay: str) -> None:
-    so, _ = the_trigger(overlay)
+    so, trigger = the_trigger(overlay)
     target = target_spec(overlay)
     assert so.spec.get("minReplicaCount", 0) == target.min_replicas
     assert so.spec.get("maxReplicaCount", 100) == target.max_replicas
@@ -921,7 +921,8 @@ def test_replica_bounds_agree_between_keda_and_the_scaler(overlay: str) -> None:
     if fallback is not None:
         assert target.min_replicas <= fallback["replicas"] <= target.max_replicas
     # `scaler check` warns on exactly these: the command and this test agree.
-    assert check.replica_bounds(so.spec, target) == check.fallback_bounds(so.spec, target) == []
+    bounds = check.replica_bounds(so.spec, target, trigger["metadata"])
+    assert bounds == check.fallback_bounds(so.spec, target) == []
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scaler import cli
 from scaler.decision import spec
 from scaler.errors import ConfigError, SpecError
-from scaler.kube import targets, yamldocs
+from scaler.kube import crd, targets, yamldocs
 from scaler.serving import server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,10 +68,11 @@ def test_every_scaled_object_under_deploy_passes_strictly(
 ) -> None:
     files = deploy_scaled_objects()
     assert len(files) >= 2, "the shadow and active overlays each hold one"
-    code, lines = run(capsys, "--strict", *files)
-    assert code == 0, lines
-    assert lines == [f"checked 2 triggers in 2 ScaledObjects from {len(files)} files: 0 errors, "
-                     "0 warnings (--strict: warnings count as errors)"]  # fmt: skip
+    for path in files:  # one run each: the overlays are alternatives, never applied together
+        code, lines = run(capsys, "--strict", path)
+        assert code == 0, lines
+        assert lines == ["checked 1 trigger in 1 ScaledObject from 1 file: 0 errors, "
+                         "0 warnings (--strict: warnings count as errors)"]  # fmt: skip
 
 
 def test_every_scaled_object_under_deploy_matches_kedas_crd(
@@ -77,8 +80,9 @@ def test_every_scaled_object_under_deploy_matches_kedas_crd(
 ) -> None:
     if not KEDA_CRD.exists():
         pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
-    code, lines = run(capsys, "--strict", "--crd", KEDA_CRD, *deploy_scaled_objects())
-    assert code == 0, lines
+    for path in deploy_scaled_objects():
+        code, lines = run(capsys, "--strict", "--crd", KEDA_CRD, path)
+        assert code == 0, lines
 
 
 def test_a_clean_scaled_object_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,7 +146,10 @@ def test_a_missing_file_exits_2_naming_it(
 ) -> None:
     code, lines = run(capsys, tmp_path / "nope.yaml", write(tmp_path, GOOD))
     assert code == 2
-    assert lines[0].startswith(f"{tmp_path / 'nope.yaml'}: error: cannot read")
+    assert lines[0].startswith(f"{tmp_path / 'nope.yaml'}: error: cannot read the manifest (")
+    assert "targets" not in lines[0], "serve --targets's word, not check's"
+    assert cli.main(["check", "--crd", str(tmp_path / "crd.yaml"), str(tmp_path / "so.yaml")]) == 2
+    assert f"--crd {tmp_path / 'crd.yaml'}: cannot read the CRD file (" in capsys.readouterr().err
 
 
 def test_other_kinds_are_skipped_and_counted(
@@ -236,7 +243,9 @@ def test_min_above_max_is_kedas_own_error(
 def test_the_scaler_address_picks_the_triggers_as_serve_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    other = GOOD.replace("scaler.keda.svc:9000", "other.keda.svc:9000")
+    other = GOOD.replace("scaler.keda.svc:9000", "other.keda.svc:9000").replace(
+        "name: llm,", "name: x,"
+    )
     path = write(tmp_path, f"{GOOD}---\n{other.replace('quantile', 'x')}")
     code, lines = run(capsys, "--scaler-address", "scaler.keda.svc:9000", path)
     assert code == 0
@@ -361,8 +370,9 @@ def test_the_crd_s_messages_stay_short_whatever_value_they_quote(
     quoted = lines[0].split("KEDA's CRD: ", 1)[1]
     assert quoted.endswith(" characters)") and len(quoted) < 500
     assert lines[1] == (
-        f"{path}:1 gpu/llm: error: KEDA's CRD: spec.maxReplicaCount: a list of 10,000 items is "
-        "not of type 'integer'"
+        f"{path}:1 gpu/llm: error: spec.maxReplicaCount is a list of 10,000 items: KEDA's CRD "
+        "takes a whole number (int32) and `kubectl apply` refuses anything else; give a whole "
+        "number from 1 to 2,147,483,647"
     )
     _, lines = run(
         capsys,
@@ -388,3 +398,168 @@ def test_a_number_past_pythons_digits_is_refused_with_its_line_not_a_traceback(
     )
     with pytest.raises(ConfigError, match=rf"^{path}: not YAML at line 15 \(a number of "):
         targets.read_file(path)
+
+
+def with_field(text: str, field: str, value: object) -> str:
+    """`text`'s one ScaledObject with spec.FIELD (dotted: fallback.replicas) set to `value`."""
+    body = yaml.safe_load(text)
+    *parents, key = field.split(".")
+    node = body["spec"]
+    for part in parents:
+        node = node[part]
+    node[key] = value
+    return yaml.safe_dump(body, sort_keys=False)
+
+
+COUNTS = {  # KEDA's CRD: the spec's integers and their minimums (crd.COUNTS is held to it below)
+    "minReplicaCount": 0,
+    "maxReplicaCount": 1,
+    "idleReplicaCount": 0,
+    "pollingInterval": 1,
+    "cooldownPeriod": 0,
+    "initialCooldownPeriod": 0,
+    "fallback.failureThreshold": 0,
+    "fallback.replicas": 0,
+}
+
+
+@pytest.mark.parametrize("field", sorted(COUNTS))
+def test_a_count_written_as_text_is_an_error_without_the_crd_naming_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    # It passed as "0 errors" and the cap warnings were skipped; the API server refuses it.
+    value = COUNTS[field] + 7
+    path = write(tmp_path, with_field(GOOD, field, str(value)))
+    code, lines = run(capsys, path)
+    assert code == 1
+    assert lines[0] == (
+        f"{path}:1 gpu/llm: error: spec.{field} is '{value}' (str): KEDA's CRD takes a whole "
+        f"number (int32) and `kubectl apply` refuses anything else; write it unquoted: "
+        f"{field.rpartition('.')[2]}: {value}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("maxReplicaCount", 16.5, "is 16.5 (float): KEDA's CRD takes a whole number"),
+        ("maxReplicaCount", "many", "is 'many' (str): KEDA's CRD takes a whole number"),
+        ("fallback.replicas", True, "is true (bool): KEDA's CRD takes a whole number"),
+        ("cooldownPeriod", None, "has no value: the API server drops a null"),
+        ("maxReplicaCount", 0, "is 0: KEDA's CRD refuses it below 1"),
+        ("fallback.failureThreshold", -1, "is -1: KEDA's CRD refuses it below 0"),
+        ("pollingInterval", 2**31, "is 2,147,483,648: past KEDA's CRD's int32"),
+    ],
+)
+def test_a_count_the_crd_refuses_is_an_error_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, why: str
+) -> None:
+    path = write(tmp_path, with_field(GOOD, field, value))
+    code, lines = run(capsys, path)
+    assert code == 1
+    assert f"{path}:1 gpu/llm: error: spec.{field} {why}" in "\n".join(lines)
+    low = COUNTS[field]
+    assert f"give a whole number from {low} to 2,147,483,647" in "\n".join(lines)
+
+
+def test_a_count_with_a_zero_fraction_is_the_integer_kubectl_sends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = with_field(GOOD, "maxReplicaCount", 20.0)
+    assert "maxReplicaCount: 20.0" in text
+    code, lines = run(capsys, "--strict", write(tmp_path, text))
+    assert code == 0 and len(lines) == 1, lines
+
+
+def test_the_counts_checked_without_the_crd_are_the_crds_integers_and_minimums() -> None:
+    if not KEDA_CRD.exists():
+        pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
+    found = {}
+    for version in yaml.safe_load(KEDA_CRD.read_text())["spec"]["versions"]:
+        fields = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        for prefix, properties in (("", fields), ("fallback.", fields["fallback"]["properties"])):
+            for name, schema in properties.items():
+                if schema.get("type") == "integer":
+                    assert schema["format"] == "int32", name
+                    found[prefix + name] = schema["minimum"]
+    assert found == crd.COUNTS == COUNTS
+
+
+def test_with_the_crd_a_refused_count_is_said_once_with_its_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not KEDA_CRD.exists():
+        pytest.skip(f"{KEDA_CRD} is absent: KEDA's CRD is read from ../shared/keda")
+    text = with_field(with_field(GOOD, "fallback.replicas", "40"), "maxReplicaCount", -3)
+    code, lines = run(capsys, "--crd", KEDA_CRD, write(tmp_path, text))
+    assert code == 1
+    assert [line.split(": error: ", 1)[1].split(" is ")[0] for line in lines[:-1]] == [
+        "KEDA's CRD: spec: minReplicaCount must be less than or equal to maxReplicaCount",
+        "spec.maxReplicaCount",
+        "spec.fallback.replicas",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("low", "high"), [(1, -3), (1, 50_000), (15_000, 20_000), (30, 40), (0, 5), (1, "40")]
+)
+def test_no_fix_names_a_trigger_value_the_scalers_parser_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], low: int, high: object
+) -> None:
+    # maxReplicaCount: -3 was a warning advising `set maxReplicas: "-3"`.
+    text = with_field(with_field(GOOD, "minReplicaCount", low), "maxReplicaCount", high)
+    _, lines = run(capsys, write(tmp_path, text))
+    metadata = yaml.safe_load(GOOD)["spec"]["triggers"][0]["metadata"]
+    fixes = [
+        re.split(r" \(or |; the scaler refuses ", line.split("; set ")[-1])[0] for line in lines
+    ]
+    hints = [re.findall(r'(m..Replicas): "([^"]*)"', fix) for fix in fixes]
+    for hint in filter(None, hints):
+        spec.parse("gpu", "llm", {**metadata, **dict(hint)})  # raises if refused
+    if high == -3:
+        assert "error: spec.maxReplicaCount is -3: KEDA's CRD refuses it below 1" in lines[1]
+        assert not any(": warning: " in line for line in lines)
+    if high == 50_000:
+        assert 'set maxReplicaCount: 20; the scaler refuses maxReplicas: "50000"' in lines[0]
+
+
+def test_a_second_scaled_object_of_the_same_name_is_an_error_naming_both_places(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On apply the second replaces the first: the thresholds checked in the first do not run.
+    other = GOOD.replace('threshold: "3"', 'threshold: "6"')
+    one = write(tmp_path, f"{GOOD}---\nkind: ConfigMap\n---\n{other}", "one.yaml")
+    two = write(tmp_path, other, "two.yaml")
+    code, lines = run(capsys, one, two)
+    assert code == 1
+    assert lines[:2] == [
+        f"{one}:3 gpu/llm: error: another ScaledObject gpu/llm is at {one}:1: applied together, "
+        "this one replaces it, so the triggers and counts checked there are not what runs; "
+        "rename one or remove one",
+        f"{two}:1 gpu/llm: error: another ScaledObject gpu/llm is at {one}:1: applied together, "
+        "this one replaces it, so the triggers and counts checked there are not what runs; "
+        "rename one or remove one",
+    ]
+    assert lines[-1].endswith("2 errors, 0 warnings; skipped 1 document of other kinds")
+
+
+def test_a_name_repeated_in_another_namespace_or_the_same_file_given_twice_is_no_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elsewhere = GOOD.replace("namespace: gpu", "namespace: batch")
+    path = write(tmp_path, f"{GOOD}---\n{elsewhere}")
+    assert run(capsys, path, path)[0] == 0
+
+
+def test_a_scaled_object_without_a_namespace_collides_as_the_default_one_it_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unset = GOOD.replace("metadata: {name: llm, namespace: gpu}", "metadata: {name: llm}")
+    default = GOOD.replace("namespace: gpu", "namespace: default")
+    code, lines = run(capsys, write(tmp_path, f"{unset}---\n{default}---\n{GOOD}"))
+    assert code == 1
+    assert len([line for line in lines if ": error: " in line]) == 1
+    assert ":2 default/llm: error: another ScaledObject default/llm is at " in lines[0]
+    assert "without metadata.namespace is read as in default" in lines[0]
+    _, lines = run(capsys, write(tmp_path, f"{unset}---\n{unset}"))
+    assert ":2 default/llm: error: another ScaledObject default/llm is at " in lines[0]
