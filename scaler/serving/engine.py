@@ -2,8 +2,9 @@
 
 Every `step` seconds (stamped on multiples of the step, so replicas agree) each target is
 refreshed: new samples are fetched from its source, a forecast is made from its calibrated
-model and scored for drift (scaler/serving/forecaststep.py), the policy decides, the ledger is charged, and the decision is published for the server
-(scaler/serving/booking.py, which also holds a step whose refresh failed).
+model and scored for drift (scaler/serving/forecaststep.py), the policy decides, the ledger is
+charged, and the decision is published for the server (scaler/serving/booking.py, which also
+holds a step whose refresh failed).
 The history and the forecast change only at a model-step point: between two, a refresh sends
 only its instant query and reuses the forecast it kept (`ForecastKept`), the same numbers.
 Models are fitted off this loop (a process pool, or a thread when fit_workers is 0) and refitted
