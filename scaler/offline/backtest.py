@@ -42,7 +42,7 @@ from models.calibrate import pinball
 from models.walkforward import walk_forward
 from scaler.decision import policy, resolution
 from scaler.decision.spec import format_duration
-from scaler.offline import replay, yardstick
+from scaler.offline import graded_window, replay, yardstick
 from scaler.offline.traces import read_trace
 
 WARMUP = 14 * DAY
@@ -115,10 +115,7 @@ def forecast_frame(series: Series, config: BacktestConfig, name: str) -> pd.Data
     """
     k = yardstick.cold_start_steps(config.lead_time, series.step)
     points = max(policy.forecast_points(config.lead_time, config.horizon, series.step), k + 1)
-    first = replay.warmup_steps(series, config.warmup)
-    last = len(series)
-    if config.limit is not None:
-        last = min(last, first + math.ceil(config.limit / series.step - 1e-9))
+    first, last = graded_window.bounds(series, warmup=config.warmup, limit=config.limit)
     rows = max(0, last - first)
     out = {c: np.full(rows, np.nan) for c in ("forecast_p50", "forecast_p95", "raw_p95")}
     fit_s, predict_s = np.zeros(rows), np.full(rows, np.nan)

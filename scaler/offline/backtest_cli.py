@@ -17,7 +17,14 @@ from scaler import helptext
 from scaler.decision import budget, countries, policy, resolution, spec
 from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
-from scaler.offline import model_steps, model_switches, prometheus_history, replay, replay_log
+from scaler.offline import (
+    graded_window,
+    model_steps,
+    model_switches,
+    prometheus_history,
+    replay,
+    replay_log,
+)
 from scaler.offline.backtest import (
     OUTPUTS,
     BacktestConfig,
@@ -127,7 +134,8 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         ),
         default=None,
         metavar="DURATION",
-        help="unscored history at the start (default 14d, or half a shorter trace)",
+        help="unscored history at the start (default 14d, or half a trace shorter than 28d, "
+        "from its first row to its last, gaps included)",
     )
     p.add_argument(
         "--limit",
@@ -456,8 +464,9 @@ def _refuse_unusable(trace: Series, name: str, model_step: float) -> None:
 def _refuse_nothing_scored(
     trace: Series, series: Series, name: str, config: BacktestConfig
 ) -> None:
-    """A warm-up as long as the trace, or a --limit under one model step, leaves nothing to
-    grade: refused with the fix rather than a table of nan."""
+    """A warm-up as long as the trace, a --limit under one model step, or a graded window
+    inside a gap of the trace leaves nothing to grade: refused with the fix before the walk,
+    rather than a table of nan or a refusal after it that blames the export."""
     if config.warmup is not None and replay.warmup_steps(trace, config.warmup) >= len(trace):
         raise ConfigError(
             f"--warmup {format_duration(config.warmup)}: {name} covers "
@@ -469,6 +478,9 @@ def _refuse_nothing_scored(
             f"--limit {format_duration(config.limit)}: shorter than one model step "
             f"({format_duration(series.step)}), so nothing is scored; grade at least one step"
         )
+    graded_window.refuse_empty(
+        series, name, warmup=config.warmup, limit=config.limit, min_warmup=WARMUP.low
+    )
 
 
 def _refuse_nothing_graded(
@@ -482,9 +494,16 @@ def _refuse_nothing_graded(
         raise ConfigError(
             f"{name}: no {config.model} forecast could be graded: the first is made once a day "
             "of load is known, for a step after the trace ends "
-            f"({format_duration(observed_span(trace))} observed, the warm-up not scored); "
+            f"({_observed(trace)}, the warm-up not scored); "
             "export at least 3 days (two weeks or more to learn a weekly cycle)"
         )
+
+
+def _observed(trace: Series) -> str:
+    """`14d observed`, and the span when a gap makes it longer: a gap is not observed load."""
+    observed, span = graded_window.observed_seconds(trace), observed_span(trace)
+    within = f" within {format_duration(span)}" if observed < span - 1e-9 else ""
+    return f"{format_duration(observed)} observed{within}"
 
 
 SINCE = 28 * 86400.0

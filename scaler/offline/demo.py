@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 import numpy as np
 
+from models.base import Series
 from scaler import helptext
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
@@ -29,7 +30,7 @@ from scaler.offline import yardstick
 from scaler.offline.traces import read_trace
 from scaler.serving.engine import Engine
 from scaler.settings import EngineSettings, ServerSettings, Settings
-from scaler.sources.file import FileSource, bundled_trace
+from scaler.sources.file import FileSource, bundled_trace, default_warmup, loop_length
 
 MAX_STEPS = 100_000
 """--steps: a bound, not a plan (the bundled trace has 4,300 steps; 144 take about a minute)."""
@@ -179,9 +180,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
     trace = read_trace(trace_path)
     observed = trace.values[~np.isnan(trace.values)]
     threshold = args.threshold or float(np.percentile(observed, 99)) / 20
+    if note := unanswered_start(trace):
+        print(note)
     rows = asyncio.run(_run(args, trace_path, trace.step, threshold))
     _report(rows, threshold=threshold, step=trace.step, lead=args.lead_time, out=args.out)
     return 0
+
+
+def unanswered_start(trace: Series) -> str | None:
+    """A note, said once before the table, when the replay starts in a stretch of the trace with
+    no value (the file source plays it from default_warmup on, looping over loop_length): those
+    steps go unanswered, and the note says how many and what --steps reaches the load."""
+    begin = round(default_warmup(trace) / trace.step)
+    end = min(len(trace), round(loop_length(trace) / trace.step))
+    played = trace.values[begin:end]
+    if begin >= end or not np.isnan(played[0]):
+        return None
+    found = np.flatnonzero(~np.isnan(played))
+    empty = int(found[0]) if found.size else end - begin  # else the loop restarts at the start
+    start, stop = trace.start + begin * trace.step, trace.start + (begin + empty) * trace.step
+    return (
+        f"note: the replay starts where the trace has no value ({_day(start)} to {_day(stop)}, "
+        f"after the history before it, half the trace or 14 days): its first {empty} steps go "
+        f"unanswered and count in --steps; give --steps over {empty} to see its load\n"
+    )
+
+
+def _day(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(at))
 
 
 async def _run(
@@ -256,21 +282,76 @@ async def _poll(
         spec = await stub.GetMetricSpec(ref)
         metric = spec.metricSpecs[0].metricName
         await clock.sleep(step * 0.5)
-        while len(rows) < steps:
+        waiting = Waiting()
+        for _ in range(steps):  # a step without an answer is played too: the run stays bounded
             try:
                 active = (await stub.IsActive(ref)).result
                 value = await stub.GetMetrics(
                     pb.GetMetricsRequest(scaledObjectRef=ref, metricName=metric)
                 )
             except grpc.aio.AioRpcError as exc:
-                print(f"{'':16}  waiting: {exc.code().name} {exc.details()}")
+                _say(waiting.saw(f"{exc.code().name} {exc.details()}", _trace_time(engine, clock)))
                 await _next_step(clock, step)
                 continue
+            _say(waiting.end())
             row = _row(engine, clock.now(), active, int(value.metricValues[0].metricValue))
             rows.append(row)
             print(_format(row, engine))
             await _next_step(clock, step)
+        _say(waiting.end())
     return rows
+
+
+@dataclass
+class Waiting:
+    """A run of steps the server did not answer (a stretch of the trace with no value, a model
+    not yet fitted): its first line printed, then one line saying how long it lasted, so a
+    long gap is two lines, not one per step."""
+
+    why: str = ""
+    first: float = math.nan
+    last: float = math.nan
+    count: int = 0
+
+    def saw(self, why: str, at: float) -> str | None:
+        """The line to print for an unanswered step at trace time `at`, if any."""
+        ended = self.end() if why != self.why else None
+        self.last, self.count = at, self.count + 1
+        if self.count > 1:
+            return ended
+        self.why, self.first = why, at
+        shown = f"{'':16}  waiting: {why}"
+        return shown if ended is None else f"{ended}\n{shown}"
+
+    def end(self) -> str | None:
+        """The line closing the run, when it was longer than one step; the run is reset."""
+        count, first, last = self.count, self.first, self.last
+        self.why, self.first, self.last, self.count = "", math.nan, math.nan, 0
+        if count <= 1:
+            return None
+        return (
+            f"{'':16}  ... the same for {count} steps, {_when(first)} to {_when(last)} "
+            "(each counted in --steps)"
+        )
+
+
+def _say(line: str | None) -> None:
+    if line is not None:
+        print(line)
+
+
+def _trace_time(engine: Engine, clock: ReplayClock) -> float:
+    """The trace's time now (the time column of the table), or the clock's before a target."""
+    now = clock.now()
+    state = next(iter(engine.targets.values()), None)
+    source = engine.source_for(state.spec) if state is not None else None
+    if state is not None and isinstance(source, FileSource):
+        return now - source.shift(source.trace_for(state.spec))
+    return now
+
+
+def _when(at: float) -> str:
+    return time.strftime("%a %H:%M", time.gmtime(at))
 
 
 async def _next_step(clock: ReplayClock, step: float) -> None:
@@ -299,7 +380,7 @@ def _row(engine: Engine, now: float, active: bool, desired: int) -> Row:
 
 
 def _format(row: Row, _engine: Engine) -> str:
-    when = time.strftime("%a %H:%M", time.gmtime(row.at))
+    when = _when(row.at)
     peak = "-" if math.isnan(row.peak) else f"{row.peak:9.1f}"
     return (
         f"{when:16}  {row.load:9.1f}  {peak:>9}  {row.reactive:8d}  {row.desired:7d}  "
@@ -309,7 +390,11 @@ def _format(row: Row, _engine: Engine) -> str:
 
 def _report(rows: list[Row], *, threshold: float, step: float, lead: float, out: Path) -> None:
     if not rows:
-        print("no decisions were made")
+        print(
+            "no decisions were made: the server answered none of the steps played; replay "
+            "more --steps, or a --trace with load where its replay starts (half of it, at "
+            "most 14 days, is history before the first step)"
+        )
         return
     load = np.array([r.load for r in rows])
     k = yardstick.cold_start_steps(lead, step)

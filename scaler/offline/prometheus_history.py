@@ -5,7 +5,8 @@ Owns: the window (the last `since`, ending at the last whole `step`), its bounds
 a summary names the history by. The range queries themselves (chunks under Prometheus'
 11,000-points limit, credentials, retries) are sources/prometheus.py's.
 Must not: make up values: a step with no sample stays NaN, as a CSV's empty cell does; a
-negative is float noise read as 0 or refused, as in a trace file (scaler/offline/negatives.py).
+negative is float noise read as 0 or refused, and a value above load_bound.MAX_LOAD refused, as
+in a trace file (scaler/offline/negatives.py, load_bound.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy.typing as npt
 from models.base import Series
 from scaler.decision.spec import TargetSpec, format_duration
 from scaler.errors import ConfigError, NoData
-from scaler.offline import negatives
+from scaler.offline import load_bound, negatives
 from scaler.settings import PrometheusSettings
 from scaler.sources import prometheus_flags
 
@@ -89,19 +90,31 @@ def _refuse_sparse(present: npt.NDArray[np.intp], step: float, query: str) -> No
 
 
 def _loads(series: Series, query: str) -> Series:
-    """`series` with float-noise negatives read as 0 (the rule a trace file follows:
-    scaler/offline/negatives.py); ConfigError naming the time of the first real negative."""
+    """`series` with float-noise negatives read as 0 (the rules a trace file follows:
+    scaler/offline/negatives.py, load_bound.py); ConfigError naming the time of the first real
+    negative or of a value above load_bound.MAX_LOAD."""
+    huge = load_bound.too_large(series.values)
+    if huge.size:
+        row = int(huge[0])
+        raise ConfigError(
+            f"--query {query!r} returned {series.values[row]:g} at {_when(series, row)}, "
+            f"above {load_bound.MAX_LOAD:g}, more than any fleet serves: not a load; query "
+            "the load itself (a rate, not a counter's total)"
+        )
     bad = negatives.real(series.values)
     if bad.size:
         row = int(bad[0])
-        when = datetime.fromtimestamp(series.start + row * series.step, UTC)
         raise ConfigError(
-            f"--query {query!r} returned {series.values[row]:g} at {when:%Y-%m-%dT%H:%M:%SZ}, "
+            f"--query {query!r} returned {series.values[row]:g} at {_when(series, row)}, "
             f"and a load is never negative (a negative under {negatives.NOISE:g} of the "
             "series' largest value is float noise, read as 0); wrap the query in "
             "clamp_min(..., 0) or fix the subtraction in it"
         )
     return Series(series.start, series.step, negatives.zeroed(series.values))
+
+
+def _when(series: Series, row: int) -> str:
+    return f"{datetime.fromtimestamp(series.start + row * series.step, UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def label(settings: PrometheusSettings, query: str) -> str:

@@ -25,7 +25,8 @@ What is read (each is what a real export looks like; scaler/offline/trace_times.
 
 Refused with a TraceError naming the file, the line and the fix: a binary file, one column,
 more columns with no clear value column, several series, dates that are not ISO 8601, numbers
-that are not loads (text, units, infinite, negative beyond float noise), times going backwards
+that are not loads (text, units, infinite, above load_bound.MAX_LOAD, negative beyond float
+noise), times going backwards
 (see trace_times), rows off the grid, and a grid of more than MAX_POINTS steps. Never guesses
 beyond that.
 """
@@ -46,7 +47,7 @@ import pandas as pd
 
 from models.base import FloatArray, Series
 from scaler.errors import TraceError
-from scaler.offline import negatives, trace_json, trace_times
+from scaler.offline import load_bound, negatives, trace_json, trace_times
 
 MAX_POINTS = 20_000_000
 """Longest grid read (160 MB of float64): 38 years at one minute, 231 days at one second."""
@@ -279,6 +280,14 @@ def parse_values(path: Path, table: Table) -> FloatArray:
         table,
         np.flatnonzero(np.isinf(values)),
         "is not a load (must be finite); leave it empty where there is no data",
+    )
+    _refuse(
+        path,
+        table,
+        load_bound.too_large(values),
+        f"is not a plausible load (above {load_bound.MAX_LOAD:g}, more than any fleet serves); "
+        "export the load itself (a rate, not a counter's total) and leave a value empty where "
+        "there is no data",
     )
     _refuse(
         path,

@@ -113,7 +113,7 @@ class FileSource:
 
     def _values_at(self, trace: Series, wall_times: np.ndarray) -> np.ndarray:
         offset = wall_times - self.shift(trace) - trace.start
-        period = _loop_length(trace)
+        period = loop_length(trace)
         offset = np.where(offset >= 0, np.mod(offset, period), offset)
         index = np.floor(offset / trace.step + 1e-9).astype(np.int64)
         inside = (index >= 0) & (index < len(trace))
@@ -122,7 +122,7 @@ class FileSource:
         return out
 
 
-def _loop_length(trace: Series) -> float:
+def loop_length(trace: Series) -> float:
     """Loop over whole weeks (whole days for a trace shorter than a week)."""
     unit = WEEK if trace.span >= WEEK else DAY
     return max(unit, np.floor(trace.span / unit) * unit) if trace.span >= DAY else trace.span

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import socket
@@ -166,3 +167,29 @@ def test_demo_short_mode_prints_the_table_and_writes_a_png(tmp_path: Path) -> No
     assert "forecast" in proc.stdout  # the model prewarmed at least once
     assert out.stat().st_size > 10_000
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_demo_short_in_a_stretch_without_values_plays_its_24_steps_and_says_so_once(
+    tmp_path: Path,
+) -> None:
+    # 9 days with load in the first 4: the replay starts at day 4.5, in the gap. Before, each
+    # unanswered step printed a line and did not count: 708 lines and 1.5 minutes for --short.
+    start = 1_709_251_200  # 2024-03-01T00:00:00Z
+    values = [f"{100 + 80 * math.sin(i / 288 * 2 * math.pi):.3f}" for i in range(4 * 288)]
+    values += [""] * (5 * 288)
+    trace = tmp_path / "tailgap.csv"
+    lines = (f"{start + 300 * i},{v}\n" for i, v in enumerate(values))
+    trace.write_text("timestamp,value\n" + "".join(lines))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scaler", "demo", "--trace", str(trace), "--short",
+         "--out", str(tmp_path / "demo.png")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "its first 720 steps go unanswered" in proc.stdout
+    assert proc.stdout.count("waiting: UNAVAILABLE") == 1
+    assert "... the same for 24 steps" in proc.stdout
+    assert "no decisions were made: the server answered none of the steps played" in proc.stdout

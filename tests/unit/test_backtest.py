@@ -306,6 +306,37 @@ def test_a_trace_whose_first_fit_comes_after_its_end_exits_2_rather_than_grade_n
     assert not (tmp_path / "out" / "summary.json").exists()
 
 
+def test_a_limit_inside_a_gap_names_the_window_and_the_warmup_that_grades_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 21 days with days 7-14 blank: the default warm-up, half of 21d, puts 3 days of --limit in
+    # the gap. Before, it walked and then blamed the export ("21d observed ... export at least
+    # 3 days") for a file holding 14 days.
+    gap = tuple(range(7 * 288, 14 * 288))
+    trace = write_trace(tmp_path / "gap.csv", load(21), blank=gap)
+    flags = ["--model", "seasonal", "--compare", "none", "--limit", "3d"]
+    assert exit_code(["backtest", str(trace), *flags, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{trace}: --limit 3d grades 2023-11-30 12:00:00 to 2023-12-03 12:00:00" in err
+    assert "after the warm-up of 10d12h (14d, or half a trace shorter than 28d" in err
+    assert "no value from 2023-11-27 00:00:00 to 2023-12-04 00:00:00" in err
+    assert "give --warmup 14d to grade from where the load resumes, or a --limit over 3d12h" in err
+    assert "export" not in err
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_the_nothing_graded_refusal_does_not_count_a_gap_as_observed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    series = load(2)  # a day and 10 minutes, a 2-hour gap in it: 22h10m observed in 1d10m
+    short = Series(series.start, series.step, series.values[: 288 + 2])
+    trace = write_trace(tmp_path / "day.csv", short, blank=tuple(range(100, 124)))
+    code = cli.main(["backtest", str(trace), "--model", "seasonal", "--compare", "none",
+                     "--out", str(tmp_path / "out")])  # fmt: skip
+    assert code == 2
+    assert "(22h10m observed within 1d10m, the warm-up not scored)" in capsys.readouterr().err
+
+
 def test_a_percentile_threshold_of_an_idle_trace_names_the_file_and_a_threshold_to_give(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -95,6 +95,24 @@ def test_a_real_negative_from_prometheus_is_refused_naming_the_query_time_and_fi
     assert "clamp_min(..., 0)" in message and "subtraction" in message
 
 
+def test_a_value_above_the_load_bound_is_refused_from_prometheus_naming_its_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        fetched(monkeypatch, [*LOADS, "1e308"])
+    message = str(err.value)
+    when = np.datetime64(int(NOW - 2 * DAY + 300 + 4 * 300), "s")  # the window's fifth step
+    assert f"returned 1e+308 at {when}Z, above 1e+15" in message and QUERY in message
+
+
+def test_a_load_at_the_bound_is_read_from_a_file_and_from_prometheus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = [*LOADS[:2], "1e15"]
+    assert read_trace(csv_trace(tmp_path / "t.csv", values)).values[-1] == 1e15
+    assert fetched(monkeypatch, values).values[2] == 1e15
+
+
 @pytest.mark.parametrize("name", ["200", "500.0", "1,721"])
 def test_a_grafana_export_of_a_series_named_by_a_number_reads_past_its_header(
     tmp_path: Path, name: str

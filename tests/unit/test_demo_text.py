@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from models.base import Series
 from scaler.decision import policy
 from scaler.offline import demo
 
@@ -43,3 +46,25 @@ def test_the_preamble_states_the_trigger_and_every_column() -> None:
     assert max(len(line) for line in text.splitlines()) <= 100
     given = demo.preamble(trace="t.csv", step=60.0, metadata=METADATA, wall=0.1, derived=False)
     assert "percentile" not in given
+
+
+def test_a_run_of_unanswered_steps_is_one_line_and_one_saying_how_long() -> None:
+    waiting = demo.Waiting()
+    why, t0 = "UNAVAILABLE no value in the 300s before now", 1_709_625_600.0  # Tue 08:00
+    lines = [waiting.saw(why, t0 + 300.0 * i) for i in range(700)]
+    assert [line for line in lines if line] == [f"{'':16}  waiting: {why}"]
+    assert waiting.end() == (
+        f"{'':16}  ... the same for 700 steps, Tue 08:00 to Thu 18:15 (each counted in --steps)"
+    )
+    assert waiting.end() is None  # the run was reset
+    assert waiting.saw("A", t0) is not None and waiting.saw("B", t0).count("\n") == 0
+
+
+def test_a_replay_that_starts_in_a_stretch_without_values_is_said_once_before_the_table() -> None:
+    day = 100 + 80 * np.sin(np.arange(288) / 288 * 2 * np.pi)
+    values = np.concatenate([np.tile(day, 4), np.full(5 * 288, np.nan)])  # 9 days, 4 with load
+    note = demo.unanswered_start(Series(1_709_251_200.0, 300.0, values))  # 2024-03-01
+    assert note is not None
+    assert "no value (2024-03-05 12:00 to 2024-03-08 00:00" in note  # the loop's week ends
+    assert "its first 720 steps go unanswered and count in --steps" in note
+    assert demo.unanswered_start(Series(1_709_251_200.0, 300.0, np.tile(day, 9))) is None

@@ -308,6 +308,9 @@ GARBAGE = [
     ),
     ("negative value", HEADER + grid([0, 5], ["1", "-4"]), 3, ">= 0"),
     ("infinite value", HEADER + grid([0, 5], ["1", "inf"]), 3, "finite"),
+    # Before, read: overflow warnings, a pinball of 5.8e303, a 300-digit "vs ref" percentage.
+    ("an absurd finite value", HEADER + grid([0, 5], ["1", "1e308"]), 3, "above 1e+15"),
+    ("a value past the bound", HEADER + grid([0, 5], ["1", "1000000000000001"]), 3, "plausible"),
     ("not a date", HEADER + f"{DAY0}00:00,1\nyesterday,2\n", 3, "not a date-time"),
     ("US date", HEADER + "03/01/2024 10:00,1\n03/01/2024 10:05,2\n", 2, "ISO 8601"),
     ("row numbers as times", "1,5\n2,6\n3,7\n", 1, "1973-2100"),
