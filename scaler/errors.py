@@ -54,14 +54,23 @@ class NoData(SourceError):
     """The source answered, but with no usable samples for this query."""
 
 
-class NegativeLoad(NoData):
-    """The query's newest value is negative beyond float noise: no load is, so it is not a value
-    to decide on (UNAVAILABLE, as NaN is). The message names the value; `problem` is the same
-    without it, so that a value changing every step is logged once, not every step."""
+class UnusableLoad(NoData):
+    """The query's newest value is a number but not a load to decide on (UNAVAILABLE, as NaN
+    is). The message names the value; `problem` is the same without it, so that a value
+    changing every step is logged once, not every step."""
 
     def __init__(self, message: str, *, problem: str) -> None:
         super().__init__(message)
         self.problem = problem
+
+
+class NegativeLoad(UnusableLoad):
+    """The query's newest value is negative beyond float noise: no load is."""
+
+
+class ImplausibleLoad(UnusableLoad):
+    """The query's newest value is above the largest load read (scaler/sources/load_bound.py):
+    a broken query, not a load."""
 
 
 class MalformedAnswer(SourceUnavailable):

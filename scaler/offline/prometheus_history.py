@@ -6,7 +6,7 @@ a summary names the history by. The range queries themselves (chunks under Prome
 11,000-points limit, credentials, retries) are sources/prometheus.py's.
 Must not: make up values: a step with no sample stays NaN, as a CSV's empty cell does; a
 negative is float noise read as 0 or refused, and a value above load_bound.MAX_LOAD refused, as
-in a trace file (scaler/offline/negatives.py, load_bound.py).
+in a trace file (scaler/offline/negatives.py, scaler/sources/load_bound.py).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import numpy.typing as npt
 from models.base import Series
 from scaler.decision.spec import TargetSpec, format_duration
 from scaler.errors import ConfigError, NoData
-from scaler.offline import load_bound, negatives
+from scaler.offline import negatives
 from scaler.settings import PrometheusSettings
-from scaler.sources import prometheus_flags
+from scaler.sources import load_bound, prometheus_flags
 
 MIN_SINCE = 2 * 86400.0
 """A backtest needs at least a day of warm-up and a day to grade."""
@@ -91,8 +91,8 @@ def _refuse_sparse(present: npt.NDArray[np.intp], step: float, query: str) -> No
 
 def _loads(series: Series, query: str) -> Series:
     """`series` with float-noise negatives read as 0 (the rules a trace file follows:
-    scaler/offline/negatives.py, load_bound.py); ConfigError naming the time of the first real
-    negative or of a value above load_bound.MAX_LOAD."""
+    scaler/offline/negatives.py, scaler/sources/load_bound.py); ConfigError naming the time of
+    the first real negative or of a value above load_bound.MAX_LOAD."""
     huge = load_bound.too_large(series.values)
     if huge.size:
         row = int(huge[0])

@@ -47,7 +47,8 @@ import pandas as pd
 
 from models.base import FloatArray, Series
 from scaler.errors import TraceError
-from scaler.offline import load_bound, negatives, trace_json, trace_times
+from scaler.offline import negatives, trace_json, trace_times
+from scaler.sources import load_bound
 
 MAX_POINTS = 20_000_000
 """Longest grid read (160 MB of float64): 38 years at one minute, 231 days at one second."""

@@ -44,10 +44,10 @@ from scaler.errors import (
     BadQuery,
     CircuitOpen,
     HistoryBackoff,
-    NegativeLoad,
     ScalerError,
     TooManyTargets,
     Unavailable,
+    UnusableLoad,
 )
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import (
@@ -336,7 +336,7 @@ class Engine:
             )
         except HistoryBackoff as exc:  # held with nothing sent: its failure is logged
             self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
-        except NegativeLoad as exc:  # its value changes every step; the problem does not
+        except UnusableLoad as exc:  # its value changes every step; the problem does not
             self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
         except ScalerError as exc:
             self._note_error(state, type(exc).__name__, str(exc))

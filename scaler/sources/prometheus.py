@@ -12,8 +12,10 @@ translation of every HTTP, transport, PromQL and answer-shape failure into `Sour
 `MalformedAnswer`, `BadQuery` or `NoData`, here and nowhere else. A query must return an instant
 vector of one series (a range vector or a scalar is a BadQuery, from either read, saying so), and
 its newest value must be a load: NaN or Inf is NoData, a negative one float noise read as 0
-(`NEGATIVE_NOISE`) or else NegativeLoad (a NoData). Messages name the URL and the
-fix, and carry no timestamps, so that the engine can log a problem once per change.
+(`NEGATIVE_NOISE`) or else NegativeLoad, one above scaler/sources/load_bound.py's bound
+ImplausibleLoad (both NoData); in a history, Inf and values past the bound are missing.
+Messages name the URL and the fix, and carry no timestamps, so that the engine can log a
+problem once per change.
 It is the only module that imports prometheus_api_client (and its transport, requests).
 
 Each request carries what sources/credentials.py says (credentials read from the scaler's
@@ -53,6 +55,7 @@ from scaler.decision.spec import TargetSpec, echo_query
 from scaler.errors import (
     BadQuery,
     ConfigError,
+    ImplausibleLoad,
     MalformedAnswer,
     NegativeLoad,
     NoData,
@@ -60,7 +63,7 @@ from scaler.errors import (
     SourceUnavailable,
 )
 from scaler.settings import PrometheusAuth
-from scaler.sources import matrix
+from scaler.sources import load_bound, matrix
 from scaler.sources.base import Sample
 from scaler.sources.bounded import AnswerTooLarge, BoundedAdapter
 from scaler.sources.credentials import Connection, Credentials
@@ -761,7 +764,8 @@ def _place(values: FloatArray, chunk: _Grid, points: list[Any]) -> None:
     found = np.array([_to_float(text) for _, text in points], dtype=np.float64)
     if not np.isfinite(stamps).all():
         raise ValueError("a sample time is not a finite number")
-    found[~np.isfinite(found)] = np.nan  # as _to_float: a Series holds no inf
+    # as _to_float: a Series holds no inf; a value past the load bound is no load either
+    found[~np.isfinite(found) | (found > load_bound.MAX_LOAD)] = np.nan
     index = np.rint((stamps - chunk.start) / chunk.step)
     inside = (index >= 0) & (index < chunk.size)
     values[chunk.first + index[inside].astype(np.int64)] = found[inside]
@@ -819,6 +823,16 @@ def _load(spec: TargetSpec, url: str, value: float) -> float:
     """`value` as a load, which is never negative: a negative within NEGATIVE_NOISE of a
     replica's worth is float noise, read as 0; any other is NegativeLoad (as NaN is NoData:
     untrustworthy data is UNAVAILABLE, never a made-up 0)."""
+    if value > load_bound.MAX_LOAD:
+        query = echo_query(spec.query)
+        problem = (
+            f"query {query!r} for {spec.label} returned an implausible load at {url}, above "
+            f"{load_bound.MAX_LOAD:g}, the largest read as a load (no fleet serves it: a counter "
+            "read without rate(), or bytes summed over all time?); fix the query"
+        )
+        raise ImplausibleLoad(
+            problem.replace("an implausible load", f"{value:g}", 1), problem=problem
+        )
     if value >= 0:
         return value
     if -value <= NEGATIVE_NOISE * spec.threshold:

@@ -18,7 +18,14 @@ import pytest
 
 from models.base import DAY, WEEK, FloatArray
 from scaler.decision import spec
-from scaler.errors import BadQuery, MalformedAnswer, NegativeLoad, NoData, SourceUnavailable
+from scaler.errors import (
+    BadQuery,
+    ImplausibleLoad,
+    MalformedAnswer,
+    NegativeLoad,
+    NoData,
+    SourceUnavailable,
+)
 from scaler.sources import prometheus
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration import sick_endpoints
@@ -200,6 +207,36 @@ def test_float_noise_below_zero_is_read_as_0_and_a_negative_above_it_is_refused(
     assert source.latest(noise, at=llm.end).value == 0.0
     with pytest.raises(NegativeLoad, match=r"returned -1e-06 at .*within 1e-09 of the threshold"):
         source.latest(real, at=llm.end)
+
+
+def test_a_newest_value_past_the_load_bound_is_no_data_naming_the_query_and_the_fix(
+    source: PrometheusSource, llm: BackfilledTrace
+) -> None:
+    """1e300 (a counter read without rate(), a placeholder) was a load: the policy clamped it
+    to maxReplicas and the models fitted on it overflowed into inf."""
+    query = f"{llm.selector} * 1e300"
+
+    with pytest.raises(ImplausibleLoad) as refused:
+        source.latest(target(query), at=llm.end)
+
+    assert isinstance(refused.value, NoData)  # UNAVAILABLE: KEDA's fallback, not maxReplicas
+    said = str(refused.value)
+    assert repr(query) in said and "above 1e+15, the largest read as a load" in said
+    assert "fix the query" in said and "e+30" not in refused.value.problem  # logged once
+    at_bound = target(f"{llm.selector} * 0 + 1e15")
+    assert source.latest(at_bound, at=llm.end).value == 1e15
+
+
+def test_values_past_the_load_bound_in_history_come_back_as_missing(
+    source: PrometheusSource, llm: BackfilledTrace
+) -> None:
+    query = f"{llm.selector} * 1e300"
+
+    series = source.history(target(query), start=llm.end - DAY, end=llm.end, step=600)
+
+    kept = series.values[np.isfinite(series.values)]
+    assert len(series) == 145 and (kept == 0).all()  # 0 x 1e300 is a load; the rest missing
+    assert np.isnan(series.values).sum() > 100
 
 
 def test_latest_returns_the_newest_value(source: PrometheusSource, llm: BackfilledTrace) -> None:
