@@ -8,6 +8,8 @@ Errors (KEDA or the scaler would refuse it, or it scales wrongly):
 - `metricType` other than AverageValue: the answer is a replica count with a target of 1;
 - a replica count or period of the spec (minReplicaCount, fallback.replicas, pollingInterval...)
   that is not a whole number within the CRD's int32 bounds, which the API server refuses;
+- a `fallback` that is not a mapping or lacks `replicas` or `failureThreshold` (the CRD needs
+  both), and an idleReplicaCount not below minReplicaCount (KEDA refuses it; not in the CRD);
 - minReplicaCount above maxReplicaCount (the CRD's CEL rule), and with a CRD every schema error;
 - a second ScaledObject with the namespace/name of one before it in the documents checked
   together (Names): on apply it replaces the first.

@@ -139,7 +139,47 @@ def count_errors(body: dict[str, Any]) -> dict[str, str]:
         problem = None if found is None else count_problem(field, found[0], low)
         if problem:
             errors[f"spec.{field}"] = problem
+    fallback = fallback_problem(body.get("spec"))
+    if fallback:
+        errors["spec.fallback"] = fallback
+    if "spec.idleReplicaCount" not in errors and "spec.minReplicaCount" not in errors:
+        idle = idle_problem(body.get("spec"))
+        if idle:
+            errors["spec.idleReplicaCount"] = idle
     return errors
+
+
+def fallback_problem(so_spec: object) -> str | None:
+    """Why KEDA's CRD refuses the spec's `fallback` as a whole (not a mapping, or without one
+    of the two keys it requires), with the fix; None when it takes it or there is none."""
+    found = _lookup(so_spec, "fallback")
+    if found is None:
+        return None
+    value = found[0]
+    fix = "give fallback: {failureThreshold: 3, replicas: N}"
+    if not isinstance(value, dict):
+        return f"spec.fallback is {spec.shown(value)}, not a mapping; {fix}"
+    missing = [key for key in ("failureThreshold", "replicas") if key not in value]
+    if not missing:
+        return None
+    keys = " and ".join(f"fallback.{key}" for key in missing)
+    verb = "is" if len(missing) == 1 else "are"
+    return f"{keys} {verb} missing: KEDA's CRD requires both, so kubectl apply refuses it; {fix}"
+
+
+def idle_problem(so_spec: object) -> str | None:
+    """An idleReplicaCount not below minReplicaCount (default 0), which KEDA refuses (its
+    admission webhook, or the ScaledObject never becomes Ready): not in the CRD's schema."""
+    found, low = _lookup(so_spec, "idleReplicaCount"), _lookup(so_spec, "minReplicaCount")
+    idle = whole(found[0]) if found is not None else None
+    minimum = whole(low[0]) if low is not None else 0
+    if idle is None or minimum is None or idle < minimum:
+        return None
+    return (
+        f"spec.idleReplicaCount {idle} is not below minReplicaCount {minimum}: KEDA "
+        "refuses it (idle must be less than min; the ScaledObject is never Ready); lower "
+        "idleReplicaCount, or raise minReplicaCount"
+    )
 
 
 def count_problem(field: str, value: object, low: int) -> str | None:

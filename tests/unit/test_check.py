@@ -563,3 +563,46 @@ def test_a_scaled_object_without_a_namespace_collides_as_the_default_one_it_is_n
     assert "without metadata.namespace is read as in default" in lines[0]
     _, lines = run(capsys, write(tmp_path, f"{unset}---\n{unset}"))
     assert ":2 default/llm: error: another ScaledObject default/llm is at " in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("fallback", "said"),
+    [
+        ({"replicas": 4}, "fallback.failureThreshold is missing: KEDA's CRD requires both"),
+        ({"failureThreshold": 3}, "fallback.replicas is missing: KEDA's CRD requires both"),
+        ({}, "fallback.failureThreshold and fallback.replicas are missing"),
+        ([4], "spec.fallback is a list of 1 item, not a mapping"),
+    ],
+)
+def test_a_fallback_the_crd_refuses_is_an_error_without_the_crd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fallback: object, said: str
+) -> None:
+    """kubectl apply refuses a fallback without both keys; check said 0 errors without --crd."""
+    path = write(tmp_path, with_field(GOOD, "fallback", fallback))
+    code, lines = run(capsys, path)
+    assert code == 1
+    assert said in "\n".join(lines)
+    assert "give fallback: {failureThreshold: 3, replicas: N}" in "\n".join(lines)
+
+
+@pytest.mark.parametrize(("idle", "low"), [(1, 1), (2, 1), (0, None)])
+def test_an_idle_count_not_below_the_minimum_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], idle: int, low: int | None
+) -> None:
+    """KEDA refuses idleReplicaCount >= minReplicaCount (default 0): the ScaledObject is never
+    Ready. The rule is KEDA's, not the CRD schema's, so --crd did not catch it either."""
+    text = with_field(GOOD, "idleReplicaCount", idle)
+    body = yaml.safe_load(text)
+    if low is None:
+        del body["spec"]["minReplicaCount"]
+    else:
+        body["spec"]["minReplicaCount"] = low
+    code, lines = run(capsys, write(tmp_path, yaml.safe_dump(body, sort_keys=False)))
+    assert code == 1
+    shown = 0 if low is None else low
+    assert f"spec.idleReplicaCount {idle} is not below minReplicaCount {shown}" in "\n".join(lines)
+
+
+def test_an_idle_count_below_the_minimum_and_a_whole_fallback_pass() -> None:
+    body = yaml.safe_load(with_field(GOOD, "idleReplicaCount", 0))
+    assert crd.count_errors(body) == {}
