@@ -238,6 +238,11 @@ def shown(value: object) -> str:
     return echo(str(value))
 
 
+def quoted(value: object) -> str:
+    """`shown`, but a string in quotes (its repr), so that text reads apart from a number."""
+    return repr(echo(value)) if isinstance(value, str) else shown(value)
+
+
 def echo_query(query: str) -> str:
     """`query` as a log line or an answer's error quotes it: up to QUERY_ECHO_CHARS."""
     return echo(query, QUERY_ECHO_CHARS)

@@ -198,7 +198,7 @@ def metric_type_error(trigger: dict[str, Any]) -> str | None:
     kind = trigger.get("metricType")
     if kind is None or kind == AVERAGE_VALUE:
         return None
-    quoted = repr(spec.echo(kind)) if isinstance(kind, str) else spec.shown(kind)
+    quoted = spec.quoted(kind)
     return (
         f"metricType {quoted}: the scaler answers the desired replica count with a target of "
         f"1, which only AverageValue (the default) turns into that many replicas; Value makes "

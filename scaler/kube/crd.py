@@ -75,13 +75,11 @@ def schema_errors(body: dict[str, Any], schema: dict[str, Any]) -> list[str]:
 
 def message(error: Any) -> str:
     """A jsonschema error's message with the value it opens with ("[...] is not of type
-    'integer'"), which it quotes whole, cut to what spec.shown says of it when long."""
+    'integer'"), which it quotes whole, cut to what spec.quoted says of it when long."""
     quoted = repr(error.instance)
     if len(quoted) <= spec.ECHO_CHARS or not error.message.startswith(quoted):
         return str(error.message)
-    value = error.instance
-    short = repr(spec.echo(value)) if isinstance(value, str) else spec.shown(value)
-    return f"{short}{error.message[len(quoted) :]}"
+    return f"{spec.quoted(error.instance)}{error.message[len(quoted) :]}"
 
 
 def _validator_class() -> Any:
@@ -193,7 +191,7 @@ def count_problem(field: str, value: object, low: int) -> str | None:
         )
     number = whole(value)
     if number is None:
-        shown = repr(spec.echo(value)) if isinstance(value, str) else spec.shown(value)
+        shown = spec.quoted(value)
         if not isinstance(value, list | dict):  # a list or a mapping says its kind already
             shown = f"{shown} ({type(value).__name__})"
         typed = _integer(value) if isinstance(value, str) else None

@@ -411,24 +411,12 @@ def with_field(text: str, field: str, value: object) -> str:
     return yaml.safe_dump(body, sort_keys=False)
 
 
-COUNTS = {  # KEDA's CRD: the spec's integers and their minimums (crd.COUNTS is held to it below)
-    "minReplicaCount": 0,
-    "maxReplicaCount": 1,
-    "idleReplicaCount": 0,
-    "pollingInterval": 1,
-    "cooldownPeriod": 0,
-    "initialCooldownPeriod": 0,
-    "fallback.failureThreshold": 0,
-    "fallback.replicas": 0,
-}
-
-
-@pytest.mark.parametrize("field", sorted(COUNTS))
+@pytest.mark.parametrize("field", sorted(crd.COUNTS))
 def test_a_count_written_as_text_is_an_error_without_the_crd_naming_the_fix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
 ) -> None:
     # It passed as "0 errors" and the cap warnings were skipped; the API server refuses it.
-    value = COUNTS[field] + 7
+    value = crd.COUNTS[field] + 7
     path = write(tmp_path, with_field(GOOD, field, str(value)))
     code, lines = run(capsys, path)
     assert code == 1
@@ -458,7 +446,7 @@ def test_a_count_the_crd_refuses_is_an_error_naming_the_field(
     code, lines = run(capsys, path)
     assert code == 1
     assert f"{path}:1 gpu/llm: error: spec.{field} {why}" in "\n".join(lines)
-    low = COUNTS[field]
+    low = crd.COUNTS[field]
     assert f"give a whole number from {low} to 2,147,483,647" in "\n".join(lines)
 
 
@@ -482,7 +470,7 @@ def test_the_counts_checked_without_the_crd_are_the_crds_integers_and_minimums()
                 if schema.get("type") == "integer":
                     assert schema["format"] == "int32", name
                     found[prefix + name] = schema["minimum"]
-    assert found == crd.COUNTS == COUNTS
+    assert found == crd.COUNTS  # the table the tests above run over
 
 
 def test_with_the_crd_a_refused_count_is_said_once_with_its_fix(
