@@ -25,7 +25,7 @@ import numpy as np
 
 from models.base import DAY, HOUR
 from scaler.decision import drift
-from scaler.offline import model_switches, replay
+from scaler.offline import model_switches, replay, replay_config, replay_summary
 from scaler.offline.traces import read_trace
 
 
@@ -91,7 +91,9 @@ def main() -> None:
     args = parser.parse_args()
     model_switches.apply(args)
     series = read_trace(args.trace)
-    config = replay.ReplayConfig(threshold=replay.threshold_from(args.threshold, series))
+    config = replay_config.ReplayConfig(
+        threshold=replay_config.threshold_from(args.threshold, series)
+    )
     log: list[Seen] = []
     saved = drift.DriftMonitor.observe
     drift.DriftMonitor.observe = record(log)  # type: ignore[method-assign]
@@ -99,8 +101,8 @@ def main() -> None:
         _, extra = replay.simulate(series, config, make=args.model)
     finally:
         drift.DriftMonitor.observe = saved  # type: ignore[method-assign]
-    scored_from = series.start + replay.warmup_steps(series) * series.step
-    counts = {k: v for k, v in extra.items() if k != replay.FALLBACK_AT}
+    scored_from = series.start + replay_summary.warmup_steps(series) * series.step
+    counts = {k: v for k, v in extra.items() if k != replay_summary.FALLBACK_AT}
     print(f"{args.trace.name}: {counts}")
     print(
         "| alarm at (UTC) | scored | short/limit | long/limit | misses | load/p50 6h before "

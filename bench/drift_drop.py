@@ -29,7 +29,7 @@ from models.seasonal import SeasonalBaseline
 from scaler.decision import drift
 from scaler.decision.budget import DEFAULT_BUDGET, parse_budget
 from scaler.decision.spec import duration_arg
-from scaler.offline import baselines, replay, yardstick
+from scaler.offline import baselines, replay, replay_config, replay_summary, yardstick
 from scaler.offline.traces import read_trace
 
 GRACE = HOUR
@@ -46,7 +46,11 @@ def dropped(series: Series, *, at: float, factor: float) -> Series:
 
 
 def phantom(
-    series: Series, config: replay.ReplayConfig, *, at: float, make: Callable[[], Forecaster] | str
+    series: Series,
+    config: replay_config.ReplayConfig,
+    *,
+    at: float,
+    make: Callable[[], Forecaster] | str,
 ) -> tuple[float, float]:
     """(phantom, all) prewarm replica-hours bought in [at + GRACE, at + GRACE + SPAN)."""
     found, spent, _, _ = phantom_split(series, config, at=at, make=make)
@@ -54,7 +58,11 @@ def phantom(
 
 
 def phantom_split(
-    series: Series, config: replay.ReplayConfig, *, at: float, make: Callable[[], Forecaster] | str
+    series: Series,
+    config: replay_config.ReplayConfig,
+    *,
+    at: float,
+    make: Callable[[], Forecaster] | str,
 ) -> tuple[dict[tuple[str, str], float], float, float, int]:
     """Phantom prewarm replica-hours in [at + GRACE, at + GRACE + SPAN) by (drift state,
     decision reason): "ok" steps bought it from the forecast (before the alarm), "fallback"
@@ -71,7 +79,7 @@ def phantom_split(
     times = series.times()
     window = (times >= at + GRACE) & (times < at + GRACE + SPAN)
     hours = series.step / HOUR
-    fell = np.asarray(extra[replay.FALLBACK_AT], dtype=bool)
+    fell = np.asarray(extra[replay_summary.FALLBACK_AT], dtype=bool)
     reasons = frame["reason"].to_numpy()
     found: dict[tuple[str, str], float] = {}
     for i in np.flatnonzero(window & (unneeded > 0)):
@@ -86,7 +94,7 @@ def phantom_split(
 
 def measure(
     series: Series,
-    config: replay.ReplayConfig,
+    config: replay_config.ReplayConfig,
     *,
     day: float,
     factor: float = 0.3,
@@ -145,13 +153,13 @@ def main() -> None:
         help=f"prewarmBudget as scaler backtest reads it (default {DEFAULT_BUDGET}, the product's)",
     )
     parser.add_argument(
-        "--budget-window", type=duration_arg, default=replay.ReplayConfig.budget_window
+        "--budget-window", type=duration_arg, default=replay_config.ReplayConfig.budget_window
     )
     args = parser.parse_args()
     series = read_trace(args.trace)
     amount, share = parse_budget(args.budget)
-    config = replay.ReplayConfig(
-        threshold=replay.threshold_from(args.threshold, series),
+    config = replay_config.ReplayConfig(
+        threshold=replay_config.threshold_from(args.threshold, series),
         budget=amount,
         budget_share=share,
         budget_window=args.budget_window,

@@ -34,7 +34,7 @@ import numpy as np
 from models.base import DAY, HOUR, WEEK, Series
 from models.seasonal import SeasonalBaseline
 from scaler.decision import drift
-from scaler.offline import replay
+from scaler.offline import replay, replay_config, replay_summary
 
 STEP = 300.0
 START = 1_700_006_400.0  # a midnight UTC
@@ -100,9 +100,9 @@ def ablated(name: str) -> Iterator[None]:
 
 def episodes(series: Series, *, run_test: bool = True) -> tuple[float, float]:
     """(episodes per scored week, share of scored steps in fallback) of one replay."""
-    config = replay.ReplayConfig(threshold=40.0, drift_run_test=run_test)
+    config = replay_config.ReplayConfig(threshold=40.0, drift_run_test=run_test)
     frame, _ = replay.simulate(series, config, make=SeasonalBaseline)
-    first = replay.warmup_steps(series)
+    first = replay_summary.warmup_steps(series)
     fallback = np.isin(np.asarray(frame["reason"])[first:], ("drift_fallback", "drift_margin"))
     starts = int((np.diff(fallback.astype(int), prepend=0) == 1).sum())
     weeks = (len(series) - first) * STEP / WEEK

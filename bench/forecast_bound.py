@@ -62,7 +62,15 @@ from models.calibrate import FLOOR_FRACTION, Calibration
 from models.walkforward import Origin
 from scaler.decision import budget, resolution
 from scaler.decision.spec import duration_arg
-from scaler.offline import model_switches, replay, traces, yardstick
+from scaler.offline import (
+    model_switches,
+    replay,
+    replay_config,
+    replay_summary,
+    replay_walk,
+    traces,
+    yardstick,
+)
 
 BOUNDS = ("model", "future", "smooth", "hourly", "classical", "learned")
 RESIDUAL_WINDOW = WEEK
@@ -163,7 +171,7 @@ def bounded(kind: str, bands: Any, *, quantile: float, k: int, record: Any) -> I
     """Within the block, the replay's walk yields `kind`'s bands where the model has a forecast
     (the model's own for `model`), and records each origin's P95 and P50 at the point a lead
     time ahead into `record[0]` and `record[1]` (indexed by the origin)."""
-    inner: Any = replay.walk_forward  # type: ignore[attr-defined]
+    inner: Any = replay_walk.walk_forward  # type: ignore[attr-defined]
 
     def walk(make: Any, series: Series, *, start: int, steps: int, **options: Any) -> Any:
         for origin in inner(make, series, start=start, steps=steps, **options):
@@ -189,11 +197,13 @@ def bounded(kind: str, bands: Any, *, quantile: float, k: int, record: Any) -> I
                 model=cast(Any, model),
             )
 
-    with mock.patch.object(replay, "walk_forward", walk):
+    with mock.patch.object(replay_walk, "walk_forward", walk):
         yield
 
 
-def config_for(trace: Series, text: str, *, drift: bool, horizon: float) -> replay.ReplayConfig:
+def config_for(
+    trace: Series, text: str, *, drift: bool, horizon: float
+) -> replay_config.ReplayConfig:
     """`scaler backtest`'s replay defaults with budget `text` (policy_ablation.config_for: the
     threshold p99/20 of the trace) and the look-ahead `horizon`."""
     return replace(ablation_config(trace, *budget.parse_budget(text), drift), horizon=horizon)
@@ -201,7 +211,7 @@ def config_for(trace: Series, text: str, *, drift: bool, horizon: float) -> repl
 
 def run_trace(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     trace = traces.read_trace(path)
-    warmup = replay.warmup_steps(trace)
+    warmup = replay_summary.warmup_steps(trace)
     series = limited(trace, args.limit)
     base = config_for(trace, budget.DEFAULT_BUDGET, drift=args.drift, horizon=args.horizon)
     coarse = resolution.model_series(series, base.model_step)
@@ -309,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--horizon",
         type=duration_arg,
-        default=replay.ReplayConfig.horizon,
+        default=replay_config.ReplayConfig.horizon,
         help="look-ahead past the lead time (default 15m; a policy diagnostic)",
     )
     p.add_argument("--limit", type=duration_arg, default=None, help="e.g. 56d after the warm-up")

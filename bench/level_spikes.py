@@ -32,7 +32,7 @@ from models.base import DAY, WEEK, FloatArray, Series
 from models.prophet import ProphetModel, _memory
 from models.seasonal import LEVEL_CLIP, LEVEL_WINDOW, SeasonalBaseline
 from scaler.decision.spec import duration_arg
-from scaler.offline import backtest, replay
+from scaler.offline import backtest, replay_summary
 
 SPIKE_Z = 3.5
 """Robust z of the hour's highest sample over its median that counts as a spike."""
@@ -46,7 +46,7 @@ def main() -> None:
     warnings.simplefilter("ignore", RuntimeWarning)
     series = backtest.load_trace(args.trace, 300.0)
     v, step = series.values, series.step
-    first = replay.warmup_steps(series, None)
+    first = replay_summary.warmup_steps(series, None)
     ahead = math.ceil(args.lead_time / step - 1e-9) + 1
     paths = walk(series, first=first, ahead=ahead)
     window = max(1, round(LEVEL_WINDOW / step))

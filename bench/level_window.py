@@ -42,7 +42,7 @@ from models.base import HOUR, FloatArray, Series, prepared
 from models.prophet import RESIDUAL_WEIGHTS, ProphetModel, _residual_weight
 from models.seasonal import LEVEL_CLIP, SeasonalBaseline, _level_floor, median_profile
 from scaler.decision.spec import duration_arg
-from scaler.offline import backtest, replay
+from scaler.offline import backtest, replay_summary
 
 FLAT = (900.0, 1800.0, HOUR, 2 * HOUR)
 HALF_LIVES = (900.0, 1800.0, HOUR, 2 * HOUR)
@@ -186,7 +186,7 @@ def main() -> None:
     warnings.simplefilter("ignore", RuntimeWarning)
     for path in args.traces:
         series = backtest.load_trace(path, 300.0)
-        first = replay.warmup_steps(series, None)
+        first = replay_summary.warmup_steps(series, None)
         ahead = math.ceil(args.lead_time / series.step - 1e-9) + 1
         picks: Counter[str] = Counter()
         paths = walk(series, first=first, ahead=ahead, prophet=not args.no_prophet, picks=picks)

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from models.calibrate import Calibration
 from scaler.decision import budget, policy, resolution
-from scaler.offline import replay, traces
+from scaler.offline import replay, replay_config, traces
 
 QUANTILE = 0.95
 CAPPED = (policy.Reason.PREWARM_CAPPED.value, policy.Reason.BUDGET_CAPPED.value)
@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     series = traces.read_trace(Path(args.trace))
     amount, share = budget.parse_budget(budget.DEFAULT_BUDGET)
-    config = replay.ReplayConfig(
-        threshold=replay.threshold_from("p99/20", series),
+    config = replay_config.ReplayConfig(
+        threshold=replay_config.threshold_from("p99/20", series),
         budget=amount,
         budget_share=share,
         drift=not args.no_drift,

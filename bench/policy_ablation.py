@@ -54,7 +54,14 @@ from models import fitcache, walkforward
 from models.base import DAY, Series
 from scaler.decision import budget
 from scaler.decision.spec import duration_arg
-from scaler.offline import model_switches, replay, traces
+from scaler.offline import (
+    model_switches,
+    replay,
+    replay_config,
+    replay_summary,
+    replay_walk,
+    traces,
+)
 
 VARIANTS = {
     "quantile": {},
@@ -91,7 +98,7 @@ def recorded_forecasts() -> Iterator[None]:
 
         return origins()
 
-    with mock.patch.object(replay, "walk_forward", walk):
+    with mock.patch.object(replay_walk, "walk_forward", walk):
         yield
 
 
@@ -111,34 +118,34 @@ def limited(series: Series, limit: float | None) -> Series:
     """The warm-up and `limit` seconds after it (all of `series` without a limit)."""
     if limit is None:
         return series
-    steps = replay.warmup_steps(series) + math.ceil(limit / series.step - 1e-9)
+    steps = replay_summary.warmup_steps(series) + math.ceil(limit / series.step - 1e-9)
     return Series(series.start, series.step, series.values[:steps])
 
 
-def variant(name: str, config: replay.ReplayConfig) -> replay.ReplayConfig:
+def variant(name: str, config: replay_config.ReplayConfig) -> replay_config.ReplayConfig:
     """`config` with the variant's options, and its budget window when it names one (`@3d`)."""
     base, _, window = name.partition("@")
     run = replace(config, **VARIANTS[base])  # type: ignore[arg-type]
     return replace(run, budget_window=duration_arg(window)) if window else run
 
 
-def daily_share(series: Series, frame: Any, config: replay.ReplayConfig) -> float:
+def daily_share(series: Series, frame: Any, config: replay_config.ReplayConfig) -> float:
     """The largest share of a rolling day's reactive replica-hours spent on prewarm in a day
     that ends at a charge, whatever the budget's own window: how unevenly a longer window
     spends."""
     reactive = np.clip(frame["reactive"].to_numpy(), config.min_replicas, config.max_replicas)
     day = replace(config, budget_window=DAY)
     hours, every = frame["prewarm_replica_hours"].to_numpy(), np.ones(len(series), dtype=bool)
-    spend = replay._spend(series, hours, reactive * series.step / 3600.0, day, every)
+    spend = replay_summary._spend(series, hours, reactive * series.step / 3600.0, day, every)
     return float(spend["max_window_share"] or 0.0)
 
 
 def config_for(
     series: Series, amount: float, share: float | None, drift: bool
-) -> replay.ReplayConfig:
+) -> replay_config.ReplayConfig:
     """The replay every variant of a load starts from: the README's threshold, the budget."""
-    return replay.ReplayConfig(
-        threshold=replay.threshold_from("p99/20", series),
+    return replay_config.ReplayConfig(
+        threshold=replay_config.threshold_from("p99/20", series),
         budget=amount,
         budget_share=share,
         drift=drift,
@@ -164,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--budget-window",
         type=duration_arg,
-        default=replay.ReplayConfig.budget_window,
+        default=replay_config.ReplayConfig.budget_window,
         help="budget window of the variants that name none (default 24h)",
     )
     p.add_argument(

@@ -42,7 +42,7 @@ from models.calibrate import pinball
 from models.walkforward import walk_forward
 from scaler.decision import policy, resolution
 from scaler.decision.spec import format_duration
-from scaler.offline import graded_window, replay, yardstick
+from scaler.offline import graded_window, replay, replay_summary, yardstick
 from scaler.offline.traces import read_trace
 
 WARMUP = 14 * DAY
@@ -199,7 +199,7 @@ def naive_scale(series: Series, warmup: int) -> float:
 def run(series: Series, config: BacktestConfig, *, trace: str = "") -> Result:
     """Forecast frames for `config.model`, the compared models and the reference; the summary."""
     names = list(dict.fromkeys([config.model, *config.compare, REFERENCE]))
-    first = replay.warmup_steps(series, config.warmup)
+    first = replay_summary.warmup_steps(series, config.warmup)
     scale = naive_scale(series, first)
     frames: dict[str, pd.DataFrame] = {}
     graded: dict[str, dict[str, Any]] = {}

@@ -23,7 +23,10 @@ from scaler.offline import (
     model_switches,
     prometheus_history,
     replay,
+    replay_config,
     replay_log,
+    replay_summary,
+    replay_table,
 )
 from scaler.offline.backtest import (
     OUTPUTS,
@@ -165,7 +168,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     policy_flags.add_argument(
         "--budget-window",
         type=spec.duration_flag(spec.BUDGET_WINDOW, "as the trigger's `prewarmBudgetWindow`"),
-        default=replay.ReplayConfig.budget_window,
+        default=replay_config.ReplayConfig.budget_window,
         metavar="DURATION",
         help="rolling window of the budget (default 24h)",
     )
@@ -184,32 +187,32 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         default=None,
         metavar="CODE",
         help="what --cost-per-replica-hour's money is, as the trigger's `currency`: labels the "
-        f"money figures, converts nothing (default {replay.ReplayConfig.currency}, as the "
+        f"money figures, converts nothing (default {replay_config.ReplayConfig.currency}, as the "
         "trigger's; refused without --cost-per-replica-hour, as the trigger's is)",
     )
     policy_flags.add_argument(
         "--min-replicas",
         type=spec.flag(spec.count_in(spec.REPLICAS), "as the trigger's `minReplicas`"),
-        default=replay.ReplayConfig.min_replicas,
+        default=replay_config.ReplayConfig.min_replicas,
         metavar="N",
         help=f"floor of every decision, as `minReplicas` "
-        f"(default {replay.ReplayConfig.min_replicas})",
+        f"(default {replay_config.ReplayConfig.min_replicas})",
     )
     policy_flags.add_argument(
         "--max-replicas",
         type=spec.flag(spec.count_in(spec.CEILING), "as the trigger's `maxReplicas`"),
-        default=replay.ReplayConfig.max_replicas,
+        default=replay_config.ReplayConfig.max_replicas,
         metavar="N",
         help=f"ceiling of every decision, as `maxReplicas` "
-        f"(default {replay.ReplayConfig.max_replicas})",
+        f"(default {replay_config.ReplayConfig.max_replicas})",
     )
     policy_flags.add_argument(
         "--max-prewarm-replicas",
         type=spec.flag(spec.count_in(spec.REPLICAS), "as the trigger's `maxPrewarmReplicas`"),
-        default=replay.ReplayConfig.max_prewarm_replicas,
+        default=replay_config.ReplayConfig.max_prewarm_replicas,
         metavar="N",
         help=f"replicas above reactive, ever, as `maxPrewarmReplicas` "
-        f"(default {replay.ReplayConfig.max_prewarm_replicas})",
+        f"(default {replay_config.ReplayConfig.max_prewarm_replicas})",
     )
     policy_flags.add_argument(
         "--no-drift", action="store_true", help="replay the forecast even when it has drifted"
@@ -376,7 +379,7 @@ def _backtest(args: argparse.Namespace) -> int:
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     _refuse_nothing_scored(trace, series, name, config)
     try:
-        threshold = replay.threshold_from(args.threshold, trace)
+        threshold = replay_config.threshold_from(args.threshold, trace)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
     out = args.out if args.out is not None else default_out(args.trace)
@@ -386,9 +389,11 @@ def _backtest(args: argparse.Namespace) -> int:
     print(table(result.summary))
     decisions = explained = None
     if not args.no_decisions:
-        warmup = replay.warmup_steps(trace, config.warmup)  # of the whole trace, as `run` counts
+        warmup = replay_summary.warmup_steps(
+            trace, config.warmup
+        )  # of the whole trace, as `run` counts
         replayed = _limited(trace, warmup, config.limit)
-        settings = replay_config(args, config, threshold)
+        settings = replay_config_from(args, config, threshold)
         target = replay_log.target_spec(
             name=replay_log.target_name(trace_name(args.trace)),
             query=name,
@@ -403,8 +408,8 @@ def _backtest(args: argparse.Namespace) -> int:
                 warmup=warmup * trace.step,
                 on_step=log.step,
             )
-        print(replay.table(decisions.summary))
-        print(replay.legend(decisions.summary))
+        print(replay_table.table(decisions.summary))
+        print(replay_table.legend(decisions.summary))
         explained = _explain_hint(target, out, decisions.summary)
     write(result, out, model=config.model, threshold=threshold, decisions=decisions)
     written = "forecasts.csv" + (", decisions.csv, decisions.jsonl" if explained else "")
@@ -467,7 +472,9 @@ def _refuse_nothing_scored(
     """A warm-up as long as the trace, a --limit under one model step, or a graded window
     inside a gap of the trace leaves nothing to grade: refused with the fix before the walk,
     rather than a table of nan or a refusal after it that blames the export."""
-    if config.warmup is not None and replay.warmup_steps(trace, config.warmup) >= len(trace):
+    if config.warmup is not None and replay_summary.warmup_steps(trace, config.warmup) >= len(
+        trace
+    ):
         raise ConfigError(
             f"--warmup {format_duration(config.warmup)}: {name} covers "
             f"{format_duration(trace.span)}, so nothing is left to score; use a shorter warm-up "
@@ -551,11 +558,11 @@ def _limited(trace: Series, warmup: int, limit: float | None) -> Series:
     return Series(trace.start, trace.step, trace.values[:steps])
 
 
-def replay_config(
+def replay_config_from(
     args: argparse.Namespace, config: BacktestConfig, threshold: float
-) -> replay.ReplayConfig:
+) -> replay_config.ReplayConfig:
     amount, share = args.budget
-    return replay.ReplayConfig(
+    return replay_config.ReplayConfig(
         threshold=threshold,
         lead_time=config.lead_time,
         horizon=config.horizon,
@@ -567,7 +574,7 @@ def replay_config(
         budget_share=share,
         budget_window=args.budget_window,
         cost_per_replica_hour=args.cost_per_replica_hour,
-        currency=args.currency or replay.ReplayConfig.currency,
+        currency=args.currency or replay_config.ReplayConfig.currency,
         refit_every=config.refit_every,
         history_window=config.window,
         model_step=config.step,

@@ -11,12 +11,12 @@ import numpy as np
 from models.base import Series
 from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
-from scaler.offline import replay
+from scaler.offline import replay_summary
 
 
 def bounds(series: Series, *, warmup: float | None, limit: float | None) -> tuple[int, int]:
     """[first, last) steps of `series` graded: after the warm-up, `limit` long when given."""
-    first = replay.warmup_steps(series, warmup)
+    first = replay_summary.warmup_steps(series, warmup)
     if limit is None:
         return first, len(series)
     return first, min(len(series), first + math.ceil(limit / series.step - 1e-9))

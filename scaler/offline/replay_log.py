@@ -27,7 +27,7 @@ from types import TracebackType
 
 from scaler.decision import budget, policy, spec
 from scaler.decision.spec import TargetSpec, format_duration
-from scaler.offline import replay
+from scaler.offline import replay, replay_config
 from scaler.record import decisionlog, decisionrecord
 from scaler.serving.state import Basis, TargetState
 
@@ -51,7 +51,9 @@ def target_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "trace"
 
 
-def target_spec(*, name: str, query: str, config: replay.ReplayConfig, model: str) -> TargetSpec:
+def target_spec(
+    *, name: str, query: str, config: replay_config.ReplayConfig, model: str
+) -> TargetSpec:
     """The trigger a backtest stands for: its keys are the replay's flags."""
     meta = {
         "query": query,

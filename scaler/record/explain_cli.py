@@ -219,8 +219,8 @@ def command(target: str, log: Path, *, since: float, until: float) -> str:
 
 def scored_span(trace: Mapping[str, Any]) -> tuple[float, float]:
     """The span a backtest scored, from its summary's `trace` (summary.json's
-    `decisions.trace`, replay.summarise): from the end of its warm-up to one step past its last
-    step, where explain's totals are summary.json's. KeyError, TypeError or ValueError when
+    `decisions.trace`, replay_summary.summarise): from the end of its warm-up to one step past its
+    last step, where explain's totals are summary.json's. KeyError, TypeError or ValueError when
     `trace` is not such a summary."""
     start, end = (datetime.fromisoformat(trace[k]).replace(tzinfo=UTC) for k in ("start", "end"))
     step = float(trace["step_seconds"])

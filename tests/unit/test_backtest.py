@@ -14,7 +14,7 @@ from models.base import DAY, Series
 from scaler import cli
 from scaler.decision import budget
 from scaler.errors import ConfigError
-from scaler.offline import backtest, backtest_cli, replay
+from scaler.offline import backtest, backtest_cli, replay, replay_config
 from tests.contract.synthetic import load
 from tests.unit.exits import exit_code
 
@@ -184,10 +184,10 @@ def test_forecasts_start_once_a_day_of_history_is_known_and_not_before(
 
 def test_threshold_accepts_a_load_or_a_percentile_of_the_trace() -> None:
     series = Series(0.0, 300.0, np.arange(101, dtype=np.float64))
-    assert replay.threshold_from("12.5", series) == 12.5
-    assert replay.threshold_from("p50/5", series) == pytest.approx(10.0)
+    assert replay_config.threshold_from("12.5", series) == 12.5
+    assert replay_config.threshold_from("p50/5", series) == pytest.approx(10.0)
     with pytest.raises(ConfigError, match="load > 0"):
-        replay.threshold_from("-1", series)
+        replay_config.threshold_from("-1", series)
 
 
 def test_help_names_every_flag_and_the_outputs(capsys: pytest.CaptureFixture[str]) -> None:

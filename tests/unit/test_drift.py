@@ -13,7 +13,7 @@ import pytest
 from models.base import DAY, HOUR, WEEK, Forecast, Series
 from models.seasonal import SeasonalBaseline
 from scaler.decision import drift
-from scaler.offline import replay
+from scaler.offline import replay, replay_config, replay_summary
 from scaler.offline.traces import read_trace
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
@@ -205,7 +205,7 @@ def engaged_after(
 ) -> list[tuple[float, float]]:
     """Fallback spans in hours from `change_day`; `ablation`: no run test and the margin after
     a drop kept (ReplayConfig.drift_run_test, drop_margin: the defaults before session 17)."""
-    config = replay.ReplayConfig(
+    config = replay_config.ReplayConfig(
         threshold=threshold, drift_run_test=not ablation, drop_margin=ablation
     )
     frame, extra = replay.simulate(series, config, make=SeasonalBaseline)
@@ -227,7 +227,9 @@ def test_fallback_engages_within_30_minutes_of_a_step_change_in_load(
 
 def test_fallback_releases_after_the_load_returns_to_normal() -> None:
     series = daily_cycle(14, change=(10, 11))
-    frame, _ = replay.simulate(series, replay.ReplayConfig(threshold=40.0), make=SeasonalBaseline)
+    frame, _ = replay.simulate(
+        series, replay_config.ReplayConfig(threshold=40.0), make=SeasonalBaseline
+    )
     back = int(11 * DAY / STEP)
     spans = fallback_spans(frame, back)
     assert any(a <= 0.5 and b >= 0 for a, b in spans if a > -24), spans  # engaged on the change
@@ -244,7 +246,9 @@ def test_fallback_engages_within_30_minutes_of_the_nasa_recovery_and_releases_wi
 ):
     trace = read_trace(TRACES / "nasa_http_5min.csv")
     series = trace.since(trace.start + 20 * DAY).until(trace.start + 36 * DAY)
-    frame, _ = replay.simulate(series, replay.ReplayConfig(threshold=10.0), make=SeasonalBaseline)
+    frame, _ = replay.simulate(
+        series, replay_config.ReplayConfig(threshold=10.0), make=SeasonalBaseline
+    )
     back = int(np.flatnonzero(frame["timestamp"] == "1995-08-03 04:40:00")[0])  # server is up
     spans = [(a, b) for a, b in fallback_spans(frame, back) if -1 <= a <= 24]
     assert spans and spans[0][0] <= 0.5, spans
@@ -413,8 +417,8 @@ def test_business_hours_load_raises_under_one_episode_a_week_not_one_each_mornin
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     series = business_hours(28)
-    config = replay.ReplayConfig(threshold=40.0)
-    weeks = (series.span - replay.WARMUP) / WEEK  # the yardstick's scored span
+    config = replay_config.ReplayConfig(threshold=40.0)
+    weeks = (series.span - replay_summary.WARMUP) / WEEK  # the yardstick's scored span
 
     def episodes() -> int:
         summary = replay.replay(series, config, make=SeasonalBaseline).summary
@@ -436,14 +440,14 @@ def test_fallback_steps_count_the_scored_steps_with_load_not_the_nights_and_week
     # must count the steps `scored_steps` counts (with load), or a business-hours trace reads
     # a 4 % fallback as 15 % (bank_calls: 695 of 978 scored fallback steps had no load).
     series = business_hours(21)
-    config = replay.ReplayConfig(threshold=40.0, drift=False)
+    config = replay_config.ReplayConfig(threshold=40.0, drift=False)
     frame, extra = replay.simulate(series, config, make=SeasonalBaseline)
-    extra[replay.FALLBACK_AT] = np.ones(len(series), dtype=bool)  # fallback throughout
-    summary = replay.summarise(series, frame, extra, config)
+    extra[replay_summary.FALLBACK_AT] = np.ones(len(series), dtype=bool)  # fallback throughout
+    summary = replay_summary.summarise(series, frame, extra, config)
     scored = summary["trace"]["scored_steps"]
     assert summary["drift"]["scored_fallback_steps"] == scored
     # The ablation: every step of the scored span, nights and weekends included.
-    span = len(series) - replay.warmup_steps(series)
+    span = len(series) - replay_summary.warmup_steps(series)
     assert span > 1.5 * scored
 
 

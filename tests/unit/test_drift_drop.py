@@ -12,7 +12,7 @@ import pytest
 from bench import drift_drop
 from models.seasonal import SeasonalBaseline
 from scaler.decision import budget
-from scaler.offline import replay
+from scaler.offline import replay_config
 from scaler.offline.traces import read_trace
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
@@ -23,8 +23,8 @@ def test_drift_fallback_buys_a_quarter_of_no_drifts_phantom_prewarm_after_a_drop
     series = read_trace(TRACES / "nasa_http_5min.csv")
     # The defaults: the run test on and no margin after a drop (docs/policy.md "Drift").
     amount, share = budget.parse_budget(budget.DEFAULT_BUDGET)  # the product's 30 %
-    config = replay.ReplayConfig(
-        threshold=replay.threshold_from("p99/20", series), budget=amount, budget_share=share
+    config = replay_config.ReplayConfig(
+        threshold=replay_config.threshold_from("p99/20", series), budget=amount, budget_share=share
     )
     assert config.drift_run_test and not config.drop_margin
     result = drift_drop.measure(series, config, day=17, factor=0.3)

@@ -8,7 +8,7 @@ import numpy as np
 from models.base import DAY, Series
 from models.seasonal import SeasonalBaseline
 from scaler.decision import margin, policy
-from scaler.offline import replay, yardstick
+from scaler.offline import replay, replay_config, yardstick
 
 STEP = 300.0
 LIMITS = policy.Limits(threshold=10.0, max_prewarm_replicas=10)
@@ -82,10 +82,12 @@ def regime_change(days: float = 12, seed: int = 0) -> Series:
 
 def test_the_margin_serves_fallback_steps_better_than_plain_reactive_within_the_budget() -> None:
     series = regime_change()
-    config = replay.ReplayConfig(threshold=40.0)
+    config = replay_config.ReplayConfig(threshold=40.0)
     runs = {
         name: replay.simulate(
-            series, replay.ReplayConfig(threshold=40.0, drift_margin=on), make=SeasonalBaseline
+            series,
+            replay_config.ReplayConfig(threshold=40.0, drift_margin=on),
+            make=SeasonalBaseline,
         )[0]
         for name, on in (("margin", True), ("plain", False))
     }

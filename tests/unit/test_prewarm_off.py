@@ -13,7 +13,7 @@ from models.base import HOUR, Series
 from models.calibrate import CalibratedModel
 from scaler.decision import policy, spec
 from scaler.decision.policy import Limits, Reason
-from scaler.offline.replay import ReplayConfig
+from scaler.offline.replay_config import ReplayConfig
 from scaler.record import explain
 from tests.unit.decision_records import decide, target
 from tests.unit.test_drift_rebuild import (

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from models import artefact
 from models.base import ModelError, Series
 from scaler.decision import budget, spec
-from scaler.offline import replay
+from scaler.offline import replay_walk
 from scaler.serving import champions, fitting
 from scaler.serving.state import Basis, TargetState
 from scaler.serving.telemetry import Telemetry
@@ -107,8 +107,8 @@ def test_an_auto_targets_drift_refit_fits_its_champions_kind_and_a_scheduled_one
     state.fitted_at = NOW - SETTINGS.refit_every
     assert fit_once(fitter, state, NOW)
     assert kinds == ["seasonal", "auto"]  # the champion's kind early, the selection on schedule
-    assert replay.drift_refit_kind("auto", state.model) == "seasonal"  # the replay's rule
-    assert replay.drift_refit_kind("ets", state.model) == "ets"
+    assert replay_walk.drift_refit_kind("auto", state.model) == "seasonal"  # the replay's rule
+    assert replay_walk.drift_refit_kind("ets", state.model) == "ets"
 
 
 def failing_fit(*_args: Any, **_kwargs: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 
 from models.base import DAY, Series
 from scaler.errors import ConfigError
-from scaler.offline import replay
+from scaler.offline import replay, replay_config, replay_summary
 
 STEP = 600.0
 
@@ -26,7 +26,7 @@ def trace(days: float = 9, seed: int = 5) -> Series:
 
 @pytest.fixture(scope="module")
 def result() -> replay.Replay:
-    return replay.replay(trace(), replay.ReplayConfig(threshold=40.0, budget=6.0))
+    return replay.replay(trace(), replay_config.ReplayConfig(threshold=40.0, budget=6.0))
 
 
 def test_decisions_have_one_row_per_step_with_the_documented_columns(
@@ -37,7 +37,7 @@ def test_decisions_have_one_row_per_step_with_the_documented_columns(
 
 
 def test_the_same_inputs_write_the_same_files(result: replay.Replay, tmp_path: Path) -> None:
-    again = replay.replay(trace(), replay.ReplayConfig(threshold=40.0, budget=6.0))
+    again = replay.replay(trace(), replay_config.ReplayConfig(threshold=40.0, budget=6.0))
     replay.write_decisions(result, tmp_path / "a")
     replay.write_decisions(again, tmp_path / "b")
     name = "decisions.csv"
@@ -50,7 +50,7 @@ def test_rows_up_to_any_time_do_not_depend_on_what_comes_after(result: replay.Re
     cut = 6 * int(DAY / STEP) + 17
     short = replay.replay(
         Series(full.start, full.step, full.values[:cut]),
-        replay.ReplayConfig(threshold=40.0, budget=6.0),
+        replay_config.ReplayConfig(threshold=40.0, budget=6.0),
     )
     assert short.decisions.equals(result.decisions.iloc[:cut].reset_index(drop=True))
 
@@ -67,7 +67,7 @@ def test_prewarm_and_reactive_totals_cover_the_scored_steps_as_every_other_figur
     result: replay.Replay,
 ) -> None:
     frame, spend = result.decisions, result.summary["policy"]["prewarm"]
-    scored = frame.iloc[replay.warmup_steps(trace()) :]
+    scored = frame.iloc[replay_summary.warmup_steps(trace()) :]
     assert scored.index[0] > 0  # the warm-up had prewarm the totals must leave out
     assert frame["prewarm_replica_hours"].iloc[: scored.index[0]].sum() > 0
     reactive = scored["reactive"].clip(0, 100).sum() * STEP / 3600.0
@@ -88,7 +88,7 @@ def test_desired_never_falls_below_the_reactive_floor(result: replay.Replay) -> 
 
 
 def test_with_no_budget_the_policy_only_ever_asks_for_the_reactive_floor() -> None:
-    frame, _ = replay.simulate(trace(4), replay.ReplayConfig(threshold=40.0, budget=0.0))
+    frame, _ = replay.simulate(trace(4), replay_config.ReplayConfig(threshold=40.0, budget=0.0))
     decided = frame[frame["reason"] != "no_data"]
     assert len(decided) > 0.9 * len(frame)
     assert (decided["desired"] == decided["reactive"]).all()
@@ -108,8 +108,8 @@ def test_the_summary_scores_the_policy_and_every_baseline(result: replay.Replay)
 
 def test_a_threshold_can_be_a_percentile_of_the_trace() -> None:
     series = trace()
-    assert replay.threshold_from("p99/20", series) == pytest.approx(
+    assert replay_config.threshold_from("p99/20", series) == pytest.approx(
         np.nanpercentile(series.values, 99) / 20
     )
     with pytest.raises(ConfigError, match="pNN/D"):
-        replay.threshold_from("lots", series)
+        replay_config.threshold_from("lots", series)

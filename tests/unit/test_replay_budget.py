@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from models.base import DAY, Series
-from scaler.offline import baselines, replay
+from scaler.offline import baselines, replay, replay_config, replay_table
 from tests.unit.test_replay import STEP, trace
 
 
@@ -19,7 +19,7 @@ def scaled(factor: float) -> Series:
 
 @pytest.fixture(scope="module")
 def shared() -> replay.Replay:
-    return replay.replay(trace(), replay.ReplayConfig(threshold=40.0, budget_share=0.05))
+    return replay.replay(trace(), replay_config.ReplayConfig(threshold=40.0, budget_share=0.05))
 
 
 def test_a_share_budget_spends_at_most_its_share_of_each_windows_reactive_hours(
@@ -41,7 +41,7 @@ def test_a_share_budget_grows_with_the_fleet_where_a_fixed_amount_binds() -> Non
     # The same load shape at 1x and 4x, with the replica size fixed: a fixed amount buys the
     # large fleet a quarter of the relative prewarm; a share buys both the same share.
     def spend(factor: float, **budget: float) -> float:
-        config = replay.ReplayConfig(threshold=40.0, max_prewarm_replicas=40, **budget)
+        config = replay_config.ReplayConfig(threshold=40.0, max_prewarm_replicas=40, **budget)
         prewarm = replay.replay(scaled(factor), config).summary["policy"]["prewarm"]
         return float(prewarm["share_of_reactive"])
 
@@ -54,7 +54,7 @@ def test_a_share_budget_grows_with_the_fleet_where_a_fixed_amount_binds() -> Non
 def test_the_table_shows_the_share_spent_against_the_share_allowed(
     shared: replay.Replay,
 ) -> None:
-    rows = replay.table(shared.summary).splitlines()[1:]
+    rows = replay_table.table(shared.summary).splitlines()[1:]
     assert rows[0].startswith("policy") and rows[0].endswith("/ 5%")
     assert not any("/" in row for row in rows[1:])  # the baselines answer to no budget
 
@@ -63,7 +63,7 @@ def test_a_burst_past_max_replicas_lends_a_share_budget_only_what_max_replicas_r
     series = trace()
     values = series.values.copy()
     values[700:760] = 1e6  # ten hours far beyond what 100 replicas of 40 serve
-    config = replay.ReplayConfig(threshold=40.0, budget_share=0.05)
+    config = replay_config.ReplayConfig(threshold=40.0, budget_share=0.05)
     result = replay.replay(Series(series.start, series.step, values), config)
     used = result.summary["policy"]["prewarm"]["reactive_replica_hours"]
     hours = series.span / 3600.0
@@ -88,7 +88,7 @@ def test_every_replica_above_the_reactive_baseline_is_charged_unless_the_hold_is
         return int((above - paid).sum()), held
 
     free = replay.replay(
-        trace(), replay.ReplayConfig(threshold=40.0, budget_share=0.05, charge_hold=False)
+        trace(), replay_config.ReplayConfig(threshold=40.0, budget_share=0.05, charge_hold=False)
     )
     gap, holds = unpaid(shared)
     assert gap == 0 and holds > 0

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from models.base import Series
-from scaler.offline import replay
+from scaler.offline import replay, replay_config
 from tests.unit.switches import hour_level
 from tests.unit.test_replay import trace
 
@@ -25,7 +25,9 @@ def growing() -> Series:
 
 
 def run(level_points: int) -> replay.Replay:
-    config = replay.ReplayConfig(threshold=40.0, budget_share=SHARE, level_points=level_points)
+    config = replay_config.ReplayConfig(
+        threshold=40.0, budget_share=SHARE, level_points=level_points
+    )
     return replay.replay(growing(), config)
 
 

@@ -12,14 +12,14 @@ import pytest
 
 from models.base import Series
 from scaler import cli
-from scaler.offline import replay, replay_log
+from scaler.offline import replay, replay_config, replay_log, replay_summary
 from scaler.record import decisionrecord, explain, explain_cli
 from scaler.sources import file
 from tests.contract.synthetic import load
 from tests.unit.test_backtest import write_trace
 from tests.unit.test_replay import trace
 
-CONFIG = replay.ReplayConfig(threshold=40.0, budget_share=0.3)
+CONFIG = replay_config.ReplayConfig(threshold=40.0, budget_share=0.3)
 
 
 TARGET = replay_log.target_spec(name="trace", query="trace.csv", config=CONFIG, model="seasonal")
@@ -56,7 +56,7 @@ def test_explain_reads_every_line_and_totals_what_the_replay_scored(
     assert records[-1]["event"] == decisionrecord.STOP
     assert set(records[1]) >= {"reason", "budget_remaining", "model_version", "drift"}
     series, frame = gapped(), result.decisions
-    warmup = replay.warmup_steps(series)
+    warmup = replay_summary.warmup_steps(series)
     assert GAPS[0][1] < warmup < GAPS[1][0]
     scored_from = series.start + warmup * series.step
     spans, _ = explain.spans(records)

@@ -11,11 +11,13 @@ import pytest
 from models.base import DAY, Series
 from models.resample import regrid
 from scaler.decision import resolution
-from scaler.offline import backtest, replay
+from scaler.offline import backtest, replay, replay_config
 
 MINUTE = 60.0
 MODEL_STEP = 300.0
-CONFIG = replay.ReplayConfig(threshold=25.0, budget_share=0.3, model_step=MODEL_STEP)  # the default
+CONFIG = replay_config.ReplayConfig(
+    threshold=25.0, budget_share=0.3, model_step=MODEL_STEP
+)  # the default
 
 
 def bursty(days: float = 6, seed: int = 3) -> Series:
