@@ -1,47 +1,26 @@
-"""`scaler backtest`: the command line of offline.backtest (forecasts) and offline.replay
-(decisions). Parses flags into their configs, runs both, prints the tables, writes the files."""
+"""`scaler backtest`'s command line: its flags, their help and their argparse types; the
+command of offline.backtest (forecasts) and offline.replay (decisions).
+
+Parsing only: the flags are checked and turned into configs by scaler.offline.backtest_checks
+and run by scaler.offline.backtest_run (`cmd_backtest`).
+"""
 
 from __future__ import annotations
 
 import argparse
-import math
-import sys
-import tempfile
-import time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from models import catalog, fitcache, prophet, select
-from models.base import DAY, HOUR, Series, observed_span
+from models import catalog
+from models.base import HOUR
 from scaler import helptext
-from scaler.decision import budget, countries, policy, resolution, spec
-from scaler.decision.spec import duration_arg, format_duration
-from scaler.errors import ConfigError
-from scaler.offline import (
-    graded_window,
-    model_steps,
-    model_switches,
-    prometheus_history,
-    replay,
-    replay_config,
-    replay_log,
-    replay_summary,
-    replay_table,
-)
-from scaler.offline.backtest import (
-    OUTPUTS,
-    BacktestConfig,
-    factory,
-    graded_ahead,
-    run,
-    write,
-)
-from scaler.offline.traces import read_trace
-from scaler.record import explain_cli
-from scaler.settings import PrometheusSettings
+from scaler.decision import budget, countries, spec
+from scaler.decision.spec import duration_arg
+from scaler.offline import backtest_checks, backtest_run, model_steps, model_switches, replay_config
 from scaler.sources import prometheus_flags
 
-T = TypeVar("T")
+QUERY_STEP = spec.Range(10, HOUR, duration=True)
+"""--query-step: the resolution decisions are replayed and scored at."""
 
 
 def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None:
@@ -133,7 +112,8 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     p.add_argument(
         "--warmup",
         type=spec.duration_flag(
-            WARMUP, "the first fit needs over a day of load and a calibration window after it"
+            backtest_checks.WARMUP,
+            "the first fit needs over a day of load and a calibration window after it",
         ),
         default=None,
         metavar="DURATION",
@@ -299,343 +279,11 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         default=None,
         metavar="DIR",
         help="output folder, created if missing; files of an earlier run there are replaced "
-        f"(default: {DEFAULT_OUT.format(name='NAME')} in the current directory, NAME the "
-        f"trace's file name without .csv/.gz, or {PROMETHEUS_NAME} for --prometheus-url)",
+        f"(default: {backtest_run.DEFAULT_OUT.format(name='NAME')} in the current directory, "
+        "NAME the trace's file name without .csv/.gz, or "
+        f"{backtest_run.PROMETHEUS_NAME} for --prometheus-url)",
     )
-    p.set_defaults(func=cmd_backtest)
-
-
-DEFAULT_OUT = "backtest-{name}"
-"""--out when none is given, in the current directory."""
-PROMETHEUS_NAME = "prometheus"
-"""The NAME of DEFAULT_OUT for a --prometheus-url history."""
-
-
-def default_out(trace: Path | None) -> Path:
-    """Where a backtest writes without --out: backtest-NAME in the current directory (so a run
-    of another trace does not replace this one's files)."""
-    return Path(DEFAULT_OUT.format(name=trace_name(trace)))
-
-
-def trace_name(trace: Path | None) -> str:
-    """NAME of a backtest (its default --out, its decision log's target): the trace's file
-    name without its .csv/.gz suffixes, or PROMETHEUS_NAME for a --prometheus-url history."""
-    if trace is None:
-        return PROMETHEUS_NAME
-    name = trace.name
-    for suffix in (".gz", ".csv", ".tsv", ".txt", ".json"):
-        name = name.removesuffix(suffix)
-    return name or "trace"
-
-
-QUERY_STEP = spec.Range(10, HOUR, duration=True)
-"""--query-step: the resolution decisions are replayed and scored at."""
-
-
-WARMUP = spec.Range(2 * DAY, 3650 * DAY, duration=True)
-"""--warmup: with less, the first days have no model (models.base.season_for) and the grades
-compare a handful of late forecasts with the reference's many."""
-
-
-def _prepare_out(out: Path) -> None:
-    """--out DIR, created now and written to once: a file in its place, a path that cannot be
-    created, a folder this user cannot write or an output name taken by a folder fails the run
-    before the walk, not after it."""
-    fix = f"give a directory to write {', '.join(OUTPUTS)} into"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as e:
-        why = "a file is in the way" if isinstance(e, FileExistsError) else e.strerror
-        raise ConfigError(f"--out {out}: cannot write the output folder ({why}); {fix}") from None
-    for name in OUTPUTS:
-        if (out / name).is_dir():
-            raise ConfigError(f"--out {out}: {name} there is a directory; move it, or {fix}")
-
-
-def cmd_backtest(args: argparse.Namespace) -> int:
-    if args.exact_prophet:
-        prophet.exact()
-    select.PEAK_GUARD = not args.no_peak_guard
-    model_switches.apply(args)
-    with fitcache.sharing():  # each compared model is fitted once, not again beside auto
-        return _backtest(args)
-
-
-def _backtest(args: argparse.Namespace) -> int:
-    if args.currency is not None and args.cost_per_replica_hour is None:
-        raise ConfigError(
-            f"--currency {args.currency} without --cost-per-replica-hour prices nothing; give "
-            "--cost-per-replica-hour PRICE, or drop --currency (as a trigger's currency needs "
-            "costPerReplicaHour)"
-        )
-    config = config_from(args)
-    amount, share = args.budget
-    if hint := budget.share_hint("--budget", amount, share=share, cost=args.cost_per_replica_hour):
-        print(f"scaler backtest: warning: {hint}", file=sys.stderr)
-    trace, name = _history(args, config)  # decided and scored at its own step
-    _refuse_unusable(trace, name, config.step)
-    series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
-    _refuse_nothing_scored(trace, series, name, config)
-    try:
-        threshold = replay_config.threshold_from(args.threshold, trace)
-    except ConfigError as exc:
-        raise ConfigError(f"{name}: {exc}") from None
-    out = args.out if args.out is not None else default_out(args.trace)
-    _prepare_out(out)  # before the walk, which takes minutes
-    result = run(series, config, trace=name)
-    _refuse_nothing_graded(result.summary, trace, name, config)
-    print(table(result.summary))
-    decisions = explained = None
-    if not args.no_decisions:
-        warmup = replay_summary.warmup_steps(
-            trace, config.warmup
-        )  # of the whole trace, as `run` counts
-        replayed = _limited(trace, warmup, config.limit)
-        settings = replay_config_from(args, config, threshold)
-        target = replay_log.target_spec(
-            name=replay_log.target_name(trace_name(args.trace)),
-            query=name,
-            config=settings,
-            model=config.model,
-        )
-        with replay_log.ReplayLog(out / replay_log.FILE, target=target, step=trace.step) as log:
-            decisions = replay.replay(
-                replayed,
-                settings,
-                make=factory(config.model, config),
-                warmup=warmup * trace.step,
-                on_step=log.step,
-            )
-        print(replay_table.table(decisions.summary))
-        print(replay_table.legend(decisions.summary))
-        explained = _explain_hint(target, out, decisions.summary)
-    write(result, out, model=config.model, threshold=threshold, decisions=decisions)
-    written = "forecasts.csv" + (", decisions.csv, decisions.jsonl" if explained else "")
-    where = "" if args.out is not None else " (no --out given: the default, backtest-NAME here)"
-    print(f"wrote {written}, summary.json and backtest.png to {out}{where}")
-    if explained:
-        print(explained)
-    return 0
-
-
-def _explain_hint(target: spec.TargetSpec, out: Path, summary: dict[str, Any]) -> str:
-    """The command that explains the replay's decisions over the scored span, in words: the
-    one `scaler explain` suggests given DIR/decisions.csv, read from the same summary."""
-    since, until = explain_cli.scored_span(summary["trace"])
-    hint = explain_cli.command(target.label, out / replay_log.FILE, since=since, until=until)
-    return f"explain its decisions: {hint}"
-
-
-def _refuse_unusable(trace: Series, name: str, model_step: float) -> None:
-    """No model fits on less than a day of load (models.base.season_for), so such a trace would
-    grade nothing: refused with the fix rather than a table of nan. A trace coarser than the
-    model step is modelled at its own step (resolution.model_series), so its step must be one
-    --step could be: at most an hour (spec.MODEL_STEP: a coarser step has under 24 points a day
-    and swallows the 10-30 minutes ahead the scaler forecasts, so the figures would grade a
-    daily mean against a cold start of minutes), and a whole fraction of a day."""
-    own = format_duration(trace.step)
-    fix = f"export a step of {format_duration(spec.MODEL_STEP.high)} or finer"
-    if trace.step > spec.MODEL_STEP.high:
-        raise ConfigError(
-            f"{name}: its rows are {own} apart; the scaler forecasts minutes ahead at a model "
-            f"step of at most {format_duration(spec.MODEL_STEP.high)}, and a coarser trace "
-            f"would be modelled at its own step, one value per {own}: {fix} (the live engine "
-            "models 5m)"
-        )
-    if trace.step > model_step + 1e-9 and not model_steps.divides_day(trace.step):
-        others = " or ".join(
-            f"--step {format_duration(s)}"
-            for s in model_steps.nearby(trace.step, spec.MODEL_STEP)
-            if s > trace.step
-        )
-        raise ConfigError(
-            f"{name}: its rows are {own} apart, coarser than --step "
-            f"{format_duration(model_step)}, so the models would run at {own}: "
-            f"{model_steps.slips(trace.step)}; {fix} that divides a day, or give "
-            f"{others or 'a --step that divides a day'}"
-        )
-    span = observed_span(trace)
-    if span <= DAY:
-        held = f"{span / 60:.0f} min" if span < HOUR else f"{span / HOUR:.1f} h"
-        raise ConfigError(
-            f"{name}: holds {held} of observed load; a model needs a day of "
-            "history before its first forecast, so there is nothing to grade: export more "
-            "than a day (two weeks or more to learn a weekly cycle)"
-        )
-
-
-def _refuse_nothing_scored(
-    trace: Series, series: Series, name: str, config: BacktestConfig
-) -> None:
-    """A warm-up as long as the trace, a --limit under one model step, or a graded window
-    inside a gap of the trace leaves nothing to grade: refused with the fix before the walk,
-    rather than a table of nan or a refusal after it that blames the export."""
-    if config.warmup is not None and replay_summary.warmup_steps(trace, config.warmup) >= len(
-        trace
-    ):
-        raise ConfigError(
-            f"--warmup {format_duration(config.warmup)}: {name} covers "
-            f"{format_duration(trace.span)}, so nothing is left to score; use a shorter warm-up "
-            "(the default is 14d, or half a shorter trace)"
-        )
-    if config.limit is not None and config.limit < series.step:
-        raise ConfigError(
-            f"--limit {format_duration(config.limit)}: shorter than one model step "
-            f"({format_duration(series.step)}), so nothing is scored; grade at least one step"
-        )
-    graded_window.refuse_empty(
-        series, name, warmup=config.warmup, limit=config.limit, min_warmup=WARMUP.low
-    )
-
-
-def _refuse_nothing_graded(
-    summary: dict[str, Any], trace: Series, name: str, config: BacktestConfig
-) -> None:
-    """A trace just over a day passes _refuse_unusable, but the first forecast (made once a day
-    of load is known) can be for a step after its end: every forecast graded would be missing
-    and the decisions pure reactive. Refused rather than a table of nan and a frontier that
-    graded no forecast."""
-    if summary["trace"]["scored_steps"] == 0:
-        raise ConfigError(
-            f"{name}: no {config.model} forecast could be graded: the first is made once a day "
-            "of load is known, for a step after the trace ends "
-            f"({_observed(trace)}, the warm-up not scored); "
-            "export at least 3 days (two weeks or more to learn a weekly cycle)"
-        )
-
-
-def _observed(trace: Series) -> str:
-    """`14d observed`, and the span when a gap makes it longer: a gap is not observed load."""
-    observed, span = graded_window.observed_seconds(trace), observed_span(trace)
-    within = f" within {format_duration(span)}" if observed < span - 1e-9 else ""
-    return f"{format_duration(observed)} observed{within}"
-
-
-SINCE = 28 * 86400.0
-"""History a --prometheus-url backtest reads by default."""
-_QUERY_FLAGS = {"--query": "query", "--since": "since", "--query-step": "query_step"}
-"""Flags of a --prometheus-url read, and their argparse names."""
-
-
-def _history(args: argparse.Namespace, config: BacktestConfig) -> tuple[Series, str]:
-    """The trace a backtest walks through, and its name: TRACE.csv, or --query's history."""
-    if (args.trace is None) == (args.prometheus_url is None):
-        raise ConfigError("give TRACE.csv or --prometheus-url URL --query PROMQL (one of them)")
-    if args.trace is not None:
-        given = [flag for flag, value in _QUERY_FLAGS.items() if getattr(args, value) is not None]
-        if given:
-            raise ConfigError(
-                f"{', '.join(given)} with TRACE.csv: they shape a --prometheus-url read, and "
-                f"{args.trace} is read as it is (decided and scored at its own step; --step sets "
-                "the model's); drop them, or read the query with --prometheus-url instead"
-            )
-        return read_trace(args.trace), str(args.trace)
-    if not (args.query or "").strip():
-        raise ConfigError("--prometheus-url needs --query PROMQL, returning one series")
-    settings = PrometheusSettings(
-        url=args.prometheus_url,
-        timeout=args.prometheus_timeout,
-        retries=args.prometheus_retries,
-        auth=prometheus_flags.auth_from(args),
-    )
-    trace = prometheus_history.fetch(
-        settings,
-        query=args.query.strip(),
-        since=SINCE if args.since is None else args.since,
-        step=args.query_step or config.step,
-        now=time.time(),
-    )
-    return trace, prometheus_history.label(settings, args.query.strip())
-
-
-def _limited(trace: Series, warmup: int, limit: float | None) -> Series:
-    """The warm-up and `limit` after it: the span `--limit` grades, replayed and scored too."""
-    if limit is None:
-        return trace
-    steps = warmup + math.ceil(limit / trace.step - 1e-9)
-    return Series(trace.start, trace.step, trace.values[:steps])
-
-
-def replay_config_from(
-    args: argparse.Namespace, config: BacktestConfig, threshold: float
-) -> replay_config.ReplayConfig:
-    amount, share = args.budget
-    return replay_config.ReplayConfig(
-        threshold=threshold,
-        lead_time=config.lead_time,
-        horizon=config.horizon,
-        quantile=config.quantile,
-        min_replicas=args.min_replicas,
-        max_replicas=args.max_replicas,
-        max_prewarm_replicas=args.max_prewarm_replicas,
-        budget=amount,
-        budget_share=share,
-        budget_window=args.budget_window,
-        cost_per_replica_hour=args.cost_per_replica_hour,
-        currency=args.currency or replay_config.ReplayConfig.currency,
-        refit_every=config.refit_every,
-        history_window=config.window,
-        model_step=config.step,
-        drift=not args.no_drift,
-        drift_margin=not args.no_drift_margin,
-        drift_run_test=not args.no_run_test,
-        drop_margin=args.drop_margin,
-        charge_hold=not args.free_hold,
-        level_points=policy.LEVEL_POINTS if args.level else 0,
-    )
-
-
-def config_from(args: argparse.Namespace) -> BacktestConfig:
-    if args.max_replicas < args.min_replicas:
-        raise ConfigError(
-            f"--max-replicas {args.max_replicas} is below --min-replicas {args.min_replicas}; "
-            "raise --max-replicas or lower --min-replicas"
-        )
-    compare = () if args.compare == "none" else tuple(filter(None, args.compare.split(",")))
-    unknown = [m for m in compare if m not in catalog.CANDIDATES]
-    if unknown:
-        raise ConfigError(
-            f"--compare {','.join(unknown)}: not a model; use {','.join(catalog.CANDIDATES)}"
-        )
-    if args.holidays and "prophet" not in (args.model, *compare):
-        raise ConfigError(
-            f"--holidays {args.holidays}: holidays are Prophet's, and neither --model "
-            f"({args.model}) nor --compare has prophet; add --model prophet or --compare prophet"
-        )
-    return BacktestConfig(
-        lead_time=args.lead_time,
-        horizon=args.horizon,
-        quantile=args.quantile,
-        model=args.model,
-        step=args.step,
-        warmup=args.warmup,
-        limit=args.limit,
-        holidays=args.holidays,
-        compare=compare,
-    )
-
-
-def table(summary: dict[str, Any]) -> str:
-    """The figures as a fixed-width table (what the command prints)."""
-    q = summary["config"]["quantile"]
-    head = (
-        f"{'model':10} {'coverage':>9} {'raw cov':>8} {'pinball':>10} {'vs ref':>7} "
-        f"{'WAPE':>6} {'MASE':>6} {'fit s':>6} {'pred ms':>7}"
-    )
-    lead, ahead = summary["config"]["lead_time"], graded_ahead(summary)
-    title = f"backtest at quantile {q:g}, graded {ahead} after the last load seen"
-    title += f" ({lead} cold start)"
-    lines = [title, head]
-    for name, m in summary["models"].items():
-        lines.append(
-            f"{name:10} {m['coverage'] * 100:8.1f}% {m['raw_coverage'] * 100:7.1f}% "
-            f"{m['pinball']:10.4g} {m['pinball_vs_reference'] * 100:6.1f}% "
-            f"{m['wape'] * 100:5.1f}% {m['mase']:6.3f} {m['fit_seconds_mean']:6.2f} "
-            f"{m['predict_ms_mean']:7.2f}"
-        )
-    return "\n".join(lines)
+    p.set_defaults(func=backtest_run.cmd_backtest)
 
 
 def _country(text: str) -> str:

@@ -14,7 +14,7 @@ from models.base import DAY, Series
 from scaler import cli
 from scaler.decision import budget
 from scaler.errors import ConfigError
-from scaler.offline import backtest, backtest_cli, replay, replay_config
+from scaler.offline import backtest, backtest_run, replay, replay_config
 from tests.contract.synthetic import load
 from tests.unit.exits import exit_code
 
@@ -355,7 +355,7 @@ def test_a_percentile_threshold_of_an_idle_trace_names_the_file_and_a_threshold_
 def test_the_printed_grading_distance_is_the_cold_start_in_whole_steps_plus_one(
     step: float, ahead: str
 ) -> None:
-    from scaler.offline import backtest_cli
+    from scaler.offline import backtest_run
 
     k = replay.yardstick.cold_start_steps(600.0, step)
     summary = {
@@ -364,7 +364,7 @@ def test_the_printed_grading_distance_is_the_cold_start_in_whole_steps_plus_one(
         "models": {},
     }
     assert backtest.graded_ahead(summary) == ahead
-    assert f"graded {ahead} after the last load seen (10m cold start)" in backtest_cli.table(
+    assert f"graded {ahead} after the last load seen (10m cold start)" in backtest_run.table(
         summary
     )
 
@@ -425,5 +425,5 @@ def test_without_out_it_writes_to_backtest_and_the_trace_s_name_in_the_current_f
     (out / "summary.json").write_text("{}")
     assert exit_code(["backtest", str(trace), *flags]) == 0
     assert json.loads((out / "summary.json").read_text())["config"]["model"] == "seasonal"
-    assert backtest_cli.default_out(Path("x/nasa.csv.gz")) == Path("backtest-nasa")
-    assert backtest_cli.default_out(None) == Path("backtest-prometheus")
+    assert backtest_run.default_out(Path("x/nasa.csv.gz")) == Path("backtest-nasa")
+    assert backtest_run.default_out(None) == Path("backtest-prometheus")
