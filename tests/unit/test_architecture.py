@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Where each third-party library may be imported (module paths relative to the repo root).
 CONFINED = {
-    "prometheus_api_client": {"scaler/sources/prometheus.py"},
+    "prometheus_api_client": {"scaler/sources/prometheus_transport.py"},
     "prophet": {"models/prophet.py"},
     "orjson": {"models/stan_inputs.py"},
     "threadpoolctl": {"scaler/threads.py"},
