@@ -72,7 +72,7 @@ LEVEL_CRITERION = "band"
 BAND_QUANTILE = 0.95
 """The quantile the "band" criterion grades (the decision's default)."""
 BAND_FLOOR = 0.1
-"""The residual scale's floor as a fraction of the mean load (models.calibrate.FLOOR_FRACTION)."""
+"""The residual scale's floor as a fraction of the mean load (models.conformal.FLOOR_FRACTION)."""
 EWM_TAIL = 0.01
 """An exponential window keeps the points whose weight is above this share of the newest one's."""
 
