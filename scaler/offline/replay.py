@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from models.base import DAY, WEEK, Forecaster, Series
-from models.calibrate import CalibratedModel, Calibration
+from models.calibrate import CalibratedModel
+from models.conformal import Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
 from scaler.decision import budget, drift, margin, policy, resolution

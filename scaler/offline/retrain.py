@@ -44,7 +44,7 @@ import numpy as np
 
 from models import artefact
 from models.base import ModelError, Series
-from models.calibrate import calibration_window
+from models.conformal import calibration_window
 from scaler.decision import drift
 from scaler.decision.literals import format_duration
 from scaler.decision.spec import TargetSpec
