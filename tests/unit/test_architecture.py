@@ -28,7 +28,7 @@ CONFINED = {
     "grpc": {
         "scaler/serving/server.py",
         "scaler/serving/certificates.py",  # the server's TLS credentials, re-read on renewal
-        "scaler/offline/demo.py",
+        "scaler/offline/demo_keda.py",
     },  # demo: the in-process stand-in for KEDA
     "grpc_health": {"scaler/serving/server.py"},
     "cryptography": {"scaler/serving/certificates.py"},  # the certificate's expiry
