@@ -1,7 +1,7 @@
 """Forecast bands that read the future: what a better forecaster could at best hand the policy.
 
 Pure functions (numpy only, no I/O) that bench/forecast_bound.py feeds to the replay in place of
-a model's forecast band. Every band is a models.calibrate.Calibration, the very object the replay
+a model's forecast band. Every band is a models.conformal.Calibration, the very object the replay
 reads (`band.upper(p50, quantile)`, the quantile sliding from the P95 to the median as the budget
 empties), so the bounds go through the same interpolation and flooring as a model's band:
 - `future`: P50 = P95 = the actual load over the look-ahead (a table of zeros: every quantile is
@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models.base import DAY, HOUR, FloatArray
-from models.calibrate import LEVELS, Calibration, scale_of
+from models.conformal import LEVELS, Calibration, scale_of
 
 
 def future_path(values: FloatArray, index: int, points: int) -> FloatArray:

@@ -58,7 +58,7 @@ from policy_ablation import limited, recorded_forecasts
 
 from models import fitcache
 from models.base import DAY, WEEK, Forecast, Series
-from models.calibrate import FLOOR_FRACTION, Calibration
+from models.conformal import FLOOR_FRACTION, Calibration
 from models.walkforward import Origin
 from scaler.decision import budget, resolution
 from scaler.decision.spec import duration_arg

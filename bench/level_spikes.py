@@ -28,8 +28,9 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from models import prophet_level
 from models.base import DAY, WEEK, FloatArray, Series
-from models.prophet import ProphetModel, _memory
+from models.prophet import ProphetModel
 from models.seasonal import LEVEL_CLIP, LEVEL_WINDOW, SeasonalBaseline
 from scaler.decision.spec import duration_arg
 from scaler.offline import backtest, replay_summary
@@ -148,7 +149,7 @@ def huber_prophet(
     residual[seen] = np.log(np.maximum(v[seen], 0) + model.offset) - model.curve(
         series.times()[seen]
     )
-    keep = _memory(alpha, round(DAY / step)) if alpha > 0 else 1
+    keep = prophet_level.memory(alpha, round(DAY / step)) if alpha > 0 else 1
     levels = np.zeros(ends.size)
     for row, i in enumerate(ends.tolist()):
         recent = residual[max(0, i + 1 - keep) : i + 1]

@@ -12,7 +12,7 @@ every variant forecasts), with the short-term level read over other windows:
   hour's level (today's default) or alone; and, as a bound, the profile times the level of the
   hour centred on the target itself, read from the future (what no window of the past can know);
 - Prophet: the residual level's weight chosen by the in-sample one-step error (today's), by the
-  in-sample error at the lead time (`models.prophet._residual_weight(..., ahead=)`), and each
+  in-sample error at the lead time (`models.prophet_level.best_weight(..., ahead=)`), and each
   weight of the grid fixed (the best of which no per-fit rule can beat).
 A measurement, not a test. docs/forecasting.md "A level for the lead time".
 
@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import level_spikes
 
-from models import seasonal
+from models import prophet_level, seasonal
 from models.base import HOUR, FloatArray, Series, prepared
-from models.prophet import RESIDUAL_WEIGHTS, ProphetModel, _residual_weight
+from models.prophet import ProphetModel
 from models.seasonal import LEVEL_CLIP, SeasonalBaseline, _level_floor, median_profile
 from scaler.decision.spec import duration_arg
 from scaler.offline import backtest, replay_summary
@@ -72,7 +72,7 @@ LEVEL_CRITERION = "band"
 BAND_QUANTILE = 0.95
 """The quantile the "band" criterion grades (the decision's default)."""
 BAND_FLOOR = 0.1
-"""The residual scale's floor as a fraction of the mean load (models.calibrate.FLOOR_FRACTION)."""
+"""The residual scale's floor as a fraction of the mean load (models.conformal.FLOOR_FRACTION)."""
 EWM_TAIL = 0.01
 """An exponential window keeps the points whose weight is above this share of the newest one's."""
 
@@ -300,10 +300,10 @@ def prophet_variants(
     residuals[ok] = np.log(np.maximum(history.values[ok], 0) + model.offset) - model.curve(
         history.times()[ok]
     )
-    lead_alpha = _residual_weight(residuals, ahead=ahead)
+    lead_alpha = prophet_level.best_weight(residuals, ahead=ahead)
     picks[f"prophet lead {lead_alpha:g}"] += 1
     found["prophet (lead alpha)"] = prophet_with(model, series, ends, ahead, lead_alpha)
-    for alpha in RESIDUAL_WEIGHTS:
+    for alpha in prophet_level.WEIGHTS:
         found[f"prophet alpha {alpha:g}"] = prophet_with(model, series, ends, ahead, alpha)
     return found
 

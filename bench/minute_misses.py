@@ -41,7 +41,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.calibrate import Calibration
+from models.conformal import Calibration
 from scaler.decision import budget, policy, resolution
 from scaler.offline import replay, replay_config, traces
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from models import catalog, select
 from models.base import ArtefactError, ModelError, Series
-from models.calibrate import ARTEFACT_FORMAT, CalibratedModel, Calibration, fit_calibrated
+from models.calibrate import ARTEFACT_FORMAT, CalibratedModel, fit_calibrated
+from models.conformal import Calibration
 
 DEFAULT_KIND = "auto"
 """What a target gets without a `model` key: the backtests pick (models.select)."""

@@ -2,22 +2,19 @@
 
 The upper quantile is not assumed from a model's own interval: it is the empirical quantile of
 the forecaster's relative residuals, per horizon step, measured on a rolling backtest over a
-recent window the model was not fitted on (split conformal). So the realised coverage follows the
-nominal quantile whatever model is underneath.
+recent window the model was not fitted on (split conformal; the table, its backtest and the
+residual scale are models.conformal's). So the realised coverage follows the nominal quantile
+whatever model is underneath.
 
-Residuals are scaled by the point forecast (floored at a fraction of the mean load), because
-load noise grows with load: absolute residuals would make the band too wide at night and too
-narrow at the peak, exactly where prewarming matters. The scale is max(p50, floor) ** power x
-mean ** (1 - power) with `power` 1 for every fit: purely relative. Measuring the power on the
-calibration backtest (normalized conformal: counting noise grows as the square root of the
-level) was an experiment, off by default, removed after c21b1a4 (docs/forecasting.md "The
-band's level power" keeps its figures); an artefact's `power` is still read as written.
+Owns the unit the engine keeps (`CalibratedModel`: a fitted forecaster, its table, its
+artefact's envelope), fitting one (`fit_calibrated`), and the tables it uses after the fit: one
+re-measured each day on its own out-of-sample forecasts, widened or narrowed by adaptive conformal
+inference (models.adaptive). Grading (models.grading) and fingerprints (models.fingerprint) are
+their own modules.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -25,12 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from models import adaptive, origins
+from models import adaptive
 from models.base import (
     DAY,
-    HOUR,
     WEEK,
-    ArtefactError,
     FitError,
     FloatArray,
     Forecast,
@@ -40,6 +35,17 @@ from models.base import (
     prepared,
     season_for,
 )
+from models.conformal import (
+    Backtest,
+    Calibration,
+    calibration_window,
+    floor_of,
+    measured,
+    rolling,
+    table_from,
+)
+from models.fingerprint import model_fingerprint
+from models.grading import origin_losses, scores
 
 RECALIBRATE_EVERY = DAY
 """How often a model's table is re-measured on its own forecasts since its fit."""
@@ -47,241 +53,11 @@ RECALIBRATION_WINDOW = WEEK
 """The newest out-of-sample forecasts a re-measured table is made of."""
 MIN_ORIGINS = 20
 """Fewest graded forecasts a re-measured table needs (a 95% quantile needs 19)."""
-LEVELS: FloatArray = np.round(np.arange(0.50, 0.995, 0.01), 2)
-"""Quantile levels kept in the calibration table (0.50 .. 0.99)."""
-FLOOR_FRACTION = 0.1
-"""Residual scale floor, as a fraction of the mean load: keeps near-zero forecasts sane."""
 ARTEFACT_FORMAT = 3
 """Bumped whenever an artefact of the previous format would predict differently when loaded."""
 CONTEXT = WEEK + DAY
 """History before the fit that the adaptive tracker's forecasts see (a weekly season and the
 level window of every model): anchored to the fit, so it does not move with the newest sample."""
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Relative residual quantiles: `table[i, j]` is the LEVELS[j] quantile at step i + 1."""
-
-    table: FloatArray = field(repr=False)
-    floor: float
-    samples: int
-    """How many backtest origins the table was measured on."""
-    widen: float = 0.0
-    """Adaptive widening of the spread above the median (models.adaptive); 0 = as measured.
-    Not in the artefact: it is recomputed from the load seen since the fit."""
-    power: float = 1.0
-    """How the residual scale grows with the forecast; 1 = purely relative, what every fit
-    measures since the level power's experiment was removed (an artefact's is read as written)."""
-
-    def scale(self, p50: FloatArray) -> FloatArray:
-        return scale_of(p50, floor=self.floor, power=self.power)
-
-    def offsets(self, steps: int, quantile: float) -> FloatArray:
-        """Relative offset at `quantile` for steps 1..steps (last row repeats past the table)."""
-        rows = np.minimum(np.arange(steps), self.table.shape[0] - 1)
-        q = float(np.clip(quantile, LEVELS[0], LEVELS[-1]))
-        j = int(np.clip(np.searchsorted(LEVELS, q), 1, LEVELS.size - 1))
-        w = (q - LEVELS[j - 1]) / (LEVELS[j] - LEVELS[j - 1])  # linear between two levels
-        column = self.table[:, j - 1] * (1 - w) + self.table[:, j] * w
-        median = self.table[:, 0]
-        out: FloatArray = (median + (column - median) * (1 + self.widen))[rows]
-        return out
-
-    def upper(self, p50: FloatArray, quantile: float) -> FloatArray:
-        """p50 + the residual quantile, never below p50 (nor 0): a model that ran high on the
-        calibration window keeps its median as the bound rather than promise less."""
-        out: FloatArray = np.maximum(
-            p50 + self.offsets(p50.size, quantile) * self.scale(p50), np.maximum(p50, 0.0)
-        )
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "levels": [float(v) for v in LEVELS],
-            "table": [[float(v) for v in row] for row in self.table],
-            "floor": self.floor,
-            "samples": self.samples,
-            "power": self.power,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Calibration:
-        try:
-            table = np.asarray(data["table"], dtype=np.float64)
-            levels = np.asarray(data["levels"], dtype=np.float64)
-            floor = float(data["floor"])
-            samples = int(data["samples"])
-            power = float(data.get("power", 1.0))  # artefacts before it: purely relative
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ArtefactError(f"calibration table is malformed: {exc!r}") from exc
-        if table.ndim != 2 or table.shape[1] != LEVELS.size or not np.allclose(levels, LEVELS):
-            raise ArtefactError("calibration table has other quantile levels than this version")
-        if not 0.0 <= power <= 1.0:
-            raise ArtefactError(f"calibration power {power} is outside [0, 1]; refit the model")
-        return cls(table=table, floor=floor, samples=samples, power=power)
-
-
-@dataclass(frozen=True)
-class Backtest:
-    """Rolling-origin forecasts: row k is the forecast made at the k-th origin, steps 1..steps
-    (each origin sees history up to itself only); NaN where the actual is missing."""
-
-    actual: FloatArray = field(repr=False)
-    p50: FloatArray = field(repr=False)
-
-    @property
-    def origins(self) -> int:
-        return int(self.actual.shape[0])
-
-    def relative(self, floor: float, power: float = 1.0) -> FloatArray:
-        """Residuals (actual - p50) / scale_of(p50): the unit the calibration table is in."""
-        out: FloatArray = (self.actual - self.p50) / scale_of(self.p50, floor=floor, power=power)
-        return out
-
-    def part(self, rows: slice) -> Backtest:
-        return Backtest(actual=self.actual[rows], p50=self.p50[rows])
-
-
-def rolling(
-    model: Forecaster, history: Series, *, since: float, steps: int, stride: int = 1
-) -> Backtest:
-    """Forecast from every origin at or after `since` (every `stride`-th) to the series' end."""
-    first = max(1, int(np.ceil((since - history.start) / history.step - 1e-9)))
-    actual, p50 = origins.rolling(model, history, first=first, steps=steps, stride=stride)
-    return Backtest(actual=actual, p50=p50)
-
-
-def residuals(
-    model: Forecaster, history: Series, *, since: float, steps: int, stride: int = 1
-) -> FloatArray:
-    """Relative residuals (actual - p50) / scale of forecasts made at origins >= since.
-
-    Row k holds the errors of the forecast made at the k-th origin, steps 1..steps; NaN where the
-    actual is missing. Each origin only sees history up to itself.
-    """
-    backtest = rolling(model, history, since=since, steps=steps, stride=stride)
-    return backtest.relative(_floor(history))
-
-
-def pinball(actual: FloatArray, upper: FloatArray, quantile: float) -> float:
-    """Mean pinball (quantile) loss of `upper` at `quantile`, over the finite actuals."""
-    ok = np.isfinite(actual) & np.isfinite(upper)
-    if not ok.any():
-        return float("nan")
-    return float(pinball_terms(actual[ok] - upper[ok], quantile).mean())
-
-
-def pinball_terms(diff: FloatArray, quantile: float) -> FloatArray:
-    """Pinball loss of each `diff` = actual - forecast at `quantile` (NaN stays NaN)."""
-    out: FloatArray = np.maximum(quantile * diff, (quantile - 1) * diff)
-    return out
-
-
-def scores(backtest: Backtest, *, floor: float, quantile: float) -> dict[str, float]:
-    """Out-of-sample scores of the calibrated quantile: each half of the origins is scored with
-    the table measured on the other half (cross-fitted), so no origin grades its own table."""
-    if backtest.origins < 4:
-        return {}
-    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
-    a, u = actual.ravel(), upper.ravel()
-    ok = np.isfinite(a)
-    p50, seen = backtest.p50.ravel(), backtest.actual.ravel()
-    ok50 = np.isfinite(seen)
-    return {
-        "pinball": pinball(a, u, quantile),
-        "coverage": float((a[ok] <= u[ok] + 1e-9).mean()) if ok.any() else float("nan"),
-        "wape": float(
-            np.abs(seen[ok50] - p50[ok50]).sum() / max(float(np.abs(seen[ok50]).sum()), 1e-12)
-        ),
-        "origins": float(backtest.origins),
-    }
-
-
-def origin_losses(backtest: Backtest, *, floor: float, quantile: float) -> FloatArray:
-    """Cross-fitted pinball loss of each origin's forecast (mean over its steps; NaN when none
-    was graded), in origin order: what model selection compares pair by pair."""
-    if backtest.origins < 4:
-        return np.full(backtest.origins, np.nan)
-    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
-    loss = pinball_terms(actual - upper, quantile)
-    graded = np.isfinite(loss).sum(axis=1)
-    total = np.nansum(loss, axis=1)
-    out: FloatArray = np.where(graded > 0, total / np.maximum(graded, 1), np.nan)
-    return out
-
-
-def origin_peak_losses(backtest: Backtest, *, floor: float, quantile: float) -> FloatArray:
-    """Cross-fitted pinball loss of each origin's *peak*: the highest actual over its steps
-    against the highest calibrated upper over the same steps (NaN when no step was graded), in
-    origin order. The decision buys replicas for the peak of the band over the look-ahead
-    (scaler.decision.policy), so this is the loss of what it buys: a forecast that follows
-    the curve but smooths a short recurring spike away (a nightly job) loses here, however
-    well it scores point by point."""
-    if backtest.origins < 4:
-        return np.full(backtest.origins, np.nan)
-    actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
-    graded = np.isfinite(actual)
-    has = graded.any(axis=1)
-    rows = np.flatnonzero(has)
-    diff = np.full(backtest.origins, np.nan)
-    mask = graded[rows]
-    diff[rows] = np.max(np.where(mask, actual[rows], -np.inf), axis=1) - np.max(
-        np.where(mask, upper[rows], -np.inf), axis=1
-    )
-    return pinball_terms(diff, quantile)
-
-
-def _cross_fitted(
-    backtest: Backtest, *, floor: float, quantile: float
-) -> tuple[FloatArray, FloatArray]:
-    """(actual, calibrated upper) per origin, each half calibrated on the other half."""
-    n = backtest.origins
-    halves = (slice(0, n // 2), slice(n // 2, n))
-    upper = np.empty_like(backtest.p50)
-    for fit_on, score_on in (halves, halves[::-1]):
-        table = measured(backtest.part(fit_on), floor=floor, samples=n)
-        p50 = backtest.p50[score_on]
-        offsets = table.offsets(p50.shape[1], quantile)
-        upper[score_on] = np.maximum(p50 + offsets * table.scale(p50), np.maximum(p50, 0.0))
-    return backtest.actual, upper
-
-
-def scale_of(p50: FloatArray, *, floor: float, power: float) -> FloatArray:
-    """The residual scale of a forecast: max(p50, floor) ** power x mean ** (1 - power), the mean
-    load being floor / FLOOR_FRACTION; power 1 is max(p50, floor) itself, exactly."""
-    scale: FloatArray = np.maximum(p50, floor)
-    if power == 1.0:
-        return scale
-    mean = floor / FLOOR_FRACTION
-    out: FloatArray = mean * (scale / mean) ** power
-    return out
-
-
-def measured(backtest: Backtest, *, floor: float, samples: int) -> Calibration:
-    """The table of a calibration backtest: its residuals relative to the forecast."""
-    return Calibration(table=table_from(backtest.relative(floor)), floor=floor, samples=samples)
-
-
-def table_from(errors: FloatArray) -> FloatArray:
-    """Per-step quantiles of residuals at LEVELS (conformal, finite-sample corrected)."""
-    steps = errors.shape[1]
-    table = np.zeros((steps, LEVELS.size))
-    for i in range(steps):
-        col = errors[:, i]
-        col = col[np.isfinite(col)]
-        if col.size == 0:
-            continue
-        n = col.size
-        levels = np.minimum(np.ceil((n + 1) * LEVELS) / n, 1.0)
-        table[i] = np.quantile(col, levels, method="higher")
-    return np.maximum.accumulate(table, axis=1)
-
-
-def calibration_window(span: float) -> float:
-    """Seconds of the newest history held out for calibration."""
-    if span >= 3 * WEEK:
-        return WEEK
-    return max(span / 4, min(6 * HOUR, span / 2))
 
 
 @dataclass
@@ -442,7 +218,7 @@ def calibrated(
     """`final` (fitted on `history`) with the table and scores of its calibration `backtest`:
     the last half of fit_calibrated, also what combines fitted models without refitting them."""
     history = prepared(history)
-    floor = _floor(history)
+    floor = floor_of(history)
     graded = scores(backtest, floor=floor, quantile=quantile)
     if graded:
         graded["in_sample"] = float(in_sample)
@@ -459,40 +235,3 @@ def calibrated(
         losses=origin_losses(backtest, floor=floor, quantile=quantile),
         backtest=backtest,
     )
-
-
-def model_fingerprint(
-    model: Forecaster, calibration: Calibration, *, history: Series, quantile: float
-) -> str:
-    """16 hex digits identifying a fitted model (its artefact's `fingerprint`, the decision
-    log's `model_version`): its kind, its fitted parameters and calibration table (so the
-    forecast steps and settings such as Prophet's holidays they came from), the quantile it
-    tracks, and the exact training data. Two kinds fitted on the same data differ (the quick
-    seasonal fit and the `auto` pick that replaces it used to share one version, the data's),
-    and so does one kind refitted on other data or settings; replicas fitting the same kind
-    on the same data agree. Artefacts stored before keep the version they were stored with."""
-    digest = hashlib.sha256()
-    digest.update(data_fingerprint(history).encode())
-    fitted = {
-        "kind": model.kind,
-        "params": model.to_dict(),
-        "calibration": calibration.to_dict(),
-        "quantile": quantile,
-    }
-    # repr: a value json cannot write (a numpy integer) is still hashed, never refused here.
-    digest.update(json.dumps(fitted, sort_keys=True, default=repr).encode())
-    return digest.hexdigest()[:16]
-
-
-def data_fingerprint(history: Series) -> str:
-    """16 hex digits identifying the exact training data (start, step and values)."""
-    digest = hashlib.sha256()
-    digest.update(np.array([history.start, history.step]).tobytes())
-    digest.update(np.nan_to_num(history.values, nan=-1.0).tobytes())
-    return digest.hexdigest()[:16]
-
-
-def _floor(history: Series) -> float:
-    observed = history.values[~np.isnan(history.values)]
-    mean = float(np.abs(observed).mean()) if observed.size else 0.0
-    return max(mean * FLOOR_FRACTION, 1e-6)

@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from models.base import Series
-from models.calibrate import CalibratedModel, pinball
+from models.calibrate import CalibratedModel
+from models.grading import pinball
 
 
 def backtest_loss(

@@ -21,7 +21,8 @@ import numpy as np
 
 from models import catalog, origins
 from models.base import ArtefactError, FitError, FloatArray, Forecaster, ModelError, Series
-from models.calibrate import Backtest, CalibratedModel, calibrated
+from models.calibrate import CalibratedModel, calibrated
+from models.conformal import Backtest
 
 
 class Ensemble:

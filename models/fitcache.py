@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from typing import TypeVar
 
 from models.base import Series
-from models.calibrate import data_fingerprint
+from models.fingerprint import data_fingerprint
 
 T = TypeVar("T")
 Key = tuple[str, float, float, int, str, int, float]

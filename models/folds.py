@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from models.base import Forecaster, ModelError, Series, observed_span, prepared
-from models.calibrate import Backtest, calibration_window, rolling
+from models.conformal import Backtest, calibration_window, rolling
 
 MIN_FIT_SHARE = 0.5
 """Least share of the history's observed span the earlier window's fit must see."""

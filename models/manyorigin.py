@@ -29,7 +29,8 @@ import numpy as np
 
 from models import adaptive, origins
 from models.base import FloatArray, Forecast, Series
-from models.calibrate import CONTEXT, LEVELS, RECALIBRATE_EVERY, CalibratedModel, Calibration
+from models.calibrate import CONTEXT, RECALIBRATE_EVERY, CalibratedModel
+from models.conformal import LEVELS, Calibration
 
 IntArray = origins.IntArray
 

@@ -51,7 +51,7 @@ def rolling(
     model: Forecaster, history: Series, *, first: int, steps: int, stride: int = 1
 ) -> tuple[FloatArray, FloatArray]:
     """(actual, p50) of the forecasts from every `stride`-th origin index from `first` to the
-    last but one (models.calibrate.rolling): row k's actuals are the `steps` values after its
+    last but one (models.conformal.rolling): row k's actuals are the `steps` values after its
     origin, NaN past the series' end."""
     values = history.values
     ends = np.arange(first, len(history) - 1, stride, dtype=np.int64)

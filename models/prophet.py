@@ -11,23 +11,21 @@ Prophet's curve ignores what happened in the last minutes, which is most of the 
 10-30 minute forecast has. So its residuals are smoothed exponentially (a local level on the log
 scale, the weight chosen on the in-sample one-step errors) and the current level is added to the
 curve: a Prophet + ETS-on-residuals hybrid. Noisy load gets a small weight (the curve is trusted),
-a level shift (a holiday, a launch, a migration) is followed within the hour.
+a level shift (a holiday, a launch, a migration) is followed within the hour. The weight and
+the level's memory are models/prophet_level.py's; the warm start and CmdStan's input files,
+models/prophet_stan.py's.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from models import stan_inputs
+from models import prophet_level, prophet_stan
 from models.base import (
     DAY,
     WEEK,
@@ -49,8 +47,6 @@ DAILY_ORDER = 10
 at 5-minute resolution a morning ramp is an hour wide and needs more harmonics to show."""
 WEEKLY_ORDER = 6
 """Fourier terms of the weekly cycle (Prophet's default is 3): room for a sharp weekend step."""
-RESIDUAL_WEIGHTS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-"""Candidate smoothing weights of the residual level (a grid: one parameter, no optimiser)."""
 HOLIDAY_DAYS = 42
 """Days past the end of training for which holiday effects are kept (refits are weekly)."""
 TOL_REL_GRAD = 1e9
@@ -98,9 +94,9 @@ class ProphetModel:
         self.sigma = 0.0
         self.holiday_days: FloatArray = np.zeros(0)
         self.holiday_effects: FloatArray = np.zeros(0)
-        self.optimum: Optimum | None = None
+        self.optimum: prophet_stan.Optimum | None = None
         """Stan's fitted parameters with the scales they are in (not in the artefact)."""
-        self._start_from: Optimum | None = None
+        self._start_from: prophet_stan.Optimum | None = None
 
     def warm_from(self, other: object) -> None:
         """Start the next fit from `other`'s optimum (a fitted ProphetModel on a history with
@@ -145,9 +141,9 @@ class ProphetModel:
         self._extract(model, history, n)
         residuals = np.full(len(history), np.nan)
         residuals[ok] = z - in_sample
-        self.alpha = _residual_weight(residuals)
+        self.alpha = prophet_level.best_weight(residuals)
         self.sigma = finite_or(float(np.nanmean(model.params["sigma_obs"])) * self.y_scale, 0.0)
-        self.optimum = Optimum.of(model)
+        self.optimum = prophet_stan.Optimum.of(model)
 
     def _prophet(self, *, weekly: bool) -> Any:
         from prophet import Prophet
@@ -164,7 +160,7 @@ class ProphetModel:
             daily_seasonality=False,
             uncertainty_samples=0,
         )
-        _write_inputs_in_c(getattr(model.stan_backend, "model", None))
+        prophet_stan.write_inputs_in_c(getattr(model.stan_backend, "model", None))
         model.add_seasonality(name="daily", period=1, fourier_order=DAILY_ORDER)
         if weekly:
             model.add_seasonality(name="weekly", period=7, fourier_order=WEEKLY_ORDER)
@@ -242,7 +238,7 @@ class ProphetModel:
         ends = np.asarray(ends, dtype=np.int64)
         level = np.zeros(ends.size)
         if self.alpha > 0:
-            keep = _memory(self.alpha, round(DAY / self.step))
+            keep = prophet_level.memory(self.alpha, round(DAY / self.step))
             values = history.values
             ok = ~np.isnan(values)
             residual = np.full(values.size, np.nan)
@@ -265,7 +261,7 @@ class ProphetModel:
         """Exponentially weighted mean of the newest residuals (log scale), missing ones skipped."""
         if self.alpha <= 0:
             return 0.0
-        keep = _memory(self.alpha, round(DAY / self.step))
+        keep = prophet_level.memory(self.alpha, round(DAY / self.step))
         values = recent.values[-keep:]
         ok = ~np.isnan(values)
         if not ok.any():
@@ -316,114 +312,7 @@ class ProphetModel:
         return model
 
 
-@dataclass(frozen=True)
-class Optimum:
-    """A Prophet MAP fit's parameters (in Prophet's scaled units) and the scales they are in,
-    to start another fit from."""
-
-    k: float
-    m: float
-    delta: FloatArray
-    beta: FloatArray
-    sigma_obs: float
-    y_scale: float
-    t_scale: float
-    """Seconds from the first to the last fitted point."""
-
-    @classmethod
-    def of(cls, model: Any) -> Optimum:
-        params = model.params
-        return cls(
-            k=float(np.nanmean(params["k"])),
-            m=float(np.nanmean(params["m"])),
-            delta=np.nanmean(params["delta"], axis=0),
-            beta=np.nanmean(params["beta"], axis=0),
-            sigma_obs=float(np.nanmean(params["sigma_obs"])),
-            y_scale=float(model.y_scale),
-            t_scale=pd.Timedelta(model.t_scale).total_seconds(),
-        )
-
-    def rescaled(self, times: FloatArray, z: FloatArray) -> dict[str, Any]:
-        """Stan inits for a fit on (times, z) that starts at the same time as this one did:
-        the same curve in that fit's scales (Prophet's absmax y scale, the span as t scale).
-        The changepoints keep their order (Prophet spreads them over the same share of each
-        history); a shape that does not match makes Prophet fall back to its default."""
-        y_scale = float(np.abs(z).max()) or 1.0
-        t_scale = float(times[-1] - times[0]) if times.size > 1 else self.t_scale
-        y, t = self.y_scale / y_scale, (t_scale / self.t_scale if self.t_scale > 0 else 1.0)
-        return {
-            "k": self.k * y * t,
-            "m": self.m * y,
-            "delta": self.delta * y * t,
-            "beta": self.beta * y,
-            "sigma_obs": max(self.sigma_obs * y, 1e-9),
-        }
-
-
-def _write_inputs_in_c(stan: Any) -> None:
-    """Hand CmdStan its data and inits as JSON files written in C (models/stan_inputs.py).
-
-    cmdstanpy writes them with stanio, which walks every number of Prophet's feature matrix in
-    Python and then streams it through json's pure-Python encoder: 3-4 s per fit on four weeks
-    of 5-minute data, a third of a backtest. The numbers are the same (each float's shortest
-    repr), so the fit is the same, bit for bit."""
-    optimize = getattr(stan, "optimize", None)
-    if optimize is None or getattr(optimize, "writes_inputs_in_c", False):
-        return
-
-    def from_files(*, data: Any = None, inits: Any = None, **kwargs: Any) -> Any:
-        with tempfile.TemporaryDirectory(prefix="prophet-") as folder:
-            paths = []
-            for name, value in (("data", data), ("inits", inits)):
-                if isinstance(value, dict):
-                    path = Path(folder) / f"{name}.json"
-                    stan_inputs.write(path, value)
-                    value = str(path)
-                paths.append(value)
-            return optimize(data=paths[0], inits=paths[1], **kwargs)
-
-    from_files.writes_inputs_in_c = True  # type: ignore[attr-defined]
-    stan.optimize = from_files
-
-
 def _ds(times: FloatArray) -> pd.Series:
     """Epoch seconds -> the naive UTC datetimes Prophet wants."""
     nanoseconds = np.rint(np.asarray(times, dtype=np.float64) * 1e9).astype(np.int64)
     return pd.Series(pd.to_datetime(nanoseconds, unit="ns"))
-
-
-def _residual_weight(residuals: FloatArray, *, ahead: int = 1) -> float:
-    """The smoothing weight with the least in-sample squared error `ahead` steps past the level
-    (1: one step, today's rule; missing skipped)."""
-    e = residuals[np.isfinite(residuals)]
-    if e.size < 3 or np.ptp(e) < 1e-12:
-        return 0.0
-    if ahead <= 1:
-        best, best_error = 0.0, float((e * e).mean())  # 0: no correction
-        for alpha in RESIDUAL_WEIGHTS:
-            level, total = 0.0, 0.0
-            for value in e:
-                total += (value - level) ** 2
-                level += alpha * (value - level)
-            if total / e.size < best_error:
-                best, best_error = alpha, total / e.size
-        return best
-    best, best_error = 0.0, float((e * e).mean())
-    for alpha in RESIDUAL_WEIGHTS:
-        levels = np.zeros(e.size)  # levels[t]: the level after e[t], the forecast of e[t + ahead]
-        level = 0.0
-        for t, value in enumerate(e.tolist()):
-            level += alpha * (value - level)
-            levels[t] = level
-        miss = e[ahead:] - levels[: e.size - ahead]
-        error = float((miss * miss).sum() + (e[:ahead] * e[:ahead]).sum()) / e.size
-        if error < best_error:
-            best, best_error = alpha, error
-    return best
-
-
-def _memory(alpha: float, cap: int) -> int:
-    """Points whose weight is above 1% of the newest one's, at most `cap`."""
-    if alpha >= 1:
-        return 1
-    return int(min(max(math.ceil(math.log(0.01) / math.log(1 - alpha)), 1), max(cap, 1)))

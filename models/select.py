@@ -20,7 +20,7 @@ misleads a combination as much as a single model.)
 
 A costlier model must also not lose on the peak the decision buys (PEAK_GUARD): the pinball
 loss of each origin's highest actual against its highest calibrated upper over the look-ahead
-(calibrate.origin_peak_losses), pooled the same way, may not be above the incumbent's by more
+(grading.origin_peak_losses), pooled the same way, may not be above the incumbent's by more
 than TIE. The path's loss averages a short recurring spike (a nightly job: one 5-minute bucket a
 day) down to nothing, and a smooth model that misses it every night can win on the path while
 the replicas bought from its peak are short every night.
@@ -42,13 +42,9 @@ import numpy as np
 
 from models import catalog, ensemble, fitcache, folds
 from models.base import HOUR, FitError, FloatArray, ModelError, Series
-from models.calibrate import (
-    Backtest,
-    CalibratedModel,
-    fit_calibrated,
-    origin_losses,
-    origin_peak_losses,
-)
+from models.calibrate import CalibratedModel, fit_calibrated
+from models.conformal import Backtest
+from models.grading import origin_losses, origin_peak_losses
 
 logger = logging.getLogger(__name__)
 

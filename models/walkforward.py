@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 
 from models import manyorigin, select
 from models.base import WEEK, Forecast, Forecaster, ModelError, Series
-from models.calibrate import CalibratedModel, Calibration, fit_calibrated
+from models.calibrate import CalibratedModel, fit_calibrated
+from models.conformal import Calibration
 
 logger = logging.getLogger(__name__)
 

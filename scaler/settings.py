@@ -99,7 +99,7 @@ class PrometheusSettings:
     from after a restart; None means `url`."""
     retries: int = 2
     """Extra attempts of a request that failed fast (refused, reset, HTTP 429/502/503/504);
-    a timeout is never retried (sources/prometheus.py)."""
+    a timeout is never retried (sources/prometheus_transport.py)."""
     backoff: float = 0.25
     """Seconds before the first retry, doubling for each next one."""
     call_budget: float = 15.0
@@ -128,7 +128,7 @@ class EngineSettings:
     model-step point the highest value in its bucket, the series `scaler backtest` fits on.
     None: the value at each point. `scaler serve` sets it to --peaks-every (30 s) unless
     `--fit-input points` (scaler/sources/fit_input.py); Prometheus reads it as plain range
-    queries at this step with the peaks taken in-process (sources/prometheus.py)."""
+    queries at this step with the peaks taken in-process (sources/prometheus_range.py)."""
     refit_every: float = 7 * 86400.0
     """Seconds between refits of a target's model."""
     staleness: float = 300.0

@@ -49,7 +49,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from models.base import DAY, HOUR, WEEK, FloatArray, Forecast, Series
-from models.calibrate import CalibratedModel, rolling
+from models.calibrate import CalibratedModel
+from models.conformal import rolling
 
 WINDOW = 12
 """Observations in the rolling coverage/WAPE window (exported as metrics only)."""

@@ -38,7 +38,7 @@ import pandas as pd
 
 from models import catalog
 from models.base import DAY, WEEK, Forecaster, Series
-from models.calibrate import pinball
+from models.grading import pinball
 from models.walkforward import walk_forward
 from scaler.decision import policy, resolution
 from scaler.decision.spec import format_duration

@@ -4,6 +4,9 @@ The real server runs on the file source (the bundled LLM-serving trace by defaul
 accelerated clock; an in-process gRPC client polls it the way KEDA does (GetMetricSpec, IsActive,
 GetMetrics each step) and prints a live table. At the end the requests are scored with the replay
 yardstick against a reactive autoscaler, and a PNG of load, forecast and replicas is written.
+
+This module owns the command: its flags, and the server it starts and stops around the run.
+demo_keda.py polls the server, demo_text.py writes the words, demo_report.py scores the rows.
 """
 
 from __future__ import annotations
@@ -12,93 +15,24 @@ import argparse
 import asyncio
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 
-from models.base import Series
 from scaler import helptext
-from scaler._pb import externalscaler_pb2 as pb
-from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.clock import ReplayClock
 from scaler.decision import spec
 from scaler.decision.spec import format_duration
-from scaler.offline import yardstick
+from scaler.offline import demo_keda, demo_report, demo_text
+from scaler.offline.demo_text import Row
 from scaler.offline.traces import read_trace
 from scaler.serving.engine import Engine
 from scaler.settings import EngineSettings, ServerSettings, Settings
-from scaler.sources.file import FileSource, bundled_trace, default_warmup, loop_length
+from scaler.sources.file import bundled_trace
 
 MAX_STEPS = 100_000
 """--steps: a bound, not a plan (the bundled trace has 4,300 steps; 144 take about a minute)."""
-
-
-@dataclass
-class Row:
-    at: float
-    load: float
-    peak: float
-    reactive: int
-    desired: int
-    active: bool
-    reason: str
-
-
-COLUMNS = (
-    ("load", "the trace's load at that step"),
-    ("P95 peak", "the forecast's highest P95 over leadTime + horizon"),
-    ("reactive", "ceil(load / threshold): what an HPA would run"),
-    ("desired", "what the scaler answered KEDA's GetMetrics"),
-    ("active", "IsActive's answer (wake a pool scaled to zero)"),
-    ("reason", "why desired is what it is (the reasons seen are listed at the end)"),
-)
-REASONS = {
-    "forecast": "prewarm bought from the forecast, within the budget and caps",
-    "reactive": "the forecast needs no more than the load does: desired = reactive",
-    "hold": "the last cold start's load kept past the HPA's 5 minutes (paid from the budget)",
-    "level": "the load's own level insured at the forecast's band (paid from the budget)",
-    "budget_capped": "the forecast wanted more prewarm than the budget has left",
-    "prewarm_capped": "the forecast wanted more than maxPrewarmReplicas above reactive",
-    "prewarm_off": "the forecast wanted prewarm, but the trigger turns it off (budget 0)",
-    "max_replicas": "maxReplicas cut the request",
-    "min_replicas": "minReplicas raised the request",
-    "no_model": "no model fitted yet: reactive, plus any hold",
-    "drift_fallback": "forecasts stopped being trustworthy: reactive, plus any hold",
-    "drift_margin": "forecasts stopped being trustworthy: reactive plus a margin from recent "
-    "growth",
-    "budget_unknown": "the window's spend could not be read back yet: reactive, no prewarm",
-    "no_data": "no current load sample: the last answer is held",
-}
-"""The demo's legend, one line per policy.Reason (docs/decision-log.md has the full story)."""
-
-
-def preamble(
-    *, trace: str, step: float, metadata: dict[str, str], wall: float, derived: bool
-) -> str:
-    """What the demo runs and what its columns mean, printed above the table."""
-    origin = " (the trace's 99th percentile / 20)" if derived else ""
-    lines = [
-        f"Replaying {trace} through the real gRPC server ({format_duration(step)} steps, "
-        f"{wall:g} s each),",
-        "polled the way KEDA polls it (IsActive, then GetMetrics). The trigger's metadata:",
-        f"  threshold {metadata['threshold']}{origin}, leadTime {metadata['leadTime']}, "
-        f"horizon {metadata['horizon']},",
-        f"  model {metadata['model']}, prewarmBudget {metadata['prewarmBudget']} (of the "
-        f"reactive replica-hours per 24h), maxPrewarmReplicas {metadata['maxPrewarmReplicas']}",
-        "The columns:",
-        *(f"  {name:9} {meaning}" for name, meaning in COLUMNS),
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def legend(reasons: list[str]) -> str:
-    """One line for each reason the table showed, in the order first seen."""
-    seen = list(dict.fromkeys(reasons))
-    return "\n".join(f"  {r:15} {REASONS.get(r, '')}".rstrip() for r in seen)
 
 
 def add_parser(sub: Any) -> None:
@@ -180,34 +114,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     trace = read_trace(trace_path)
     observed = trace.values[~np.isnan(trace.values)]
     threshold = args.threshold or float(np.percentile(observed, 99)) / 20
-    if note := unanswered_start(trace):
+    if note := demo_text.unanswered_start(trace):
         print(note)
     rows = asyncio.run(_run(args, trace_path, trace.step, threshold))
-    _report(rows, threshold=threshold, step=trace.step, lead=args.lead_time, out=args.out)
-    return 0
-
-
-def unanswered_start(trace: Series) -> str | None:
-    """A note, said once before the table, when the replay starts in a stretch of the trace with
-    no value (the file source plays it from default_warmup on, looping over loop_length): those
-    steps go unanswered, and the note says how many and what --steps reaches the load."""
-    begin = round(default_warmup(trace) / trace.step)
-    end = min(len(trace), round(loop_length(trace) / trace.step))
-    played = trace.values[begin:end]
-    if begin >= end or not np.isnan(played[0]):
-        return None
-    found = np.flatnonzero(~np.isnan(played))
-    empty = int(found[0]) if found.size else end - begin  # else the loop restarts at the start
-    start, stop = trace.start + begin * trace.step, trace.start + (begin + empty) * trace.step
-    return (
-        f"note: the replay starts where the trace has no value ({_day(start)} to {_day(stop)}, "
-        f"after the history before it, half the trace or 14 days): its first {empty} steps go "
-        f"unanswered and count in --steps; give --steps over {empty} to see its load\n"
+    demo_report.report(
+        rows, threshold=threshold, step=trace.step, lead=args.lead_time, out=args.out
     )
-
-
-def _day(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(at))
+    return 0
 
 
 async def _run(
@@ -247,7 +160,7 @@ async def _run(
     )
     port, engine = await ready
     print(
-        preamble(
+        demo_text.preamble(
             trace=trace_path.name,
             step=step,
             metadata=metadata,
@@ -256,209 +169,7 @@ async def _run(
         )
     )
     try:
-        return await _poll(port, engine, clock, metadata, steps=args.steps, step=step)
+        return await demo_keda.poll(port, engine, clock, metadata, steps=args.steps, step=step)
     finally:
         stop.set()
         await server_task
-
-
-async def _poll(
-    port: int,
-    engine: Engine,
-    clock: ReplayClock,
-    metadata: dict[str, str],
-    *,
-    steps: int,
-    step: float,
-) -> list[Row]:
-    ref = pb.ScaledObjectRef(name="llm-serve", namespace="demo", scalerMetadata=metadata)
-    rows: list[Row] = []
-    print(
-        f"{'time':16}  {'load':>9}  {'P95 peak':>9}  {'reactive':>8}  {'desired':>7}  "
-        f"{'active':6}  reason"
-    )
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
-        spec = await stub.GetMetricSpec(ref)
-        metric = spec.metricSpecs[0].metricName
-        await clock.sleep(step * 0.5)
-        waiting = Waiting()
-        for _ in range(steps):  # a step without an answer is played too: the run stays bounded
-            try:
-                active = (await stub.IsActive(ref)).result
-                value = await stub.GetMetrics(
-                    pb.GetMetricsRequest(scaledObjectRef=ref, metricName=metric)
-                )
-            except grpc.aio.AioRpcError as exc:
-                _say(waiting.saw(f"{exc.code().name} {exc.details()}", _trace_time(engine, clock)))
-                await _next_step(clock, step)
-                continue
-            _say(waiting.end())
-            row = _row(engine, clock.now(), active, int(value.metricValues[0].metricValue))
-            rows.append(row)
-            print(_format(row, engine))
-            await _next_step(clock, step)
-        _say(waiting.end())
-    return rows
-
-
-@dataclass
-class Waiting:
-    """A run of steps the server did not answer (a stretch of the trace with no value, a model
-    not yet fitted): its first line printed, then one line saying how long it lasted, so a
-    long gap is two lines, not one per step."""
-
-    why: str = ""
-    first: float = math.nan
-    last: float = math.nan
-    count: int = 0
-
-    def saw(self, why: str, at: float) -> str | None:
-        """The line to print for an unanswered step at trace time `at`, if any."""
-        ended = self.end() if why != self.why else None
-        self.last, self.count = at, self.count + 1
-        if self.count > 1:
-            return ended
-        self.why, self.first = why, at
-        shown = f"{'':16}  waiting: {why}"
-        return shown if ended is None else f"{ended}\n{shown}"
-
-    def end(self) -> str | None:
-        """The line closing the run, when it was longer than one step; the run is reset."""
-        count, first, last = self.count, self.first, self.last
-        self.why, self.first, self.last, self.count = "", math.nan, math.nan, 0
-        if count <= 1:
-            return None
-        return (
-            f"{'':16}  ... the same for {count} steps, {_when(first)} to {_when(last)} "
-            "(each counted in --steps)"
-        )
-
-
-def _say(line: str | None) -> None:
-    if line is not None:
-        print(line)
-
-
-def _trace_time(engine: Engine, clock: ReplayClock) -> float:
-    """The trace's time now (the time column of the table), or the clock's before a target."""
-    now = clock.now()
-    state = next(iter(engine.targets.values()), None)
-    source = engine.source_for(state.spec) if state is not None else None
-    if state is not None and isinstance(source, FileSource):
-        return now - source.shift(source.trace_for(state.spec))
-    return now
-
-
-def _when(at: float) -> str:
-    return time.strftime("%a %H:%M", time.gmtime(at))
-
-
-async def _next_step(clock: ReplayClock, step: float) -> None:
-    """Sleep to the middle of the next step: a fixed sleep after the RPCs drifts, and a
-    decision would now and then go unseen (a step missing from the table)."""
-    await clock.sleep(max(0.0, (math.floor(clock.now() / step) + 1.5) * step - clock.now()))
-
-
-def _row(engine: Engine, now: float, active: bool, desired: int) -> Row:
-    state = next(iter(engine.targets.values()))
-    decision = state.predictive
-    assert decision is not None
-    source = engine.source_for(state.spec)
-    at = state.decided_at
-    if isinstance(source, FileSource):
-        at -= source.shift(source.trace_for(state.spec))
-    return Row(
-        at=at,
-        load=decision.load,
-        peak=decision.forecast_peak,
-        reactive=decision.reactive,
-        desired=desired,
-        active=active,
-        reason=decision.reason.value,
-    )
-
-
-def _format(row: Row, _engine: Engine) -> str:
-    when = _when(row.at)
-    peak = "-" if math.isnan(row.peak) else f"{row.peak:9.1f}"
-    return (
-        f"{when:16}  {row.load:9.1f}  {peak:>9}  {row.reactive:8d}  {row.desired:7d}  "
-        f"{'yes' if row.active else 'no':6}  {row.reason}"
-    )
-
-
-def _report(rows: list[Row], *, threshold: float, step: float, lead: float, out: Path) -> None:
-    if not rows:
-        print(
-            "no decisions were made: the server answered none of the steps played; replay "
-            "more --steps, or a --trace with load where its replay starts (half of it, at "
-            "most 14 days, is history before the first step)"
-        )
-        return
-    load = np.array([r.load for r in rows])
-    k = yardstick.cold_start_steps(lead, step)
-    desired = np.array([r.desired for r in rows], dtype=np.int64)
-    reactive = np.array([r.reactive for r in rows], dtype=np.int64)
-    ours = yardstick.outcome(load=load, desired=desired, threshold=threshold, k=k, step=step)
-    base = yardstick.outcome(load=load, desired=reactive, threshold=threshold, k=k, step=step)
-    print()
-    print("reasons:")
-    print(legend([r.reason for r in rows]))
-    print()
-    print(
-        f"replay yardstick over {len(rows)} steps (cold start {format_duration(lead)} = {k} "
-        f"step{'' if k == 1 else 's'}): a step is under-provisioned\n"
-        "when fewer replicas are ready (asked at least a cold start earlier) than its load needs"
-    )
-    print(
-        f"  reactive : under-provisioned {base.under_provisioned_pct:5.1f}% of steps, "
-        f"{base.gpu_hours:7.1f} GPU-hours"
-    )
-    print(
-        f"  predictive: under-provisioned {ours.under_provisioned_pct:5.1f}% of steps, "
-        f"{ours.gpu_hours:7.1f} GPU-hours"
-    )
-    _plot(rows, threshold=threshold, out=out)
-    print(f"plot written to {out.resolve()}")
-
-
-def _plot(rows: list[Row], *, threshold: float, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    times = np.array([r.at for r in rows]).astype("datetime64[s]")
-    fig, ax = plt.subplots(figsize=(11, 5))
-    ax.plot(times, [r.load for r in rows], label="load", color="black")
-    ax.plot(
-        times,
-        [r.peak for r in rows],
-        label="forecast P95 peak (lead + horizon)",
-        color="tab:orange",
-        linestyle="--",
-    )
-    ax.set_ylabel("load")
-    twin = ax.twinx()
-    twin.step(
-        times,
-        [r.reactive for r in rows],
-        where="post",
-        label="reactive replicas",
-        color="tab:blue",
-        alpha=0.7,
-    )
-    twin.step(
-        times, [r.desired for r in rows], where="post", label="desired replicas", color="tab:green"
-    )
-    twin.set_ylabel(f"replicas (1 replica = {threshold:.4g} load)")
-    lines = ax.get_legend_handles_labels()
-    more = twin.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left")
-    ax.set_title("scaler demo: forecast-driven prewarming vs reactive")
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)

@@ -3,7 +3,7 @@ read straight from its Prometheus, as the trace a backtest walks through.
 
 Owns: the window (the last `since`, ending at the last whole `step`), its bounds, and the label
 a summary names the history by. The range queries themselves (chunks under Prometheus'
-11,000-points limit, credentials, retries) are sources/prometheus.py's.
+11,000-points limit, credentials, retries) are sources/prometheus.py's and its siblings'.
 Must not: make up values: a step with no sample stays NaN, as a CSV's empty cell does; a
 negative is float noise read as 0 or refused, and a value above load_bound.MAX_LOAD refused, as
 in a trace file (scaler/offline/negatives.py, scaler/sources/load_bound.py).

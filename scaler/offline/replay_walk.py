@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from models.base import Forecaster, Series
-from models.calibrate import CalibratedModel, Calibration
+from models.calibrate import CalibratedModel
+from models.conformal import Calibration
 from models.walkforward import Origin, walk_forward
 from scaler.decision import drift, resolution
 from scaler.offline.replay_config import ReplayConfig

@@ -4,24 +4,12 @@ only when it is better. Targets run side by side in supervised worker processes
 (scaler/serving/workers.py), so one target's fit that hangs or runs out of memory costs that
 target only; every outcome, failures included, is returned for the summary.
 
-The comparison: the challenger's out-of-sample pinball loss on its own calibration window (the
-newest week of the history; models.calibrate) against the champion's pinball loss over the very
-same window, each forecast made from data before its origin (retrain_score.champion_loss, the
-number models.challenge.backtest_loss gives, in one pass).
-A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
-has, which favours it: re-running the job promotes nothing new, rather than churning models.
-
-The race is run at one model step only: losses at two steps grade two different series (each
-point the peak of a 5- or a 10-minute bucket), so they decide nothing. And `scaler serve`
-forecasts at SERVE_STEP, whatever step a model was fitted at: a model at another step would be
-served at the wrong step on every replica. So a run at another `--model-step` promotes nothing
-(its rows say how those fits scored), and a champion at another step (written by an older
-version of this job) is replaced by a challenger at SERVE_STEP without a race, the row saying
-so: a step change is never decided by a comparison that means nothing, and never flips back.
+The race itself (the fit, the champion's score, the verdict, and why losses are compared at one
+model step only) is retrain_race.py; this module runs it per target and acts on its verdict.
 
 A promoted model carries what serve writes with its own fits: its drift null (in the artefact)
 and `fallback_at_fit`, whether the replicas hold the target in drift fallback (their exported
-gauge, `live_fallback`). Every target's outcome is recorded in the store, from which serve
+gauge, retrain_live.py). Every target's outcome is recorded in the store, from which serve
 exports the retrain gauges.
 
 Must not: parse flags or print (retrain_cli.py does), or know which store backend it writes.
@@ -32,51 +20,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-import numpy as np
-
-from models import artefact
-from models.base import ModelError, Series
-from models.calibrate import calibration_window
-from scaler.decision import drift
-from scaler.decision.literals import format_duration
+from models.base import ModelError
 from scaler.decision.spec import TargetSpec
-from scaler.errors import ConfigError, ScalerError
+from scaler.errors import ScalerError
 from scaler.kube.targets import Target
-from scaler.offline import abandonable, retrain_score
-from scaler.serving import driftstate, workers
+from scaler.offline import abandonable, retrain_race
+from scaler.offline.retrain_live import LiveFallback
+from scaler.offline.retrain_race import SERVE_STEP
+from scaler.serving import workers
 from scaler.serving.state import forecast_steps
-from scaler.settings import EngineSettings
 from scaler.sources.base import Source
 from scaler.store.base import ModelStore, Stored, StoreError, StoreKey
 
-if TYPE_CHECKING:
-    from scaler.sources.prometheus import PrometheusSource
-
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
-
-SERVE_STEP = EngineSettings().model_step
-"""The step `scaler serve` fits and forecasts at (no flag changes it): the one step whose
-models the store may hold as champions."""
-DRIFT_GAUGE = "scaler_drift_fallback"
-"""What every serve replica exports per target, 1 while in drift fallback (serving/telemetry.py)."""
-LiveFallback = Callable[[TargetSpec, float], "bool | None"]
-"""(target, time) -> whether the serving replicas hold it in drift fallback; None: unknown."""
 
 
 @dataclass(frozen=True)
 class RetrainSettings:
     model_step: float = SERVE_STEP
     """Resolution models are fitted at, seconds. `scaler serve` fits and forecasts at
-    SERVE_STEP, which no flag changes: at any other step nothing is promoted (verdict)."""
+    SERVE_STEP, which no flag changes: at any other step nothing is promoted
+    (retrain_race.verdict)."""
     history: float = 28 * 86400.0
     """Seconds of history per fit."""
     peaks_every: float | None = 30.0
@@ -88,32 +60,6 @@ class RetrainSettings:
     """Seconds one target's fit and backtest may take before its worker is killed."""
     fit_memory: int = 2 * 1024**3
     """Bytes of address space per fit worker; 0 leaves it unbounded."""
-
-
-@dataclass(frozen=True)
-class Shard:
-    """`--shard I/N`: this run trains the targets whose key hashes to I (1-based) of N."""
-
-    index: int
-    count: int
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.index <= self.count <= 100_000:
-            raise ConfigError(
-                f"--shard {self.index}/{self.count}: give I/N with 1 <= I <= N <= 100000"
-            )
-
-    @classmethod
-    def parse(cls, text: str) -> Shard:
-        index, slash, count = text.partition("/")
-        if not slash or not index.strip().isdigit() or not count.strip().isdigit():
-            raise ConfigError(f"--shard {text!r}: give I/N, e.g. 1/4 (the first of four)")
-        return cls(int(index), int(count))
-
-    def holds(self, key: StoreKey) -> bool:
-        """Stable across runs and machines: a hash of the key, not its place in a list."""
-        bucket = int(hashlib.sha256(str(key).encode()).hexdigest()[:16], 16) % self.count
-        return bucket == self.index - 1
 
 
 class Terminated(ScalerError):
@@ -144,114 +90,6 @@ class Outcome:
         return asdict(self)
 
 
-def verdict(
-    loss: float,
-    old: float,
-    *,
-    champion: int | None,
-    problem: str = "",
-    idle: bool = False,
-    step: float = SERVE_STEP,
-    champion_step: float | None = None,
-) -> tuple[bool, str]:
-    """Promote the challenger? And why, in words. `idle`: the latest week's load was 0
-    throughout, so both are scored on nothing and a challenger that forecasts 0 wins. `step`:
-    the challenger's model step; `champion_step`: the champion's (None: unknown, it does not
-    load). Pure."""
-    if not math.isfinite(loss):
-        return False, "challenger has no out-of-sample score; the champion stays"
-    if step != SERVE_STEP:
-        kept = "no champion yet" if champion is None else f"v{champion} stays"
-        return False, (
-            f"not promoted ({kept}): fitted at a {format_duration(step)} model step "
-            f"(--model-step), and scaler serve forecasts at {format_duration(SERVE_STEP)}, "
-            "so it would serve this model at the wrong step"
-        )
-    if champion is None:
-        return True, "no champion yet"
-    if idle:
-        return False, (
-            f"v{champion} stays: the load was 0 over the whole latest week, so a challenger "
-            "fitted on it learned no load to forecast (a paused service, or a query that "
-            "matches an idle series: check it)"
-        )
-    if problem:
-        return True, f"champion v{champion} cannot be scored ({problem})"
-    if champion_step is not None and champion_step != step:
-        return True, (
-            f"re-baseline: v{champion} was fitted at a {format_duration(champion_step)} model "
-            f"step, and scaler serve forecasts at {format_duration(step)}; replaced without a "
-            "race (losses at two steps grade two different series)"
-        )
-    if not math.isfinite(old):
-        return True, f"champion v{champion} has no forecast over the latest week"
-    if loss < old:
-        return True, f"pinball {loss:.4g} beats v{champion}'s {old:.4g} on the latest week"
-    return False, f"v{champion} stays: its pinball {old:.4g} <= challenger's {loss:.4g}"
-
-
-def challenge(
-    spec: TargetSpec, history: Series, steps: int, champion: dict[str, Any] | None
-) -> dict[str, Any]:
-    """Fit the trigger's model on `history`, score the champion on the challenger's
-    calibration window (not one at another model step: `verdict`), and measure the
-    challenger's drift null as `scaler serve` does with a model it fits
-    (scaler/serving/champions.py publish), stored in the artefact so that no replica measures
-    it again. Runs in a fit worker: plain data in and out. ModelError when the challenger
-    cannot be fitted."""
-    quantile = spec.quantile
-    data = artefact.fit(spec.model, history, steps, quantile=quantile)
-    loss = float(data.get("scores", {}).get("pinball", math.nan))
-    fitted = artefact.load(data)
-    null = drift.null_for(fitted, history, lead_time=spec.lead_time, quantile=quantile)
-    data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, fitted.step)}
-    old, problem, champion_step = math.nan, "", None
-    if champion is not None:
-        try:
-            model = artefact.load(champion)
-            champion_step = model.step
-            if model.step == history.step:
-                since = history.end - calibration_window(history.span)
-                old = retrain_score.champion_loss(
-                    model, history, since=since, steps=steps, quantile=quantile
-                )
-        except ModelError as exc:
-            problem = str(exc)
-    return {
-        "artefact": data,
-        "loss": loss,
-        "champion_loss": old,
-        "problem": problem,
-        "idle": idle(history),
-        "step": history.step,
-        "champion_step": champion_step,
-    }
-
-
-def idle(history: Series) -> bool:
-    """Whether every sample of `history`'s latest week (its calibration window, where
-    challenger and champion are scored) is 0."""
-    window = history.since(history.end - calibration_window(history.span)).values
-    seen = window[~np.isnan(window)]
-    return seen.size > 0 and not np.any(seen)
-
-
-def live_fallback(source: PrometheusSource) -> LiveFallback:
-    """Whether the replicas hold a target in drift fallback now, from the gauge they export
-    (DRIFT_GAUGE, max over replicas: they agree) in the Prometheus that scrapes them, the
-    default one (the ledger's): a refit made in fallback starts in it on every replica
-    (scaler/serving/driftstate.py `carried_fallback`), as with serve's own fits. None when no
-    replica exported it (never served, or that Prometheus does not scrape the scaler)."""
-
-    def read(spec: TargetSpec, at: float) -> bool | None:
-        target = spec.key.replace("\\", "\\\\").replace('"', '\\"')
-        query = f'max({DRIFT_GAUGE}{{target="{target}"}})'
-        found = source.values(replace(spec, server_address=None), query, at=at)
-        return None if not found else max(found) >= 1.0
-
-    return read
-
-
 class Retrainer:
     """Retrains targets into one store from one source; `run` them all, then `close`."""
 
@@ -267,7 +105,8 @@ class Retrainer:
         self.source = source
         self.settings = settings
         self.live = live
-        """The replicas' drift fallback per target (live_fallback); None: taken as none."""
+        """The replicas' drift fallback per target (retrain_live.live_fallback); None: taken
+        as none."""
         self._pool: workers.WorkerPool | None = None
         if settings.workers > 0:
             self._pool = workers.WorkerPool(
@@ -340,7 +179,11 @@ class Retrainer:
             )
             steps = forecast_steps(spec, step)
             job = functools.partial(
-                challenge, spec, history, steps, champion.artefact if champion else None
+                retrain_race.challenge,
+                spec,
+                history,
+                steps,
+                champion.artefact if champion else None,
             )
             result = await _unless(stop, self._fit(job), "during its fit (the fit was killed)")
             result["fallback"] = await _unless(
@@ -408,7 +251,7 @@ class Retrainer:
         now: float,
     ) -> Outcome:
         data, loss, old = result["artefact"], float(result["loss"]), float(result["champion_loss"])
-        promote, reason = verdict(
+        promote, reason = retrain_race.verdict(
             loss,
             old,
             champion=champion,

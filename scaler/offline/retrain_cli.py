@@ -4,38 +4,31 @@ ScaledObjects pointing at this scaler), keeps this shard's, retrains them into t
 target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
 bad arguments or an unreachable store or cluster, 143 after SIGTERM (the summary written, every
 unfinished target recorded as failed).
+
+This module owns the flags, the checks made before any fit, and SIGTERM; retrain_targets.py
+chooses the targets and retrain_summary.py writes the summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
-import math
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from scaler import helptext
 from scaler.decision import spec
 from scaler.decision.literals import format_duration
 from scaler.errors import ConfigError
-from scaler.kube import targets as manifests
-from scaler.kube.targets import Problem, Target
-from scaler.offline import model_steps
-from scaler.offline.retrain import (
-    SERVE_STEP,
-    Outcome,
-    Retrainer,
-    RetrainSettings,
-    Shard,
-    live_fallback,
-)
+from scaler.kube.targets import Target
+from scaler.offline import model_steps, retrain_live, retrain_summary, retrain_targets
+from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings
+from scaler.offline.retrain_race import SERVE_STEP
 from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
 from scaler.store import base as store_base
@@ -186,11 +179,11 @@ def _path(text: str | None) -> Path | None:
 
 def cmd_retrain(args: argparse.Namespace) -> int:
     check_json_path(args.json)
-    shard = shard_of(args.shard, args.shards, args.job_index)
+    shard = retrain_targets.shard_of(args.shard, args.shards, args.job_index)
     store = open_store(args.store, kubeconfig=args.kubeconfig, keep=args.keep)
     check_store(store, args.store)
-    found, problems = read_targets(args)
-    found = unique(found)
+    found, problems = retrain_targets.read_targets(args)
+    found = retrain_targets.unique(found)
     mine = [t for t in found if shard.holds(t.key)]
     logger.info(
         "retraining %d of %d targets (shard %d/%d) into %r",
@@ -222,14 +215,14 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         workers=_bounded("--workers", args.workers, 0, 64),
         fit_timeout=args.fit_timeout,
     )
-    retrainer = Retrainer(store, source, settings, live=live_fallback(source))
+    retrainer = Retrainer(store, source, settings, live=retrain_live.live_fallback(source))
     try:
         outcomes, terminated = asyncio.run(run_until_terminated(retrainer, mine))
     finally:
         retrainer.close()
         source.close()
     outcomes += [Outcome(target=p.where, key="", reason=p.error, failed=True) for p in problems]
-    write_summary(outcomes, args.json, shard, terminated=terminated)
+    retrain_summary.write_summary(outcomes, args.json, shard, terminated=terminated)
     if terminated:
         return TERMINATED_EXIT
     return 1 if any(o.failed for o in outcomes) else 0
@@ -268,32 +261,6 @@ async def run_until_terminated(
     return outcomes, stop.is_set()
 
 
-def shard_of(text: str | None, shards: int, job_index: str | None) -> Shard:
-    """--shard, else JOB_COMPLETION_INDEX (0-based) of --shards, else 1/1."""
-    if text:
-        return Shard.parse(text)
-    if job_index is None:
-        if shards > 1:
-            # Every pod of a plain Job would train the whole fleet, each as shard 1/1.
-            raise ConfigError(
-                f"--shards {shards} (or SCALER_SHARDS) is set but neither --shard nor "
-                "JOB_COMPLETION_INDEX says which shard this is: run it as an Indexed Job "
-                "(deploy/retrain/sharded), or give --shard I/N"
-            )
-        return Shard(1, 1)
-    if not job_index.isdigit() or shards < 1:
-        raise ConfigError(
-            f"JOB_COMPLETION_INDEX={job_index!r} is set but --shards is {shards}: set --shards "
-            "(or SCALER_SHARDS) to the Indexed Job's completions"
-        )
-    if int(job_index) >= shards:
-        raise ConfigError(
-            f"JOB_COMPLETION_INDEX={job_index} is past --shards {shards} (indexes 0-{shards - 1}): "
-            "set --shards (or SCALER_SHARDS) to the Indexed Job's completions"
-        )
-    return Shard(int(job_index) + 1, shards)
-
-
 def check_json_path(path: Path | None) -> None:
     """--json FILE is checked before the fits, which take hours, rather than after them."""
     if path is None or str(path) == "-":
@@ -321,95 +288,6 @@ def check_store(store: store_base.ModelStore, location: str) -> None:
                 f"--store {location}: not writable by this user; mount it read-write or give "
                 "another directory"
             )
-
-
-def read_targets(args: argparse.Namespace) -> tuple[list[Target], list[Problem]]:
-    args.scaler_address = manifests.scaler_address(args.scaler_address)
-    if args.targets is not None:
-        objects = manifests.read_file(args.targets)
-        if not objects:
-            raise ConfigError(f"{args.targets}: no ScaledObject in it")
-        found, problems = manifests.from_objects(objects, scaler_address=args.scaler_address)
-        if not found and not problems:
-            why = manifests.nothing_to_serve(len(objects), args.scaler_address)
-            # a wrong file or address would otherwise train nothing and exit 0
-            raise ConfigError(
-                f"{args.targets}: {why}; give the ScaledObjects whose trigger points at this scaler"
-            )
-        return found, problems
-    if not args.scaler_address:
-        raise ConfigError(
-            "give --targets FILE, or --scaler-address to find the cluster's ScaledObjects "
-            "whose trigger points at this scaler"
-        )
-    from scaler.kube import api
-    from scaler.kube.scaledobjects import ScaledObjects
-
-    listed, _ = ScaledObjects(api.connect(args.kubeconfig)).list(args.namespace)
-    return manifests.from_objects(listed, scaler_address=args.scaler_address)
-
-
-def unique(found: list[Target]) -> list[Target]:
-    """The first of the triggers that are one target (the same ScaledObject and the same
-    metadata: one store key), each other one logged. Trained twice side by side, the second
-    fit lost the promotion race to the first and stored a version nothing serves."""
-    first: dict[store_base.StoreKey, Target] = {}
-    for target in found:
-        kept = first.setdefault(target.key, target)
-        if kept is not target:
-            logger.warning(
-                "%s: trigger %d is the same target as trigger %d (the same metadata); trained once",
-                target.spec.label,
-                target.trigger,
-                kept.trigger,
-            )
-    return list(first.values())
-
-
-def write_summary(
-    outcomes: list[Outcome], json_path: Path | None, shard: Shard, *, terminated: bool = False
-) -> None:
-    report = {
-        "shard": f"{shard.index}/{shard.count}",
-        "targets": len(outcomes),
-        "promoted": sum(o.promoted for o in outcomes),
-        "failed": sum(o.failed for o in outcomes),
-        "terminated": terminated,
-        "outcomes": [o.to_dict() for o in outcomes],
-    }
-    text = json.dumps(report, indent=2, allow_nan=False)
-    if json_path is not None and str(json_path) == "-":
-        print(text)
-        return
-    if json_path is not None:
-        try:
-            json_path.write_text(text + "\n")
-        except OSError as exc:
-            raise ConfigError(f"--json {json_path}: cannot write the summary ({exc})") from exc
-    print_table(outcomes, sys.stdout)
-    print(
-        f"{report['targets']} targets, {report['promoted']} promoted, "
-        f"{report['failed']} failed (shard {report['shard']})"
-        + ("; terminated by SIGTERM before the others finished" if terminated else "")
-    )
-
-
-def print_table(outcomes: list[Outcome], out: TextIO) -> None:
-    rows = [("TARGET", "MODEL", "CHALLENGER", "CHAMPION", "PROMOTED", "WHY")]
-    for o in outcomes:
-        champion = "-" if o.champion is None else f"v{o.champion} {_score(o.champion_loss)}"
-        promoted = "FAILED" if o.failed else (f"yes v{o.version}" if o.promoted else "no")
-        rows.append(
-            (o.key or o.target, o.model, _score(o.challenger_loss), champion, promoted, o.reason)
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    for row in rows:
-        cells = [c.ljust(w) for c, w in zip(row[:5], widths, strict=True)]
-        print("  ".join([*cells, row[5][:200]]), file=out)
-
-
-def _score(value: float | None) -> str:
-    return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
 
 
 def _bounded(flag: str, value: int, low: int, high: int) -> int:

@@ -20,7 +20,9 @@ import numpy as np
 
 from models import challenge, manyorigin, origins
 from models.base import FloatArray, Series
-from models.calibrate import CalibratedModel, Calibration, pinball
+from models.calibrate import CalibratedModel
+from models.conformal import Calibration
+from models.grading import pinball
 
 
 def champion_loss(

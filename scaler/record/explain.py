@@ -1,213 +1,21 @@
-"""What `scaler explain` says: decision-log records turned into spans, totals and plain words.
-Pure: no clock (`now` is passed in), no I/O.
-
-A record's decision holds from its `at` until the next record of its target, as long as that
-next one came by the record's `next_by` (plus slack); otherwise the scaler stopped deciding for
-the target for a while: the decision is counted for one step and the rest is a gap, reported
-and not counted. A `stop` record closes the decision before it one step after its `at`, an
-`unanswered` one at its `at`; a `start` record after a line with no `stop` means the process
-that wrote it died, when is not known: that line counts one step, the rest is a gap. The last
-record holds until the target was last seen deciding (the server knows), else one step.
+"""What `scaler explain` says: a target's decision-log records in plain words and figures, over a
+period or at an instant. The spans, gaps and totals it reads are scaler/record/timeline.py's,
+the times and targets it is asked about scaler/record/explain_args.py's. Pure: no clock, no I/O.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from scaler.decision.spec import format_duration, parse_duration
-from scaler.errors import ScalerError
-from scaler.record import decisionrecord
+from scaler.decision.spec import format_duration
+from scaler.record import decisionrecord, timeline
 from scaler.record.decisionrecord import Record
-
-HOUR = 3600.0
-SLACK_STEPS = 2
-"""Steps a line may come after its predecessor's `next_by` and still continue it (a slow
-refresh delays a step; a stopped scaler misses many)."""
+from scaler.record.timeline import HOUR, Totals
 
 
-class ExplainError(ScalerError):
-    """A bad argument or an unknown target; the message names it and the fix."""
-
-
-def parse_time(text: str, *, now: float) -> float:
-    """An ISO time (UTC when no offset is given), `now`, a duration before now (`6h`), or
-    `@EPOCH` seconds; from 1970 to a year after `now` (a duration of 1e320s was minus
-    infinity, and /explain answered 500)."""
-    value = _parse_time(text.strip(), now=now)
-    if not 0 <= value <= now + 366 * 86400:
-        raise ExplainError(
-            f"time {text.strip()!r} is out of range; give one from 1970 to a year from now"
-        )
-    return value
-
-
-def _parse_time(text: str, *, now: float) -> float:
-    if text == "now":
-        return now
-    if text.startswith("@"):
-        try:
-            value = float(text[1:])
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value < 0:
-            raise ExplainError(f"time {text!r} is not @EPOCH seconds, e.g. @1764322200")
-        return value
-    try:
-        return now - parse_duration(text)
-    except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ExplainError(
-            f"time {text!r} is neither an ISO time (2026-11-28T09:30, UTC unless an offset is "
-            "given) nor a duration before now (6h, 2d), nor @EPOCH seconds"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
-
-
-def matching(keys: Iterable[str], wanted: str) -> list[str]:
-    """The target keys (`ns/name#fingerprint`) that `wanted` names: `ns/name` matches every
-    trigger of that ScaledObject, `ns/name#fp` only that one."""
-    wanted = wanted.strip()
-    if "#" in wanted:
-        return sorted(k for k in set(keys) if k == wanted)
-    return sorted(k for k in set(keys) if k.split("#", 1)[0] == wanted)
-
-
-def check_target(wanted: str) -> str:
-    if re.fullmatch(r"[^/#\s]+/[^/#\s]+(#[0-9a-f]+)?", wanted.strip()) is None:
-        raise ExplainError(
-            f"target {wanted!r} is not NAMESPACE/NAME (or NAMESPACE/NAME#FINGERPRINT for one "
-            "trigger), e.g. inference/llm"
-        )
-    return wanted.strip()
-
-
-@dataclass(frozen=True)
-class Span:
-    """A decision (its record) in force from `start` to `end`."""
-
-    record: Record
-    start: float
-    end: float
-
-    @property
-    def hours(self) -> float:
-        return max(0.0, self.end - self.start) / HOUR
-
-
-@dataclass(frozen=True)
-class Gap:
-    start: float
-    end: float
-    why: str = "the scaler was not deciding for this target (stopped, or KEDA stopped asking)"
-
-
-STOPPED = "the scaler was stopped"
-RESTARTED = (
-    "the scaler restarted without a clean stop; when it stopped answering before is not known"
-)
-
-
-@dataclass
-class Totals:
-    """Sums over the spans of one target within a period."""
-
-    known_hours: float = 0.0
-    replica_hours: float = 0.0
-    """Replicas answered to KEDA x hours (GPU-hours for one GPU per replica)."""
-    prewarm_replica_hours: float = 0.0
-    """Prewarm replicas x hours (of the predictive decision; not served in shadow mode)."""
-    money: float | None = None
-    prewarm_money: float | None = None
-    currency: str | None = None
-    reason_hours: dict[str, float] = field(default_factory=dict)
-
-
-def spans(
-    records: Sequence[Record], *, seen_until: float | None = None
-) -> tuple[list[Span], list[Gap]]:
-    """The spans and gaps of ONE target's records (any order)."""
-    lines = sorted(records, key=lambda r: float(r["at"]))
-    out: list[Span] = []
-    gaps: list[Gap] = []
-    for i, line in enumerate(lines):
-        nxt = lines[i + 1] if i + 1 < len(lines) else None
-        event = line.get("event")
-        if event in decisionrecord.ENDS:
-            # Until it decides again (a restart, fresh data), nothing was answered or is known.
-            ended = _ended(line)  # the span before's end
-            if nxt is not None and float(nxt["at"]) > ended:
-                why = STOPPED if event == decisionrecord.STOP else _unanswered(line)
-                gaps.append(Gap(ended, float(nxt["at"]), why))
-            continue
-        at, step = float(line["at"]), float(line["step"])
-        if nxt is None:
-            end = max(at, seen_until if seen_until is not None else at) + step
-        elif nxt.get("event") in decisionrecord.ENDS:
-            end = _ended(nxt)
-        elif nxt.get("event") == decisionrecord.START:  # written by a process that died
-            end = min(at + step, float(nxt["at"]))
-            if float(nxt["at"]) > end:
-                gaps.append(Gap(end, float(nxt["at"]), RESTARTED))
-        elif float(nxt["at"]) <= float(line.get("next_by") or at) + SLACK_STEPS * step:
-            end = float(nxt["at"])
-        else:
-            end = at + step
-            gaps.append(Gap(end, float(nxt["at"])))
-        out.append(Span(line, at, end))
-    return out, gaps
-
-
-def _ended(line: Record) -> float:
-    """When the decision before an ending line stopped: one step after a `stop` (its last step
-    ran), at an `unanswered` line's `at` (answers stopped then)."""
-    if line.get("event") == decisionrecord.STOP:
-        return float(line["at"]) + float(line.get("step") or 0.0)
-    return float(line["at"])
-
-
-def _unanswered(line: Record) -> str:
-    why = line.get("error") or "no trusted decision"
-    return f"KEDA was not answered ({why}); its ScaledObject's fallback applied"
-
-
-def clip(items: Sequence[Span], since: float, until: float) -> list[Span]:
-    return [
-        Span(s.record, max(s.start, since), min(s.end, until))
-        for s in items
-        if s.end > since and s.start < until
-    ]
-
-
-def totals(items: Iterable[Span]) -> Totals:
-    t = Totals()
-    reasons: dict[str, float] = defaultdict(float)
-    for s in items:
-        r, h = s.record, s.hours
-        t.known_hours += h
-        t.replica_hours += float(r["desired"]) * h
-        t.prewarm_replica_hours += float(r["prewarm"]) * h
-        reasons[str(r["reason"])] += h
-        price = r.get("cost_per_replica_hour")
-        if price is not None:
-            t.money = (t.money or 0.0) + float(r["desired"]) * h * float(price)
-            t.prewarm_money = (t.prewarm_money or 0.0) + float(r["prewarm"]) * h * float(price)
-            t.currency = str(r.get("currency") or "")
-    t.reason_hours = dict(sorted(reasons.items(), key=lambda kv: -kv[1]))
-    return t
-
-
-# ---- words -------------------------------------------------------------------------------------
 def when(at: float) -> str:
     """`2026-11-28 Sat 09:30:00Z`: the weekday answers "that Saturday"."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %a %H:%M:%SZ")
@@ -354,7 +162,7 @@ def report(
     """The text of one target's explanation over [since, until]; `since == until` explains
     the decision in force at that instant."""
     mine = [r for r in records if r.get("target") == key]
-    all_spans, gaps = spans(mine, seen_until=(seen_until or {}).get(key))
+    all_spans, gaps = timeline.spans(mine, seen_until=(seen_until or {}).get(key))
     first = mine[0] if mine else {}
     head = (
         f"{key}  metric {first.get('metric')}  query {first.get('query')!r}  "
@@ -371,11 +179,14 @@ def report(
             f"at {when(since)} the decision in force since {when(float(s.record['since']))} was:",
             f"  {describe(s.record)}",
         ]
-    inside = clip(all_spans, since, until)
+    inside = timeline.clip(all_spans, since, until)
     lines = [head, f"period {when(since)} to {when(until)} ({hours_text((until - since) / HOUR)})"]
     if not inside:
         return [*lines, f"no decision of {key} in this period: {_nearest(mine, since)}"]
-    lines += ["  " + line for line in summary(totals(inside), shadow=first.get("mode") == "shadow")]
+    lines += [
+        "  " + line
+        for line in summary(timeline.totals(inside), shadow=first.get("mode") == "shadow")
+    ]
     for g in gaps:
         if g.end > since and g.start < until:
             lines.append(

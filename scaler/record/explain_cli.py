@@ -30,7 +30,7 @@ from typing import Any
 
 from scaler import helptext
 from scaler.errors import ConfigError
-from scaler.record import decisionrecord, explain
+from scaler.record import decisionrecord, explain, explain_args
 from scaler.record.decisionrecord import Record
 
 REQUIRED = ("target", "at", "step", "desired", "reactive", "prewarm", "reason")
@@ -77,19 +77,19 @@ def add_parser(sub: Any) -> None:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     now = time.time()
-    wanted = explain.check_target(args.target)
+    wanted = explain_args.check_target(args.target)
     if args.at is not None:
-        since = until = explain.parse_time(args.at, now=now)
+        since = until = explain_args.parse_time(args.at, now=now)
     else:
-        since = explain.parse_time(args.since, now=now)
-        until = explain.parse_time(args.until, now=now)
+        since = explain_args.parse_time(args.since, now=now)
+        until = explain_args.parse_time(args.until, now=now)
         if since >= now:
-            raise explain.ExplainError(
+            raise explain_args.ExplainError(
                 f"--since {args.since} is not in the past; give a time before now or a "
                 "duration ago, e.g. 6h"
             )
         if until <= since:
-            raise explain.ExplainError(
+            raise explain_args.ExplainError(
                 f"--until {args.until} is not after --since {args.since}; swap them"
             )
     seen: dict[str, float] = {}
@@ -98,9 +98,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         records = read_log(args.log)
         known = sorted({str(r["target"]) for r in records})
-        keys = explain.matching(known, wanted)
+        keys = explain_args.matching(known, wanted)
         if not keys:
-            raise explain.ExplainError(
+            raise explain_args.ExplainError(
                 f"no decisions of {wanted} in {args.log}; targets there: "
                 + (", ".join(known) or "none")
             )
@@ -332,7 +332,7 @@ def _from_server(
             problem = json.load(exc).get("error", exc.reason)
         except ValueError:
             problem = exc.reason
-        raise explain.ExplainError(f"{url}: {problem}") from None
+        raise explain_args.ExplainError(f"{url}: {problem}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise ConfigError(
             f"--server {url}: cannot read /explain ({exc}); give the scaler's HTTP port, "

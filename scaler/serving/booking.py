@@ -167,7 +167,7 @@ class Booking:
         t.prewarm.labels(key).set(p.prewarm)
         # Shadow spend never reached KEDA: it must not count against the real budget when the
         # ledger is rebuilt from the spend counter after a switch to active. A shadow trigger's
-        # own ledger is rebuilt from its counter (sources/prometheus.py `_counter`).
+        # own ledger is rebuilt from its counter (sources/prometheus_ledger.py `_counter`).
         spent = t.prewarm_spent if spec.mode == "active" else t.shadow_prewarm
         spent.labels(key).inc(cost)
         t.budget_remaining.labels(key).set(state.ledger.remaining(now) if basis.budget_known else 0)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
-from scaler.record import decisionrecord, explain
+from scaler.record import decisionrecord, explain_args
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving.httpport import StartResponse, WSGIApp
 
@@ -33,13 +33,13 @@ def explain_app(log: DecisionLog, now: Callable[[], float]) -> WSGIApp:
         query = parse_qs(environ.get("QUERY_STRING", ""))
         t = now()
         try:
-            wanted = explain.check_target((query.get("target") or [""])[0])
-            since = explain.parse_time((query.get("since") or [DEFAULT_SINCE])[0], now=t)
-            until = explain.parse_time((query.get("until") or ["now"])[0], now=t)
+            wanted = explain_args.check_target((query.get("target") or [""])[0])
+            since = explain_args.parse_time((query.get("since") or [DEFAULT_SINCE])[0], now=t)
+            until = explain_args.parse_time((query.get("until") or ["now"])[0], now=t)
             _check_period(query, since=since, until=until)
-        except explain.ExplainError as exc:
+        except explain_args.ExplainError as exc:
             return reply(start_response, "400 Bad Request", {"error": str(exc)})
-        keys = explain.matching(log.targets(), wanted)
+        keys = explain_args.matching(log.targets(), wanted)
         if not keys:
             return reply(start_response, "404 Not Found", _unknown(wanted, log.targets()))
         body = {
@@ -62,7 +62,7 @@ def _check_period(query: dict[str, list[str]], *, since: float, until: float) ->
         given = {
             k: (query.get(k) or [d])[0] for k, d in (("since", DEFAULT_SINCE), ("until", "now"))
         }
-        raise explain.ExplainError(
+        raise explain_args.ExplainError(
             f"since {given['since']!r} is after until {given['until']!r}; give since before "
             "until, or swap them"
         )

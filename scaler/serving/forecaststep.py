@@ -12,7 +12,8 @@ Must not: read a source, fit, charge the ledger or publish a decision (booking.p
 from __future__ import annotations
 
 from models.base import Forecast, Series
-from models.calibrate import CalibratedModel, Calibration
+from models.calibrate import CalibratedModel
+from models.conformal import Calibration
 from scaler.decision import drift, policy
 from scaler.serving.state import ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry

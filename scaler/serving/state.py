@@ -11,7 +11,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from models.base import Forecast, Series
-from models.calibrate import CalibratedModel, Calibration
+from models.calibrate import CalibratedModel
+from models.conformal import Calibration
 from scaler.decision import budget, drift, policy
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery

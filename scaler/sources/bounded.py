@@ -10,7 +10,8 @@ down at the deadline, and reading stops at `max_bytes`. One watchdog thread serv
 of the process (`Deadlines`): a thread a request (threading.Timer) cost a thread start and exit
 per query, dozens a second at a thousand targets.
 
-Must not: parse, retry or judge the answer (scaler/sources/prometheus.py does).
+Must not: parse, retry or judge the answer (scaler/sources/prometheus_transport.py retries,
+prometheus_answers.py and prometheus_failures.py judge).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Owns: which Prometheus URLs may receive the scaler's credentials (the default an
 and `PrometheusAuth.trusted`, compared by origin), the header each KEDA authMode adds, read from
 its file and read again when the file changes (a rotated token is used on the next request),
 and the check that a target's `authModes` are ones the scaler can serve.
-Must not: import requests (sources/prometheus.py is its one home), put a secret into a message
+Must not: import requests (sources/prometheus_transport.py sends them), put a secret into a message
 or a log line, or take a secret from trigger metadata (spec.py refuses them).
 """
 

@@ -12,7 +12,7 @@ against float64's 1.8e308. 1e308 overflowed: numpy overflow warnings, a pinball 
 5.8e303 and a 300-digit percentage against the reference.
 
 Pure: numpy only, no I/O. Must not: decide the message (traces.py names a file's line,
-prometheus_history.py a query's time, prometheus.py the query and its URL).
+prometheus_history.py a query's time, prometheus_answers.py the query and its URL).
 """
 
 from __future__ import annotations

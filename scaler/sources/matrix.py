@@ -1,13 +1,13 @@
 """Prometheus' range answer (`resultType: matrix`) decoded with each series' samples as one float
-array, instead of a Python list per sample: what sources/prometheus.py reads the ledger's spend
-record with.
+array, instead of a Python list per sample: what sources/prometheus_ledger.py reads the ledger's
+spend record with.
 
 A fresh replica with a day of ledger history reads 1,000 targets' two counters, 5.8 million
 `[time, "value"]` samples, at start. As the standard JSON parse gives them, each is a list the
 cyclic garbage collector tracks, and the replica then spent about a third of its reading CPU in
 full collections (docs/benchmark.md). Here each series' samples are cut out of the body, read by
-a strict pattern and parsed by float() as sources/prometheus.py converts them; the rest of the
-body (labels, status, the series list) is still parsed by `json.loads`.
+a strict pattern and parsed by float() as sources/prometheus_answers.py converts them; the rest
+of the body (labels, status, the series list) is still parsed by `json.loads`.
 
 Must not: make any answer mean something else than the standard parse and per-sample conversion
 do. A series whose samples are not in the pattern below keeps its list (and is converted sample
@@ -73,7 +73,7 @@ def decode(body: bytes, encoding: str | None) -> Any | None:
 
 def _samples(text: bytes) -> FloatArray:
     """`[t,"v"],[t,"v"],...` (matched by _VALUES) as (float(t), float(v)) rows, v NaN where
-    not finite, as sources/prometheus.py converts each sample."""
+    not finite, as sources/prometheus_answers.py converts each sample."""
     fields = text.translate(None, b'[]"').split(b",") if text else []
     rows = np.array(list(map(float, fields)), dtype=np.float64).reshape(-1, 2)
     values = rows[:, 1]

@@ -17,7 +17,8 @@ from scaler.decision.spec import parse_headers
 from scaler.errors import ConfigError
 from scaler.settings import PrometheusAuth, PrometheusSettings
 from scaler.sources.credentials import Credentials
-from scaler.sources.prometheus import OnRequest, PrometheusSource
+from scaler.sources.prometheus import PrometheusSource
+from scaler.sources.prometheus_transport import OnRequest
 
 TIMEOUT = spec.Range(1, 300, duration=True)
 """--prometheus-timeout: 0s failed every request; past 5 minutes a sick Prometheus holds a

@@ -15,7 +15,7 @@ import pytest
 
 from scaler.decision import spec
 from scaler.errors import BadQuery
-from scaler.sources import bounded, prometheus
+from scaler.sources import bounded, prometheus_transport
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration import sick_endpoints
 
@@ -39,7 +39,7 @@ def vector(series: int) -> bytes:
 
 def test_an_answer_past_the_cap_is_a_bad_query_naming_sum_not_read_whole() -> None:
     body = vector(400_000)
-    assert len(body) > prometheus.MAX_ANSWER_BYTES
+    assert len(body) > prometheus_transport.MAX_ANSWER_BYTES
     with sick_endpoints.answering(200, body) as endpoint:
         source = PrometheusSource(endpoint.url, timeout=30.0)
         with pytest.raises(BadQuery, match=r"over 32 MiB, so it was not read on; .* sum\(\)"):

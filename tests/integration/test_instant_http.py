@@ -1,7 +1,7 @@
-"""The instant query's HTTP (scaler/sources/prometheus.py `_Client.instant`): the request the
-engine sends for every target every step rides one kept-alive connection and asks for an
-uncompressed answer; what it reads is the library's `data.result` (the real Prometheus tests in
-test_prometheus_source.py read the values)."""
+"""The instant query's HTTP (scaler/sources/prometheus_transport.py `Client.instant`): the
+request the engine sends for every target every step rides one kept-alive connection and asks
+for an uncompressed answer; what it reads is the library's `data.result` (the real Prometheus
+tests in test_prometheus_source.py read the values)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from scaler.offline import prometheus_history
 from scaler.serving.engine import Engine
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings, PrometheusSettings
-from scaler.sources import prometheus
+from scaler.sources import prometheus, prometheus_range
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration.prometheus_server import BackfilledTrace, PrometheusServer
 
@@ -125,7 +125,7 @@ def test_the_subquery_gives_the_raw_reads_bucket_peaks_in_requests_under_both_li
     try:
         raw, subquery = (s.history(target, **window, resolution=FINE) for s in sources)
         # Each subquery request evaluates at most MAX_SUBQUERY_SAMPLES samples: fewer, more.
-        monkeypatch.setattr(prometheus, "MAX_SUBQUERY_SAMPLES", 1000)
+        monkeypatch.setattr(prometheus_range, "MAX_SUBQUERY_SAMPLES", 1000)
         small = sources[1].history(target, **window, resolution=FINE)
     finally:
         for s in sources:
@@ -135,6 +135,6 @@ def test_the_subquery_gives_the_raw_reads_bucket_peaks_in_requests_under_both_li
     np.testing.assert_array_equal(small.values, subquery.values)
     # 11,520 raw points in two days at 15 s: two chunks under Prometheus' 11,000-points limit.
     raw_queries = sum(1 for read_raw, _kind in asked if read_raw)
-    assert raw_queries == -(-round(2 * DAY / FINE) // prometheus.MAX_POINTS) == 2
+    assert raw_queries == -(-round(2 * DAY / FINE) // prometheus_range.MAX_POINTS) == 2
     # The subquery: one request of 576 points, then of 1000 // 20 = 50 points each.
     assert len(asked) - raw_queries == 1 + -(-len(subquery) // (1000 // round(MODEL_STEP / FINE)))

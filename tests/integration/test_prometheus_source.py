@@ -26,7 +26,7 @@ from scaler.errors import (
     NoData,
     SourceUnavailable,
 )
-from scaler.sources import prometheus
+from scaler.sources import prometheus_range
 from scaler.sources.prometheus import PrometheusSource
 from tests.integration import sick_endpoints
 from tests.integration.prometheus_server import (
@@ -110,7 +110,7 @@ def test_history_longer_than_11000_points_is_fetched_in_chunks(
 
     series = source.history(target(llm.selector), start=start, end=end, step=60)
 
-    assert len(series) == 20_151 > prometheus.MAX_POINTS
+    assert len(series) == 20_151 > prometheus_range.MAX_POINTS
     np.testing.assert_array_equal(series.values, as_prometheus_sees(llm, series.times()))
     # Each 10-minute sample is seen for 5 one-minute points; the last one only once, as the
     # grid ends 30 s after it.

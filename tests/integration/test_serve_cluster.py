@@ -25,7 +25,7 @@ from scaler import cli
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import spec as specs
-from scaler.offline import retrain
+from scaler.offline import retrain_live
 from scaler.record.notable import (
     BUDGET_EXHAUSTED,
     DRIFT_FALLBACK,
@@ -382,7 +382,7 @@ def test_a_spent_prewarm_budget_is_one_warning_event_across_replicas(
 def test_retrain_writes_the_replicas_drift_fallback_and_the_null_with_a_model(
     prometheus: PrometheusServer, tmp_path: Path
 ) -> None:
-    read = retrain.live_fallback(PrometheusSource(prometheus.url))
+    read = retrain_live.live_fallback(PrometheusSource(prometheus.url))
     now = time.time()
     assert read(spec_of("fresh-drifting"), now) is True  # the gauge the replicas export
     assert read(spec_of("fresh-calm"), now) is False

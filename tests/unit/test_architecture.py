@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Where each third-party library may be imported (module paths relative to the repo root).
 CONFINED = {
-    "prometheus_api_client": {"scaler/sources/prometheus.py"},
+    "prometheus_api_client": {"scaler/sources/prometheus_transport.py"},
     "prophet": {"models/prophet.py"},
     "orjson": {"models/stan_inputs.py"},
     "threadpoolctl": {"scaler/threads.py"},
@@ -28,7 +28,7 @@ CONFINED = {
     "grpc": {
         "scaler/serving/server.py",
         "scaler/serving/certificates.py",  # the server's TLS credentials, re-read on renewal
-        "scaler/offline/demo.py",
+        "scaler/offline/demo_keda.py",
     },  # demo: the in-process stand-in for KEDA
     "grpc_health": {"scaler/serving/server.py"},
     "cryptography": {"scaler/serving/certificates.py"},  # the certificate's expiry

@@ -9,8 +9,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from models import calibrate, catalog
-from models.calibrate import Backtest, Calibration, fit_calibrated, measured, scale_of
+from models import catalog
+from models.base import ArtefactError
+from models.calibrate import fit_calibrated
+from models.conformal import Backtest, Calibration, measured, scale_of
 from tests.contract.synthetic import load
 
 FLOOR = 1.0
@@ -51,5 +53,5 @@ def test_an_artefacts_power_is_read_as_written_and_an_older_table_reads_as_relat
 def test_a_power_outside_zero_to_one_is_refused_with_the_fix() -> None:
     data = measured(backtest(seed=7), floor=FLOOR, samples=10).to_dict()
     data["power"] = 1.7
-    with pytest.raises(calibrate.ArtefactError, match="outside \\[0, 1\\]; refit the model"):
+    with pytest.raises(ArtefactError, match="outside \\[0, 1\\]; refit the model"):
         Calibration.from_dict(data)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench import bound_bands
-from models.calibrate import LEVELS
+from models.conformal import LEVELS
 
 
 def test_the_future_path_is_the_load_after_the_origin_and_nan_past_the_end() -> None:

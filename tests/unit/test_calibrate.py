@@ -11,15 +11,9 @@ from hypothesis.extra import numpy as hnp
 
 from models import catalog
 from models.base import DAY, Series
-from models.calibrate import (
-    LEVELS,
-    Backtest,
-    CalibratedModel,
-    Calibration,
-    fit_calibrated,
-    scores,
-    table_from,
-)
+from models.calibrate import CalibratedModel, fit_calibrated
+from models.conformal import LEVELS, Backtest, Calibration, table_from
+from models.grading import scores
 from tests.contract.synthetic import load
 
 STEPS = 4

@@ -7,8 +7,8 @@ import math
 
 from models import artefact
 from models.base import DAY, Series
-from models.calibrate import calibration_window
 from models.challenge import backtest_loss
+from models.conformal import calibration_window
 from tests.contract.synthetic import load
 
 HISTORY = load(15, seed=7)

@@ -6,7 +6,7 @@ import numpy as np
 
 from models.base import Series
 from scaler.decision import policy
-from scaler.offline import demo
+from scaler.offline import demo_text
 
 METADATA = {
     "threshold": "118.333",
@@ -19,12 +19,12 @@ METADATA = {
 
 
 def test_every_reason_the_policy_can_give_has_a_line_in_the_legend() -> None:
-    assert set(demo.REASONS) == {r.value for r in policy.Reason}
-    assert all(demo.REASONS.values())
+    assert set(demo_text.REASONS) == {r.value for r in policy.Reason}
+    assert all(demo_text.REASONS.values())
 
 
 def test_the_legend_lists_the_reasons_seen_once_each_in_order() -> None:
-    text = demo.legend(["no_model", "reactive", "hold", "reactive", "forecast"])
+    text = demo_text.legend(["no_model", "reactive", "hold", "reactive", "forecast"])
     assert [line.split()[0] for line in text.splitlines()] == [
         "no_model",
         "reactive",
@@ -34,22 +34,24 @@ def test_the_legend_lists_the_reasons_seen_once_each_in_order() -> None:
 
 
 def test_the_preamble_states_the_trigger_and_every_column() -> None:
-    text = demo.preamble(trace="llm.csv", step=600.0, metadata=METADATA, wall=0.35, derived=True)
+    text = demo_text.preamble(
+        trace="llm.csv", step=600.0, metadata=METADATA, wall=0.35, derived=True
+    )
     stated = (
         *("llm.csv", "10m steps", "threshold 118.333", "99th percentile / 20"),
         *("leadTime 10m", "horizon 15m", "prewarmBudget 48", "maxPrewarmReplicas 8"),
     )
     for words in stated:
         assert words in text
-    for column, _ in demo.COLUMNS:
+    for column, _ in demo_text.COLUMNS:
         assert f"  {column} " in text
     assert max(len(line) for line in text.splitlines()) <= 100
-    given = demo.preamble(trace="t.csv", step=60.0, metadata=METADATA, wall=0.1, derived=False)
+    given = demo_text.preamble(trace="t.csv", step=60.0, metadata=METADATA, wall=0.1, derived=False)
     assert "percentile" not in given
 
 
 def test_a_run_of_unanswered_steps_is_one_line_and_one_saying_how_long() -> None:
-    waiting = demo.Waiting()
+    waiting = demo_text.Waiting()
     why, t0 = "UNAVAILABLE no value in the 300s before now", 1_709_625_600.0  # Tue 08:00
     lines = [waiting.saw(why, t0 + 300.0 * i) for i in range(700)]
     assert [line for line in lines if line] == [f"{'':16}  waiting: {why}"]
@@ -63,8 +65,8 @@ def test_a_run_of_unanswered_steps_is_one_line_and_one_saying_how_long() -> None
 def test_a_replay_that_starts_in_a_stretch_without_values_is_said_once_before_the_table() -> None:
     day = 100 + 80 * np.sin(np.arange(288) / 288 * 2 * np.pi)
     values = np.concatenate([np.tile(day, 4), np.full(5 * 288, np.nan)])  # 9 days, 4 with load
-    note = demo.unanswered_start(Series(1_709_251_200.0, 300.0, values))  # 2024-03-01
+    note = demo_text.unanswered_start(Series(1_709_251_200.0, 300.0, values))  # 2024-03-01
     assert note is not None
     assert "no value (2024-03-05 12:00 to 2024-03-08 00:00" in note  # the loop's week ends
     assert "its first 720 steps go unanswered and count in --steps" in note
-    assert demo.unanswered_start(Series(1_709_251_200.0, 300.0, np.tile(day, 9))) is None
+    assert demo_text.unanswered_start(Series(1_709_251_200.0, 300.0, np.tile(day, 9))) is None

@@ -15,7 +15,7 @@ import pytest
 
 from scaler.decision.policy import Reason
 from scaler.errors import ConfigError
-from scaler.record import decisionrecord, explain, explain_cli
+from scaler.record import decisionrecord, explain, explain_args, explain_cli, timeline
 from scaler.record.decisionlog import DecisionLog
 from tests.unit.decision_records import STEP, decide, target
 from tests.unit.exits import exit_code
@@ -85,8 +85,8 @@ def test_the_reader_counts_every_step_once_as_a_per_step_sum_would(tmp_path: Pat
     records = lines(tmp_path / "d.jsonl")
     key = str(records[0]["target"])
     since, until = T0 + 1000 * STEP + 7, T0 + 2500 * STEP
-    spans, gaps = explain.spans(records)
-    got = explain.totals(explain.clip(spans, since, until))
+    spans, gaps = timeline.spans(records)
+    got = timeline.totals(timeline.clip(spans, since, until))
     exact = sum(
         (r + p) * (min(t + STEP, until) - max(t, since)) / HOUR
         for t, (r, p) in zip(times, plan, strict=True)
@@ -97,7 +97,7 @@ def test_the_reader_counts_every_step_once_as_a_per_step_sum_would(tmp_path: Pat
     assert got.money == pytest.approx(exact * 2.5)
     assert got.known_hours == pytest.approx((until - since) / HOUR)
     assert sum(got.reason_hours.values()) == pytest.approx(got.known_hours)
-    assert explain.matching([key], "team-a/llm") == [key]
+    assert explain_args.matching([key], "team-a/llm") == [key]
 
 
 def killed_and_restarted(path: Path, plan: list[tuple[int, int]], *, down: float) -> list[Any]:
@@ -119,8 +119,8 @@ def test_a_killed_scaler_is_a_gap_not_a_bill_because_each_line_says_when_the_nex
     plan = [(10, 0)] * 200
     down = 6 * HOUR
     records = killed_and_restarted(tmp_path / "d.jsonl", plan, down=down)
-    spans, gaps = explain.spans(records)
-    counted = explain.totals(spans).replica_hours
+    spans, gaps = timeline.spans(records)
+    counted = timeline.totals(spans).replica_hours
     served = 10 * 2 * len(plan) * STEP / HOUR
     assert len(gaps) == 1 and gaps[0].end - gaps[0].start >= down
     # what the last checkpoint leaves unknown is under the checkpoint interval
@@ -142,9 +142,9 @@ def test_a_kill_shorter_than_a_checkpoint_is_a_gap_up_to_the_restart_not_a_bill(
     plan = [(10, 0)] * 200
     records = killed_and_restarted(tmp_path / "d.jsonl", plan, down=90.0)
     back = T0 + len(plan) * STEP + 90.0
-    spans, gaps = explain.spans(records)
-    assert [g.end for g in gaps] == [back] and gaps[0].why == explain.RESTARTED
-    assert explain.totals(spans).replica_hours <= 10 * 2 * 2 * len(plan) * STEP / HOUR
+    spans, gaps = timeline.spans(records)
+    assert [g.end for g in gaps] == [back] and gaps[0].why == timeline.RESTARTED
+    assert timeline.totals(spans).replica_hours <= 10 * 2 * 2 * len(plan) * STEP / HOUR
     text = "\n".join(explain.report(records, key=records[0]["target"], since=T0, until=back + HOUR))
     assert "restarted without a clean stop" in text
 
@@ -162,9 +162,9 @@ def test_a_clean_stop_and_a_restart_hours_later_is_a_named_gap(tmp_path: Path) -
     restarted.close()
     records = lines(tmp_path / "d.jsonl")
     assert [r["event"] for r in records].count("stop") == 2
-    spans, gaps = explain.spans(records)
+    spans, gaps = timeline.spans(records)
     assert len(gaps) == 1 and gaps[0].end - gaps[0].start >= down - STEP
-    assert explain.totals(spans).replica_hours == pytest.approx(10 * 2 * len(plan) * STEP / HOUR)
+    assert timeline.totals(spans).replica_hours == pytest.approx(10 * 2 * len(plan) * STEP / HOUR)
     key = records[0]["target"]
     text = "\n".join(explain.report(records, key=key, since=T0, until=T0 + 2 * down))
     assert "no record" in text and "not counted" in text
@@ -187,8 +187,8 @@ def test_the_server_s_records_of_a_period_bound_its_last_decision_by_the_next_on
         until = back - HOUR  # inside the silence
         records = log.recent([key], since=T0, until=until)
         assert records[-1]["at"] == back  # the next line, after the period
-        spans, gaps = explain.spans(records, seen_until=log.seen_until([key])[key])
-        known = explain.totals(explain.clip(spans, T0, until)).known_hours
+        spans, gaps = timeline.spans(records, seen_until=log.seen_until([key])[key])
+        known = timeline.totals(timeline.clip(spans, T0, until)).known_hours
     finally:
         log.close()
     # what the last checkpoint (every 900 s) leaves unknown is not counted; the silence neither
@@ -287,25 +287,25 @@ def test_a_period_report_gives_totals_then_each_change_in_time_order() -> None:
 
 def test_times_are_iso_durations_or_epochs_and_anything_else_names_the_fix() -> None:
     now = T0 + 10 * HOUR
-    assert explain.parse_time("2026-11-28T09:30", now=now) == T0 + 9.5 * HOUR
-    assert explain.parse_time("2026-11-28T10:30+01:00", now=now) == T0 + 9.5 * HOUR
-    assert explain.parse_time("6h", now=now) == now - 6 * HOUR
-    assert explain.parse_time(f"@{T0}", now=now) == T0
-    assert explain.parse_time("now", now=now) == now
-    with pytest.raises(explain.ExplainError, match=r"ISO time .* duration"):
-        explain.parse_time("last saturday", now=now)
+    assert explain_args.parse_time("2026-11-28T09:30", now=now) == T0 + 9.5 * HOUR
+    assert explain_args.parse_time("2026-11-28T10:30+01:00", now=now) == T0 + 9.5 * HOUR
+    assert explain_args.parse_time("6h", now=now) == now - 6 * HOUR
+    assert explain_args.parse_time(f"@{T0}", now=now) == T0
+    assert explain_args.parse_time("now", now=now) == now
+    with pytest.raises(explain_args.ExplainError, match=r"ISO time .* duration"):
+        explain_args.parse_time("last saturday", now=now)
     for absurd in ("1" + "0" * 320 + "s", "9999999999d", "@1e308", "2099-01-01"):
-        with pytest.raises(explain.ExplainError, match="out of range; give one from 1970"):
-            explain.parse_time(absurd, now=now)
+        with pytest.raises(explain_args.ExplainError, match="out of range; give one from 1970"):
+            explain_args.parse_time(absurd, now=now)
 
 
 def test_namespace_name_matches_every_trigger_and_a_fingerprint_only_its_own() -> None:
     keys = ["team-a/llm#aaaa1111", "team-a/llm#bbbb2222", "team-a/llm-2#cccc3333"]
-    assert explain.matching(keys, "team-a/llm") == keys[:2]
-    assert explain.matching(keys, "team-a/llm#bbbb2222") == [keys[1]]
-    assert explain.matching(keys, "team-b/llm") == []
-    with pytest.raises(explain.ExplainError, match="NAMESPACE/NAME"):
-        explain.check_target("llm")
+    assert explain_args.matching(keys, "team-a/llm") == keys[:2]
+    assert explain_args.matching(keys, "team-a/llm#bbbb2222") == [keys[1]]
+    assert explain_args.matching(keys, "team-b/llm") == []
+    with pytest.raises(explain_args.ExplainError, match="NAMESPACE/NAME"):
+        explain_args.check_target("llm")
 
 
 def test_a_log_path_that_is_a_directory_or_missing_names_the_fix(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from models.base import DAY, HOUR, Series
 from scaler.clock import ManualClock
 from scaler.decision import spec
 from scaler.errors import BadQuery, SourceUnavailable, Unavailable
-from scaler.record import explain
+from scaler.record import timeline
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState, forecast_steps
@@ -105,10 +105,10 @@ def counted(engine: Engine, state: TargetState) -> float:
     return float(value or 0.0)
 
 
-def billed(log: Path) -> tuple[float, list[explain.Gap]]:
+def billed(log: Path) -> tuple[float, list[timeline.Gap]]:
     records: list[dict[str, Any]] = [json.loads(line) for line in log.read_text().splitlines()]
-    spans, gaps = explain.spans(records)
-    return explain.totals(spans).replica_hours, gaps
+    spans, gaps = timeline.spans(records)
+    return timeline.totals(spans).replica_hours, gaps
 
 
 def test_an_outage_shorter_than_staleness_is_answered_counted_and_billed_alike(

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from scaler.decision import budget
 from scaler.serving.telemetry import Telemetry
-from scaler.sources.prometheus import REACTIVE_COUNTER, SPENT_COUNTER
+from scaler.sources.prometheus_ledger import REACTIVE_COUNTER, SPENT_COUNTER
 
 DAY = 86400.0
 STEP = 60.0

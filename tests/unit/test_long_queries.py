@@ -17,7 +17,7 @@ from scaler.decision import spec
 from scaler.errors import NegativeLoad, NoData
 from scaler.serving.server import MAX_DETAILS_BYTES, bounded
 from scaler.settings import EngineSettings
-from scaler.sources import prometheus
+from scaler.sources import prometheus_answers
 from scaler.sources.prometheus import PrometheusSource
 from tests.unit.test_drift_rebuild import engine_with
 
@@ -47,7 +47,7 @@ def test_a_new_target_logs_the_start_of_a_long_query_and_its_length(
 
 def test_a_negative_load_of_a_long_query_keeps_its_fix_within_the_status_details() -> None:
     with pytest.raises(NegativeLoad) as refused:
-        prometheus._load(target(LONG), "http://prometheus:9090", -50.0)
+        prometheus_answers.load(target(LONG), "http://prometheus:9090", -50.0)
     said = bounded(str(refused.value))
     assert len(said.encode()) <= MAX_DETAILS_BYTES
     assert "(4096 characters)' for gpu/llm returned -50 at http://prometheus:9090" in said

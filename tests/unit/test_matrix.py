@@ -12,23 +12,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaler.sources import matrix
-from scaler.sources.prometheus import _counter_samples, _to_float
+from scaler.sources.prometheus_answers import counter_samples, to_float
 
 
 def standard(body: bytes) -> list[tuple[Any, list[tuple[float, float]]]]:
     """What the ledger read made of an answer before: json.loads, then each sample converted."""
     result = json.loads(body)["data"]["result"]
     return [
-        (found["metric"], [(float(at), _to_float(text)) for at, text in found["values"]])
+        (found["metric"], [(float(at), to_float(text)) for at, text in found["values"]])
         for found in result
     ]
 
 
 def decoded(body: bytes) -> list[tuple[Any, list[tuple[float, float]]]]:
-    """The ledger read now: matrix.decode, else json.loads; then `_counter_samples`."""
+    """The ledger read now: matrix.decode, else json.loads; then `counter_samples`."""
     document = matrix.decode(body, None)
     result = (json.loads(body) if document is None else document)["data"]["result"]
-    return [(found["metric"], _counter_samples(found["values"]).tolist()) for found in result]
+    return [(found["metric"], counter_samples(found["values"]).tolist()) for found in result]
 
 
 def outcome(read: Any, body: bytes) -> Any:

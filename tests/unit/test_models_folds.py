@@ -7,7 +7,7 @@ import pytest
 
 from models import ensemble, folds, select
 from models.base import DAY, Series, observed_span
-from models.calibrate import calibration_window
+from models.conformal import calibration_window
 from models.ets import ETSModel
 from models.seasonal import SeasonalBaseline
 from tests.contract.synthetic import load

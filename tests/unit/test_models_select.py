@@ -9,7 +9,8 @@ import pytest
 
 from models import artefact, select
 from models.base import Series
-from models.calibrate import LEVELS, CalibratedModel, Calibration
+from models.calibrate import CalibratedModel
+from models.conformal import LEVELS, Calibration
 from models.ets import ETSModel
 from models.prophet import ProphetModel
 from models.seasonal import SeasonalBaseline

@@ -1,6 +1,6 @@
-"""A negative newest load is no load (scaler/sources/prometheus.py `_load`): the engine makes no
-decision from it, so KEDA is answered UNAVAILABLE, never 0 replicas, and the problem is logged
-once although its value changes every step."""
+"""A negative newest load is no load (scaler/sources/prometheus_answers.py `load`): the engine
+makes no decision from it, so KEDA is answered UNAVAILABLE, never 0 replicas, and the problem is
+logged once although its value changes every step."""
 
 from __future__ import annotations
 

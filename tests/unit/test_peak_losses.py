@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.calibrate import Backtest, origin_losses, origin_peak_losses
+from models.conformal import Backtest
+from models.grading import origin_losses, origin_peak_losses
 
 
 def spiky_backtests() -> tuple[Backtest, Backtest]:

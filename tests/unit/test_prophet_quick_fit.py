@@ -10,7 +10,7 @@ import cmdstanpy
 import numpy as np
 import pytest
 
-from models import prophet
+from models import prophet, prophet_stan
 from models.base import DAY, Series
 from tests.contract import synthetic
 
@@ -83,7 +83,7 @@ def test_under_the_ablation_a_warm_start_is_ignored_and_the_fit_is_prophets_own(
 
 
 def test_a_rescaled_optimum_is_the_same_trend_line_in_the_new_windows_scales() -> None:
-    old = prophet.Optimum(
+    old = prophet_stan.Optimum(
         k=0.3,
         m=0.6,
         delta=np.array([0.1, -0.2]),

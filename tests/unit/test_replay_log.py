@@ -13,7 +13,7 @@ import pytest
 from models.base import Series
 from scaler import cli
 from scaler.offline import replay, replay_config, replay_log, replay_summary
-from scaler.record import decisionrecord, explain, explain_cli
+from scaler.record import decisionrecord, explain_cli, timeline
 from scaler.sources import file
 from tests.contract.synthetic import load
 from tests.unit.test_backtest import write_trace
@@ -59,8 +59,8 @@ def test_explain_reads_every_line_and_totals_what_the_replay_scored(
     warmup = replay_summary.warmup_steps(series)
     assert GAPS[0][1] < warmup < GAPS[1][0]
     scored_from = series.start + warmup * series.step
-    spans, _ = explain.spans(records)
-    inside = explain.totals(explain.clip(spans, scored_from, series.end + series.step))
+    spans, _ = timeline.spans(records)
+    inside = timeline.totals(timeline.clip(spans, scored_from, series.end + series.step))
     policy = result.summary["policy"]
     assert inside.replica_hours == pytest.approx(policy["gpu_hours"])
     assert inside.prewarm_replica_hours == pytest.approx(policy["prewarm"]["replica_hours"])
@@ -95,7 +95,7 @@ def test_a_gap_in_the_trace_is_logged_as_a_live_scaler_logs_its_source_without_d
     assert {r["error"] for r in ended} == {replay_log.NO_LOAD}
     after = [next(r for r in records if r["at"] > end["at"]) for end in ended]
     assert [(r["event"], r["at"]) for r in after] == [("change", at(last + 2)) for _, last in GAPS]
-    _, gaps = explain.spans(records)
+    _, gaps = timeline.spans(records)
     assert [(g.start, g.end) for g in gaps] == [(at(f + 1), at(last + 2)) for f, last in GAPS]
     assert all(f"KEDA was not answered ({replay_log.NO_LOAD})" in g.why for g in gaps)
 

@@ -15,7 +15,7 @@ from models import artefact
 from models.base import Series
 from scaler.decision.spec import TargetSpec
 from scaler.kube import targets as manifests
-from scaler.offline import retrain
+from scaler.offline import retrain, retrain_race
 from scaler.store.directory import DirectoryStore
 from tests.store_artefacts import fitted
 
@@ -52,14 +52,14 @@ def test_a_fit_that_crashes_fails_its_target_alone_and_the_others_still_train(
     objects = [scaled_object(name) for name in ("crashes", "trains")]
     found, problems = manifests.from_objects(objects)
     assert len(found) == 2 and not problems
-    real = retrain.challenge
+    real = retrain_race.challenge
 
     def challenge(spec: TargetSpec, *args: Any) -> dict[str, Any]:
         if spec.query == "crashes":
             raise MemoryError("a bug or an absurd input, not a ScalerError")
         return real(spec, *args)
 
-    monkeypatch.setattr(retrain, "challenge", challenge)
+    monkeypatch.setattr(retrain_race, "challenge", challenge)
     settings = retrain.RetrainSettings(history=3 * 86400.0, workers=0, peaks_every=None)
     trainer = retrain.Retrainer(DirectoryStore(tmp_path), DailyLoad(), settings)  # type: ignore[arg-type]
     try:
@@ -143,7 +143,7 @@ def test_a_challenger_that_loses_the_promotion_race_is_not_left_for_a_fallback_t
     store = DirectoryStore(tmp_path)
     first = store.put(target.key, fitted(0))
     assert store.promote(target.key, first, expected=None)
-    real = retrain.challenge
+    real = retrain_race.challenge
 
     def challenge(*args: Any) -> dict[str, Any]:
         # The other run promotes its model while this one fits.
@@ -151,7 +151,7 @@ def test_a_challenger_that_loses_the_promotion_race_is_not_left_for_a_fallback_t
         assert store.promote(target.key, other, expected=first)
         return real(*args)
 
-    monkeypatch.setattr(retrain, "challenge", challenge)
+    monkeypatch.setattr(retrain_race, "challenge", challenge)
     trainer = retrain.Retrainer(store, DailyLoad(), settings)  # type: ignore[arg-type]
     try:
         (outcome,) = asyncio.run(trainer.run([target], now=10 * 86400.0))

@@ -12,9 +12,9 @@ import yaml
 from scaler import cli
 from scaler.errors import ConfigError
 from scaler.kube import targets
-from scaler.offline import retrain_cli
-from scaler.offline.retrain import Shard, verdict
-from scaler.offline.retrain_cli import shard_of
+from scaler.offline import retrain_targets
+from scaler.offline.retrain_race import verdict
+from scaler.offline.retrain_targets import Shard, shard_of
 from scaler.store.base import StoreKey
 from tests.unit.exits import exit_code
 
@@ -334,6 +334,6 @@ def test_the_same_trigger_twice_is_one_target_trained_once(
     }
     found, _ = targets.from_objects([obj])
     assert len(found) == 3
-    kept = retrain_cli.unique(found)
+    kept = retrain_targets.unique(found)
     assert [t.trigger for t in kept] == [0, 2]
     assert "trigger 1 is the same target as trigger 0" in caplog.text

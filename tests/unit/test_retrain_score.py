@@ -11,7 +11,7 @@ import pytest
 
 from models import artefact, challenge
 from models.base import DAY, Series
-from models.calibrate import calibration_window
+from models.conformal import calibration_window
 from scaler.offline import retrain_score
 from tests.contract import synthetic
 

@@ -16,7 +16,7 @@ from scaler.clock import ManualClock
 from scaler.decision import spec
 from scaler.decision.spec import TargetSpec
 from scaler.errors import Unavailable
-from scaler.record import explain
+from scaler.record import timeline
 from scaler.settings import EngineSettings
 from tests.unit import test_held_answers as held
 from tests.unit.test_drift_rebuild import FIT_AT, STEP, SeriesSource, engine_with, series
@@ -128,6 +128,6 @@ def test_an_edited_trigger_answers_reactively_from_the_old_ones_sample_until_its
     assert (first["event"], first["at"], first["load"]) == ("start", held.NOW, 200.0)
     assert (first["desired"], first["prewarm"], first["reason"]) == (7, 0, "no_model")
     mine = [r for r in records if r["target"] == new.key]
-    spans, gaps = explain.spans(mine)
-    assert explain.totals(spans).replica_hours == pytest.approx(held.counted(engine, state))
+    spans, gaps = timeline.spans(mine)
+    assert timeline.totals(spans).replica_hours == pytest.approx(held.counted(engine, state))
     assert gaps == []

@@ -1,0 +1,159 @@
+"""`scaler demo`'s words: the preamble (what the trigger asks, what each column means), a row of
+the table, the note and the lines for steps the server left unanswered, and the legend of the
+reasons seen.
+
+Must not: print, poll the server or read the clock; it returns the text (demo.py and
+demo_keda.py print it).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.base import Series
+from scaler.decision.spec import format_duration
+from scaler.sources.file import default_warmup, loop_length
+
+
+@dataclass
+class Row:
+    at: float
+    load: float
+    peak: float
+    reactive: int
+    desired: int
+    active: bool
+    reason: str
+
+
+COLUMNS = (
+    ("load", "the trace's load at that step"),
+    ("P95 peak", "the forecast's highest P95 over leadTime + horizon"),
+    ("reactive", "ceil(load / threshold): what an HPA would run"),
+    ("desired", "what the scaler answered KEDA's GetMetrics"),
+    ("active", "IsActive's answer (wake a pool scaled to zero)"),
+    ("reason", "why desired is what it is (the reasons seen are listed at the end)"),
+)
+REASONS = {
+    "forecast": "prewarm bought from the forecast, within the budget and caps",
+    "reactive": "the forecast needs no more than the load does: desired = reactive",
+    "hold": "the last cold start's load kept past the HPA's 5 minutes (paid from the budget)",
+    "level": "the load's own level insured at the forecast's band (paid from the budget)",
+    "budget_capped": "the forecast wanted more prewarm than the budget has left",
+    "prewarm_capped": "the forecast wanted more than maxPrewarmReplicas above reactive",
+    "prewarm_off": "the forecast wanted prewarm, but the trigger turns it off (budget 0)",
+    "max_replicas": "maxReplicas cut the request",
+    "min_replicas": "minReplicas raised the request",
+    "no_model": "no model fitted yet: reactive, plus any hold",
+    "drift_fallback": "forecasts stopped being trustworthy: reactive, plus any hold",
+    "drift_margin": "forecasts stopped being trustworthy: reactive plus a margin from recent "
+    "growth",
+    "budget_unknown": "the window's spend could not be read back yet: reactive, no prewarm",
+    "no_data": "no current load sample: the last answer is held",
+}
+"""The demo's legend, one line per policy.Reason (docs/decision-log.md has the full story)."""
+HEADER = (
+    f"{'time':16}  {'load':>9}  {'P95 peak':>9}  {'reactive':>8}  {'desired':>7}  "
+    f"{'active':6}  reason"
+)
+"""The table's first line, above the rows `row_line` writes."""
+
+
+def preamble(
+    *, trace: str, step: float, metadata: dict[str, str], wall: float, derived: bool
+) -> str:
+    """What the demo runs and what its columns mean, printed above the table."""
+    origin = " (the trace's 99th percentile / 20)" if derived else ""
+    lines = [
+        f"Replaying {trace} through the real gRPC server ({format_duration(step)} steps, "
+        f"{wall:g} s each),",
+        "polled the way KEDA polls it (IsActive, then GetMetrics). The trigger's metadata:",
+        f"  threshold {metadata['threshold']}{origin}, leadTime {metadata['leadTime']}, "
+        f"horizon {metadata['horizon']},",
+        f"  model {metadata['model']}, prewarmBudget {metadata['prewarmBudget']} (of the "
+        f"reactive replica-hours per 24h), maxPrewarmReplicas {metadata['maxPrewarmReplicas']}",
+        "The columns:",
+        *(f"  {name:9} {meaning}" for name, meaning in COLUMNS),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def legend(reasons: list[str]) -> str:
+    """One line for each reason the table showed, in the order first seen."""
+    seen = list(dict.fromkeys(reasons))
+    return "\n".join(f"  {r:15} {REASONS.get(r, '')}".rstrip() for r in seen)
+
+
+def row_line(row: Row) -> str:
+    """One row of the table, under HEADER."""
+    when = _when(row.at)
+    peak = "-" if math.isnan(row.peak) else f"{row.peak:9.1f}"
+    return (
+        f"{when:16}  {row.load:9.1f}  {peak:>9}  {row.reactive:8d}  {row.desired:7d}  "
+        f"{'yes' if row.active else 'no':6}  {row.reason}"
+    )
+
+
+def unanswered_start(trace: Series) -> str | None:
+    """A note, said once before the table, when the replay starts in a stretch of the trace with
+    no value (the file source plays it from default_warmup on, looping over loop_length): those
+    steps go unanswered, and the note says how many and what --steps reaches the load."""
+    begin = round(default_warmup(trace) / trace.step)
+    end = min(len(trace), round(loop_length(trace) / trace.step))
+    played = trace.values[begin:end]
+    if begin >= end or not np.isnan(played[0]):
+        return None
+    found = np.flatnonzero(~np.isnan(played))
+    empty = int(found[0]) if found.size else end - begin  # else the loop restarts at the start
+    start, stop = trace.start + begin * trace.step, trace.start + (begin + empty) * trace.step
+    return (
+        f"note: the replay starts where the trace has no value ({_day(start)} to {_day(stop)}, "
+        f"after the history before it, half the trace or 14 days): its first {empty} steps go "
+        f"unanswered and count in --steps; give --steps over {empty} to see its load\n"
+    )
+
+
+def _day(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(at))
+
+
+@dataclass
+class Waiting:
+    """A run of steps the server did not answer (a stretch of the trace with no value, a model
+    not yet fitted): its first line printed, then one line saying how long it lasted, so a
+    long gap is two lines, not one per step."""
+
+    why: str = ""
+    first: float = math.nan
+    last: float = math.nan
+    count: int = 0
+
+    def saw(self, why: str, at: float) -> str | None:
+        """The line to print for an unanswered step at trace time `at`, if any."""
+        ended = self.end() if why != self.why else None
+        self.last, self.count = at, self.count + 1
+        if self.count > 1:
+            return ended
+        self.why, self.first = why, at
+        shown = f"{'':16}  waiting: {why}"
+        return shown if ended is None else f"{ended}\n{shown}"
+
+    def end(self) -> str | None:
+        """The line closing the run, when it was longer than one step; the run is reset."""
+        count, first, last = self.count, self.first, self.last
+        self.why, self.first, self.last, self.count = "", math.nan, math.nan, 0
+        if count <= 1:
+            return None
+        return (
+            f"{'':16}  ... the same for {count} steps, {_when(first)} to {_when(last)} "
+            "(each counted in --steps)"
+        )
+
+
+def _when(at: float) -> str:
+    return time.strftime("%a %H:%M", time.gmtime(at))

@@ -1,0 +1,134 @@
+"""The weekly race of `scaler retrain`: fit a challenger for one target, score the champion on
+the same window, and say whether the challenger is promoted and why.
+
+The comparison: the challenger's out-of-sample pinball loss on its own calibration window (the
+newest week of the history; models.calibrate) against the champion's pinball loss over the very
+same window, each forecast made from data before its origin (retrain_score.champion_loss, the
+number models.challenge.backtest_loss gives, in one pass).
+A champion fitted a week ago has not seen that week, so the race is fair; one fitted minutes ago
+has, which favours it: re-running the job promotes nothing new, rather than churning models.
+
+The race is run at one model step only: losses at two steps grade two different series (each
+point the peak of a 5- or a 10-minute bucket), so they decide nothing. And `scaler serve`
+forecasts at SERVE_STEP, whatever step a model was fitted at: a model at another step would be
+served at the wrong step on every replica. So a run at another `--model-step` promotes nothing
+(its rows say how those fits scored), and a champion at another step (written by an older
+version of this job) is replaced by a challenger at SERVE_STEP without a race, the row saying
+so: a step change is never decided by a comparison that means nothing, and never flips back.
+
+`challenge` runs in a fit worker (scaler/serving/workers.py): plain data in and out.
+Must not: read the source or the store, or write anything (retrain.py does).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from models import artefact
+from models.base import ModelError, Series
+from models.conformal import calibration_window
+from scaler.decision import drift
+from scaler.decision.literals import format_duration
+from scaler.decision.spec import TargetSpec
+from scaler.offline import retrain_score
+from scaler.serving import driftstate
+from scaler.settings import EngineSettings
+
+SERVE_STEP = EngineSettings().model_step
+"""The step `scaler serve` fits and forecasts at (no flag changes it): the one step whose
+models the store may hold as champions."""
+
+
+def verdict(
+    loss: float,
+    old: float,
+    *,
+    champion: int | None,
+    problem: str = "",
+    idle: bool = False,
+    step: float = SERVE_STEP,
+    champion_step: float | None = None,
+) -> tuple[bool, str]:
+    """Promote the challenger? And why, in words. `idle`: the latest week's load was 0
+    throughout, so both are scored on nothing and a challenger that forecasts 0 wins. `step`:
+    the challenger's model step; `champion_step`: the champion's (None: unknown, it does not
+    load). Pure."""
+    if not math.isfinite(loss):
+        return False, "challenger has no out-of-sample score; the champion stays"
+    if step != SERVE_STEP:
+        kept = "no champion yet" if champion is None else f"v{champion} stays"
+        return False, (
+            f"not promoted ({kept}): fitted at a {format_duration(step)} model step "
+            f"(--model-step), and scaler serve forecasts at {format_duration(SERVE_STEP)}, "
+            "so it would serve this model at the wrong step"
+        )
+    if champion is None:
+        return True, "no champion yet"
+    if idle:
+        return False, (
+            f"v{champion} stays: the load was 0 over the whole latest week, so a challenger "
+            "fitted on it learned no load to forecast (a paused service, or a query that "
+            "matches an idle series: check it)"
+        )
+    if problem:
+        return True, f"champion v{champion} cannot be scored ({problem})"
+    if champion_step is not None and champion_step != step:
+        return True, (
+            f"re-baseline: v{champion} was fitted at a {format_duration(champion_step)} model "
+            f"step, and scaler serve forecasts at {format_duration(step)}; replaced without a "
+            "race (losses at two steps grade two different series)"
+        )
+    if not math.isfinite(old):
+        return True, f"champion v{champion} has no forecast over the latest week"
+    if loss < old:
+        return True, f"pinball {loss:.4g} beats v{champion}'s {old:.4g} on the latest week"
+    return False, f"v{champion} stays: its pinball {old:.4g} <= challenger's {loss:.4g}"
+
+
+def challenge(
+    spec: TargetSpec, history: Series, steps: int, champion: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Fit the trigger's model on `history`, score the champion on the challenger's
+    calibration window (not one at another model step: `verdict`), and measure the
+    challenger's drift null as `scaler serve` does with a model it fits
+    (scaler/serving/champions.py publish), stored in the artefact so that no replica measures
+    it again. Runs in a fit worker: plain data in and out. ModelError when the challenger
+    cannot be fitted."""
+    quantile = spec.quantile
+    data = artefact.fit(spec.model, history, steps, quantile=quantile)
+    loss = float(data.get("scores", {}).get("pinball", math.nan))
+    fitted = artefact.load(data)
+    null = drift.null_for(fitted, history, lead_time=spec.lead_time, quantile=quantile)
+    data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, fitted.step)}
+    old, problem, champion_step = math.nan, "", None
+    if champion is not None:
+        try:
+            model = artefact.load(champion)
+            champion_step = model.step
+            if model.step == history.step:
+                since = history.end - calibration_window(history.span)
+                old = retrain_score.champion_loss(
+                    model, history, since=since, steps=steps, quantile=quantile
+                )
+        except ModelError as exc:
+            problem = str(exc)
+    return {
+        "artefact": data,
+        "loss": loss,
+        "champion_loss": old,
+        "problem": problem,
+        "idle": idle(history),
+        "step": history.step,
+        "champion_step": champion_step,
+    }
+
+
+def idle(history: Series) -> bool:
+    """Whether every sample of `history`'s latest week (its calibration window, where
+    challenger and champion are scored) is 0."""
+    window = history.since(history.end - calibration_window(history.span)).values
+    seen = window[~np.isnan(window)]
+    return seen.size > 0 and not np.any(seen)
