@@ -51,7 +51,8 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from models.base import FloatArray, Series
-from scaler.decision.spec import TargetSpec, echo_query
+from scaler.decision.quoting import echo_query
+from scaler.decision.spec import TargetSpec
 from scaler.errors import (
     BadQuery,
     ConfigError,
