@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from models import catalog, fitcache, prophet, select
 from models.base import DAY, HOUR, Series, observed_span
 from scaler import helptext
-from scaler.decision import budget, countries, policy, resolution, spec
+from scaler.decision import budget, countries, policy, ranges, resolution, spec
 from scaler.decision.spec import duration_arg, format_duration
 from scaler.errors import ConfigError
 from scaler.offline import (
@@ -84,7 +84,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--lead-time",
-        type=spec.duration_flag(spec.LEAD_TIME, "as the trigger's `leadTime`"),
+        type=ranges.duration_flag(ranges.LEAD_TIME, "as the trigger's `leadTime`"),
         default=600.0,
         metavar="DURATION",
         help="replica cold start: forecasts are graded this long before the step, 1s-2h as "
@@ -92,7 +92,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--horizon",
-        type=spec.duration_flag(spec.HORIZON, "as the trigger's `horizon`"),
+        type=ranges.duration_flag(ranges.HORIZON, "as the trigger's `horizon`"),
         default=900.0,
         metavar="DURATION",
         help="look-ahead past the lead time each forecast covers, 0s-4h as the trigger's "
@@ -100,7 +100,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--quantile",
-        type=spec.flag(spec.parse_quantile, "as the trigger's `quantile`"),
+        type=ranges.flag(ranges.parse_quantile, "as the trigger's `quantile`"),
         default=0.95,
         help="forecast quantile the decisions insure, strictly between 0.5 and 1, as the "
         "trigger's `quantile` (default 0.95)",
@@ -120,7 +120,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--step",
-        type=model_steps.step_flag(spec.MODEL_STEP, "the live engine's is 5m"),
+        type=model_steps.step_flag(ranges.MODEL_STEP, "the live engine's is 5m"),
         default=300.0,
         metavar="DURATION",
         help="model step, 1m-1h and a whole fraction of a day (the seasonal profiles repeat "
@@ -129,7 +129,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--warmup",
-        type=spec.duration_flag(
+        type=ranges.duration_flag(
             WARMUP, "the first fit needs over a day of load and a calibration window after it"
         ),
         default=None,
@@ -164,14 +164,14 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--budget-window",
-        type=spec.duration_flag(spec.BUDGET_WINDOW, "as the trigger's `prewarmBudgetWindow`"),
+        type=ranges.duration_flag(ranges.BUDGET_WINDOW, "as the trigger's `prewarmBudgetWindow`"),
         default=replay.ReplayConfig.budget_window,
         metavar="DURATION",
         help="rolling window of the budget (default 24h)",
     )
     policy_flags.add_argument(
         "--cost-per-replica-hour",
-        type=spec.flag(spec.number_in(spec.COST), "as the trigger's `costPerReplicaHour`"),
+        type=ranges.flag(ranges.number_in(ranges.COST), "as the trigger's `costPerReplicaHour`"),
         default=None,
         metavar="PRICE",
         help="price of one replica-hour, as the trigger's `costPerReplicaHour`: --budget and "
@@ -180,7 +180,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--currency",
-        type=spec.flag(spec.currency_code, "as the trigger's `currency`"),
+        type=ranges.flag(spec.currency_code, "as the trigger's `currency`"),
         default=None,
         metavar="CODE",
         help="what --cost-per-replica-hour's money is, as the trigger's `currency`: labels the "
@@ -189,7 +189,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--min-replicas",
-        type=spec.flag(spec.count_in(spec.REPLICAS), "as the trigger's `minReplicas`"),
+        type=ranges.flag(ranges.count_in(ranges.REPLICAS), "as the trigger's `minReplicas`"),
         default=replay.ReplayConfig.min_replicas,
         metavar="N",
         help=f"floor of every decision, as `minReplicas` "
@@ -197,7 +197,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--max-replicas",
-        type=spec.flag(spec.count_in(spec.CEILING), "as the trigger's `maxReplicas`"),
+        type=ranges.flag(ranges.count_in(ranges.CEILING), "as the trigger's `maxReplicas`"),
         default=replay.ReplayConfig.max_replicas,
         metavar="N",
         help=f"ceiling of every decision, as `maxReplicas` "
@@ -205,7 +205,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--max-prewarm-replicas",
-        type=spec.flag(spec.count_in(spec.REPLICAS), "as the trigger's `maxPrewarmReplicas`"),
+        type=ranges.flag(ranges.count_in(ranges.REPLICAS), "as the trigger's `maxPrewarmReplicas`"),
         default=replay.ReplayConfig.max_prewarm_replicas,
         metavar="N",
         help=f"replicas above reactive, ever, as `maxPrewarmReplicas` "
@@ -325,11 +325,11 @@ def trace_name(trace: Path | None) -> str:
     return name or "trace"
 
 
-QUERY_STEP = spec.Range(10, HOUR, duration=True)
+QUERY_STEP = ranges.Range(10, HOUR, duration=True)
 """--query-step: the resolution decisions are replayed and scored at."""
 
 
-WARMUP = spec.Range(2 * DAY, 3650 * DAY, duration=True)
+WARMUP = ranges.Range(2 * DAY, 3650 * DAY, duration=True)
 """--warmup: with less, the first days have no model (models.base.season_for) and the grades
 compare a handful of late forecasts with the reference's many."""
 
@@ -427,22 +427,22 @@ def _refuse_unusable(trace: Series, name: str, model_step: float) -> None:
     """No model fits on less than a day of load (models.base.season_for), so such a trace would
     grade nothing: refused with the fix rather than a table of nan. A trace coarser than the
     model step is modelled at its own step (resolution.model_series), so its step must be one
-    --step could be: at most an hour (spec.MODEL_STEP: a coarser step has under 24 points a day
+    --step could be: at most an hour (ranges.MODEL_STEP: a coarser step has under 24 points a day
     and swallows the 10-30 minutes ahead the scaler forecasts, so the figures would grade a
     daily mean against a cold start of minutes), and a whole fraction of a day."""
     own = format_duration(trace.step)
-    fix = f"export a step of {format_duration(spec.MODEL_STEP.high)} or finer"
-    if trace.step > spec.MODEL_STEP.high:
+    fix = f"export a step of {format_duration(ranges.MODEL_STEP.high)} or finer"
+    if trace.step > ranges.MODEL_STEP.high:
         raise ConfigError(
             f"{name}: its rows are {own} apart; the scaler forecasts minutes ahead at a model "
-            f"step of at most {format_duration(spec.MODEL_STEP.high)}, and a coarser trace "
+            f"step of at most {format_duration(ranges.MODEL_STEP.high)}, and a coarser trace "
             f"would be modelled at its own step, one value per {own}: {fix} (the live engine "
             "models 5m)"
         )
     if trace.step > model_step + 1e-9 and not model_steps.divides_day(trace.step):
         others = " or ".join(
             f"--step {format_duration(s)}"
-            for s in model_steps.nearby(trace.step, spec.MODEL_STEP)
+            for s in model_steps.nearby(trace.step, ranges.MODEL_STEP)
             if s > trace.step
         )
         raise ConfigError(

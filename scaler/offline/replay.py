@@ -29,7 +29,7 @@ from models.calibrate import CalibratedModel
 from models.conformal import Calibration
 from models.seasonal import SeasonalBaseline
 from models.walkforward import Origin, walk_forward
-from scaler.decision import budget, drift, margin, policy, resolution
+from scaler.decision import budget, drift, drift_tracker, margin, policy, resolution
 from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
 from scaler.offline import baselines, yardstick
@@ -92,7 +92,7 @@ class ReplayConfig:
     drift_margin: bool = True
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
     drift_run_test: bool = True
-    """Engage fallback on a run of actuals below the band (drift.Null.run, its limit read off
+    """Engage fallback on a run of actuals below the band (drift_null.Null.run, its limit read off
     the calibration's runs scaled to the band); False is the ablation (docs/policy.md
     "Drift")."""
     drop_margin: bool = False
@@ -203,7 +203,7 @@ def simulate(
         share=config.budget_share,
         wake_hours=wake_hours(config),
     )
-    tracker = drift.DriftTracker(
+    tracker = drift_tracker.DriftTracker(
         lead_time=config.lead_time,
         monitor=drift.DriftMonitor(
             quantile=config.quantile,
