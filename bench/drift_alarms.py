@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from models.base import DAY, HOUR
-from scaler.decision import drift
+from scaler.decision import drift, drift_null
 from scaler.offline import model_switches, replay, replay_config, replay_summary
 from scaler.offline.traces import read_trace
 
@@ -49,14 +49,14 @@ def record(log: list[Seen]) -> Callable[..., None]:
             observe(self, at, actual, p50, up)
             return
         null = self.current_null()
-        u = drift._band_unit(actual, p50, up, self.level)
+        u = drift_null.band_unit(actual, p50, up, self.level)
         short = ([*self.short, u])[-null.windows[0] :]
         long = ([*self.long, u])[-null.windows[1] :]
         (us, ul), (ls, ll) = null.sides()
         ds = sum(short) / len(short) - null.means[0] if len(short) == null.windows[0] else math.nan
         dl = sum(long) / len(long) - null.means[1] if len(long) == null.windows[1] else math.nan
-        hi = sum(1 for x in long if x > drift.Z_P95) if len(long) == null.windows[1] else 0
-        lo = sum(1 for x in long if x < -drift.Z_P95) if len(long) == null.windows[1] else 0
+        hi = sum(1 for x in long if x > drift_null.Z_P95) if len(long) == null.windows[1] else 0
+        lo = sum(1 for x in long if x < -drift_null.Z_P95) if len(long) == null.windows[1] else 0
         misses = f"{hi}/{lo} of {null.misses}" if null.misses else "-"
         observe(self, at, actual, p50, up)
         log.append(

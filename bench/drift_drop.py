@@ -26,7 +26,7 @@ import numpy as np
 
 from models.base import DAY, HOUR, Forecaster, Series
 from models.seasonal import SeasonalBaseline
-from scaler.decision import drift
+from scaler.decision import drift_measure
 from scaler.decision.budget import DEFAULT_BUDGET, parse_budget
 from scaler.decision.spec import duration_arg
 from scaler.offline import baselines, replay, replay_config, replay_summary, yardstick
@@ -171,7 +171,7 @@ def main() -> None:
         SeasonalBaseline if args.model == "seasonal" else args.model
     )
     if args.raw_runs:
-        drift.null_from = functools.partial(drift.null_from, scaled_runs=False)
+        drift_measure.null_from = functools.partial(drift_measure.null_from, scaled_runs=False)
     result = measure(series, config, day=args.day, factor=args.factor, make=make)
     print(
         f"phantom prewarm in the day after the drop's first hour: drift {result['drift']:.2f} "

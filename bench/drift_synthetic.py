@@ -4,7 +4,7 @@ Each trace is Poisson load around a daily and weekly cycle, with one ingredient 
 has (a slow trend, a holiday dip, short spikes, an outage with missing data, or all of them),
 generated from a seed; none is a regime change a forecast cannot follow. Every trace is replayed
 with the seasonal model (walk-forward, weekly refit) and the drift monitor as it is, then with
-one mechanism taken out by replacing one function of scaler.decision.drift:
+one mechanism taken out by replacing one function of the scaler.decision.drift* modules:
 
 - `gaussian`: limits from a Gaussian on the robust spread only (no exponential tail);
 - `short-alone`: the short window trips alone after CONFIRM observations, gross or not;
@@ -13,7 +13,7 @@ one mechanism taken out by replacing one function of scaler.decision.drift:
 - `no-stale`: load back after a long gap is scored as any other (no restart of trust);
 - `no-run`: no run test on actuals below the band (on by default: docs/policy.md "Drift");
 - `raw-runs`: the run test's limit from the calibration's raw runs, not scaled to the band
-  (the calibration errors' own spread: `drift.null_from`).
+  (the calibration errors' own spread: `drift_measure.null_from`).
 
 It prints fallback episodes per week of scored replay (after the 14-day warm-up) and the share
 of scored steps in fallback. A benchmark, not a test:
@@ -33,7 +33,7 @@ import numpy as np
 
 from models.base import DAY, HOUR, WEEK, Series
 from models.seasonal import SeasonalBaseline
-from scaler.decision import drift
+from scaler.decision import drift, drift_measure, drift_null, drift_tracker
 from scaler.offline import replay, replay_config, replay_summary
 
 STEP = 300.0
@@ -66,7 +66,7 @@ def load(kind: str, *, weeks: float, seed: int) -> Series:
 
 @contextlib.contextmanager
 def ablated(name: str) -> Iterator[None]:
-    """Take one mechanism out of scaler.decision.drift for the duration of the block."""
+    """Take one mechanism out of the scaler.decision.drift* modules while the block runs."""
     saved: list[tuple[object, str, object]] = []
 
     def swap(owner: object, attr: str, value: object) -> None:
@@ -74,23 +74,27 @@ def ablated(name: str) -> Iterator[None]:
         setattr(owner, attr, value)
 
     if name == "gaussian":
-        swap(drift, "tail_limit", lambda deviation, alpha: -math.inf)
+        swap(drift_measure, "tail_limit", lambda deviation, alpha: -math.inf)
     elif name == "short-alone":
-        swap(drift.Null, "gross", lambda self, short: True)
+        swap(drift_null.Null, "gross", lambda self, short: True)
     elif name == "no-hold":
-        use: Callable[..., None] = drift.DriftTracker.use
+        use: Callable[..., None] = drift_tracker.DriftTracker.use
 
-        def no_hold(self: drift.DriftTracker, model: object, null: drift.Null) -> None:
+        def no_hold(self: drift_tracker.DriftTracker, model: object, null: drift_null.Null) -> None:
             use(self, model, null)
             self.monitor.fitted_until = math.inf
 
-        swap(drift.DriftTracker, "use", no_hold)
+        swap(drift_tracker.DriftTracker, "use", no_hold)
     elif name == "no-miss":
-        swap(drift.Null, "missed", lambda self, misses: False)
+        swap(drift_null.Null, "missed", lambda self, misses: False)
     elif name == "no-stale":
         swap(drift, "STALE_AFTER", math.inf)
     elif name == "raw-runs":
-        swap(drift, "null_from", functools.partial(drift.null_from, scaled_runs=False))
+        swap(
+            drift_measure,
+            "null_from",
+            functools.partial(drift_measure.null_from, scaled_runs=False),
+        )
     try:
         yield
     finally:

@@ -67,7 +67,7 @@ from models import artefact  # noqa: E402
 from models.base import Series  # noqa: E402
 from scaler._pb import externalscaler_pb2 as pb  # noqa: E402
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc  # noqa: E402
-from scaler.decision import drift  # noqa: E402
+from scaler.decision import drift_measure  # noqa: E402
 from scaler.decision import spec as specs  # noqa: E402
 from scaler.decision.spec import duration_arg  # noqa: E402
 from scaler.serving import driftstate  # noqa: E402
@@ -184,7 +184,7 @@ def warm_store(
             data = artefact.fit(kind, history, steps, quantile=spec.quantile)
             if null:
                 model = artefact.load(data)
-                measured = drift.null_for(
+                measured = drift_measure.null_for(
                     model, history, lead_time=spec.lead_time, quantile=spec.quantile
                 )
                 data[driftstate.NULL_KEY] = driftstate.null_to_json(measured, spec, MODEL_STEP)

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from scaler import commands, helptext, quiet, switches, threads
 from scaler.clock import Clock, WallClock
-from scaler.decision import spec
+from scaler.decision import ranges
 from scaler.decision.spec import TargetSpec, duration_arg, format_duration
 from scaler.errors import ConfigError, ScalerError
 from scaler.record.decisionlog import DecisionLog
@@ -377,7 +377,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     )
     e.add_argument(
         "--fit-timeout",
-        type=duration_within(spec.FIT_TIMEOUT.low, spec.FIT_TIMEOUT.high),
+        type=duration_within(ranges.FIT_TIMEOUT.low, ranges.FIT_TIMEOUT.high),
         default=env("FIT_TIMEOUT", "15m"),
         help="a fit running longer has its worker killed and replaced, and its target backs "
         "off (env SCALER_FIT_TIMEOUT; 10s-1d; default 15m)",

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaler.decision import spec
+from scaler.decision import quoting
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ScalerError, SpecError
 from scaler.kube import crd, targets
@@ -39,7 +39,7 @@ WARNING = "warning"
 KEDA_DEFAULT_MIN = 0
 """minReplicaCount when a ScaledObject leaves it out."""
 AVERAGE_VALUE = "AverageValue"
-CRD_MESSAGE_CHARS = 2 * spec.QUERY_ECHO_CHARS
+CRD_MESSAGE_CHARS = 2 * quoting.QUERY_ECHO_CHARS
 """Longest CRD schema message quoted: jsonschema quotes the whole value it refuses (a list of
 thousands of items), so a message is cut past its path, its rule and a usual value."""
 
@@ -137,7 +137,7 @@ def check(
     for problem in schema.errors(obj) if schema else crd.cel_errors(obj):
         # A metadata value or a count reported below with its fix is not said twice.
         if not any(problem.startswith(prefix) for prefix in mine):
-            quoted = spec.echo(problem, CRD_MESSAGE_CHARS)
+            quoted = quoting.echo(problem, CRD_MESSAGE_CHARS)
             report.findings.append(Finding(label, ERROR, f"KEDA's CRD: {quoted}"))
     report.findings.extend(Finding(label, ERROR, problem) for problem in counts.values())
     if not name:
@@ -198,7 +198,7 @@ def metric_type_error(trigger: dict[str, Any]) -> str | None:
     kind = trigger.get("metricType")
     if kind is None or kind == AVERAGE_VALUE:
         return None
-    quoted = spec.quoted(kind)
+    quoted = quoting.quoted(kind)
     return (
         f"metricType {quoted}: the scaler answers the desired replica count with a target of "
         f"1, which only AverageValue (the default) turns into that many replicas; Value makes "

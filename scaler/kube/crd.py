@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from scaler.decision import spec
+from scaler.decision import quoting
 from scaler.errors import ConfigError
 
 GROUP = "keda.sh"
@@ -75,11 +75,11 @@ def schema_errors(body: dict[str, Any], schema: dict[str, Any]) -> list[str]:
 
 def message(error: Any) -> str:
     """A jsonschema error's message with the value it opens with ("[...] is not of type
-    'integer'"), which it quotes whole, cut to what spec.quoted says of it when long."""
+    'integer'"), which it quotes whole, cut to what quoting.quoted says of it when long."""
     quoted = repr(error.instance)
-    if len(quoted) <= spec.ECHO_CHARS or not error.message.startswith(quoted):
+    if len(quoted) <= quoting.ECHO_CHARS or not error.message.startswith(quoted):
         return str(error.message)
-    return f"{spec.quoted(error.instance)}{error.message[len(quoted) :]}"
+    return f"{quoting.quoted(error.instance)}{error.message[len(quoted) :]}"
 
 
 def _validator_class() -> Any:
@@ -156,7 +156,7 @@ def fallback_problem(so_spec: object) -> str | None:
     value = found[0]
     fix = "give fallback: {failureThreshold: 3, replicas: N}"
     if not isinstance(value, dict):
-        return f"spec.fallback is {spec.shown(value)}, not a mapping; {fix}"
+        return f"spec.fallback is {quoting.shown(value)}, not a mapping; {fix}"
     missing = [key for key in ("failureThreshold", "replicas") if key not in value]
     if not missing:
         return None
@@ -191,7 +191,7 @@ def count_problem(field: str, value: object, low: int) -> str | None:
         )
     number = whole(value)
     if number is None:
-        shown = spec.quoted(value)
+        shown = quoting.quoted(value)
         if not isinstance(value, list | dict):  # a list or a mapping says its kind already
             shown = f"{shown} ({type(value).__name__})"
         typed = _integer(value) if isinstance(value, str) else None
@@ -258,7 +258,7 @@ class Validator:
         """`PATH: message` for every way `body` breaks the CRD, CEL rule included."""
         api = body.get("apiVersion", "")
         if not isinstance(api, str):  # not str(api): it may be a list of thousands of items
-            return [f"apiVersion is {spec.shown(api)}; give {self.group}/VERSION"]
+            return [f"apiVersion is {quoting.shown(api)}; give {self.group}/VERSION"]
         group, _, version = api.partition("/")
         if group != self.group:
             return [f"apiVersion: group {group!r} is not {self.group!r}"]

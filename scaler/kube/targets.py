@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scaler.decision import spec
+from scaler.decision import quoting, spec
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError, ScalerError
 from scaler.kube import yamldocs
@@ -125,7 +125,7 @@ def text_of(value: object) -> str:
 
 def value_problem(key: object, value: object) -> str | None:
     """Why a metadata value is not one KEDA's CRD takes (strings only), or None for a string."""
-    name = spec.echo(text_of(key))
+    name = quoting.echo(text_of(key))
     if isinstance(value, str):
         return None
     if value is None:
@@ -136,10 +136,10 @@ def value_problem(key: object, value: object) -> str | None:
         )
     if isinstance(value, list | dict):
         return (
-            f"metadata.{name} is {spec.shown(value)}: KEDA's CRD takes strings only and `kubectl "
-            f"apply` refuses it; give a string"
+            f"metadata.{name} is {quoting.shown(value)}: KEDA's CRD takes strings only and "
+            f"`kubectl apply` refuses it; give a string"
         )
-    quoted = spec.shown(value)
+    quoted = quoting.shown(value)
     example = f': {name}: "{quoted}"' if quoted == text_of(value) else ""
     return (
         f"metadata.{name} is {quoted} ({type(value).__name__}): KEDA's CRD takes strings only "

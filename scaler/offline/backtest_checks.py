@@ -17,13 +17,13 @@ from typing import Any
 
 from models import catalog
 from models.base import DAY, HOUR, Series, observed_span
-from scaler.decision import policy, spec
+from scaler.decision import policy, ranges
 from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
 from scaler.offline import graded_window, model_steps, replay_config, replay_summary
 from scaler.offline.backtest import OUTPUTS, BacktestConfig
 
-WARMUP = spec.Range(2 * DAY, 3650 * DAY, duration=True)
+WARMUP = ranges.Range(2 * DAY, 3650 * DAY, duration=True)
 """--warmup: with less, the first days have no model (models.base.season_for) and the grades
 compare a handful of late forecasts with the reference's many."""
 
@@ -117,22 +117,22 @@ def refuse_unusable(trace: Series, name: str, model_step: float) -> None:
     """No model fits on less than a day of load (models.base.season_for), so such a trace would
     grade nothing: refused with the fix rather than a table of nan. A trace coarser than the
     model step is modelled at its own step (resolution.model_series), so its step must be one
-    --step could be: at most an hour (spec.MODEL_STEP: a coarser step has under 24 points a day
+    --step could be: at most an hour (ranges.MODEL_STEP: a coarser step has under 24 points a day
     and swallows the 10-30 minutes ahead the scaler forecasts, so the figures would grade a
     daily mean against a cold start of minutes), and a whole fraction of a day."""
     own = format_duration(trace.step)
-    fix = f"export a step of {format_duration(spec.MODEL_STEP.high)} or finer"
-    if trace.step > spec.MODEL_STEP.high:
+    fix = f"export a step of {format_duration(ranges.MODEL_STEP.high)} or finer"
+    if trace.step > ranges.MODEL_STEP.high:
         raise ConfigError(
             f"{name}: its rows are {own} apart; the scaler forecasts minutes ahead at a model "
-            f"step of at most {format_duration(spec.MODEL_STEP.high)}, and a coarser trace "
+            f"step of at most {format_duration(ranges.MODEL_STEP.high)}, and a coarser trace "
             f"would be modelled at its own step, one value per {own}: {fix} (the live engine "
             "models 5m)"
         )
     if trace.step > model_step + 1e-9 and not model_steps.divides_day(trace.step):
         others = " or ".join(
             f"--step {format_duration(s)}"
-            for s in model_steps.nearby(trace.step, spec.MODEL_STEP)
+            for s in model_steps.nearby(trace.step, ranges.MODEL_STEP)
             if s > trace.step
         )
         raise ConfigError(

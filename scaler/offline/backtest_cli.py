@@ -14,12 +14,12 @@ from typing import Any
 from models import catalog
 from models.base import HOUR
 from scaler import helptext
-from scaler.decision import budget, countries, spec
+from scaler.decision import budget, countries, ranges, spec
 from scaler.decision.spec import duration_arg
 from scaler.offline import backtest_checks, backtest_run, model_steps, model_switches, replay_config
 from scaler.sources import prometheus_flags
 
-QUERY_STEP = spec.Range(10, HOUR, duration=True)
+QUERY_STEP = ranges.Range(10, HOUR, duration=True)
 """--query-step: the resolution decisions are replayed and scored at."""
 
 
@@ -66,7 +66,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--lead-time",
-        type=spec.duration_flag(spec.LEAD_TIME, "as the trigger's `leadTime`"),
+        type=ranges.duration_flag(ranges.LEAD_TIME, "as the trigger's `leadTime`"),
         default=600.0,
         metavar="DURATION",
         help="replica cold start: forecasts are graded this long before the step, 1s-2h as "
@@ -74,7 +74,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--horizon",
-        type=spec.duration_flag(spec.HORIZON, "as the trigger's `horizon`"),
+        type=ranges.duration_flag(ranges.HORIZON, "as the trigger's `horizon`"),
         default=900.0,
         metavar="DURATION",
         help="look-ahead past the lead time each forecast covers, 0s-4h as the trigger's "
@@ -82,7 +82,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--quantile",
-        type=spec.flag(spec.parse_quantile, "as the trigger's `quantile`"),
+        type=ranges.flag(ranges.parse_quantile, "as the trigger's `quantile`"),
         default=0.95,
         help="forecast quantile the decisions insure, strictly between 0.5 and 1, as the "
         "trigger's `quantile` (default 0.95)",
@@ -102,7 +102,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--step",
-        type=model_steps.step_flag(spec.MODEL_STEP, "the live engine's is 5m"),
+        type=model_steps.step_flag(ranges.MODEL_STEP, "the live engine's is 5m"),
         default=300.0,
         metavar="DURATION",
         help="model step, 1m-1h and a whole fraction of a day (the seasonal profiles repeat "
@@ -111,7 +111,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     p.add_argument(
         "--warmup",
-        type=spec.duration_flag(
+        type=ranges.duration_flag(
             backtest_checks.WARMUP,
             "the first fit needs over a day of load and a calibration window after it",
         ),
@@ -147,14 +147,14 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--budget-window",
-        type=spec.duration_flag(spec.BUDGET_WINDOW, "as the trigger's `prewarmBudgetWindow`"),
+        type=ranges.duration_flag(ranges.BUDGET_WINDOW, "as the trigger's `prewarmBudgetWindow`"),
         default=replay_config.ReplayConfig.budget_window,
         metavar="DURATION",
         help="rolling window of the budget (default 24h)",
     )
     policy_flags.add_argument(
         "--cost-per-replica-hour",
-        type=spec.flag(spec.number_in(spec.COST), "as the trigger's `costPerReplicaHour`"),
+        type=ranges.flag(ranges.number_in(ranges.COST), "as the trigger's `costPerReplicaHour`"),
         default=None,
         metavar="PRICE",
         help="price of one replica-hour, as the trigger's `costPerReplicaHour`: --budget and "
@@ -163,7 +163,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--currency",
-        type=spec.flag(spec.currency_code, "as the trigger's `currency`"),
+        type=ranges.flag(spec.currency_code, "as the trigger's `currency`"),
         default=None,
         metavar="CODE",
         help="what --cost-per-replica-hour's money is, as the trigger's `currency`: labels the "
@@ -172,7 +172,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--min-replicas",
-        type=spec.flag(spec.count_in(spec.REPLICAS), "as the trigger's `minReplicas`"),
+        type=ranges.flag(ranges.count_in(ranges.REPLICAS), "as the trigger's `minReplicas`"),
         default=replay_config.ReplayConfig.min_replicas,
         metavar="N",
         help=f"floor of every decision, as `minReplicas` "
@@ -180,7 +180,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--max-replicas",
-        type=spec.flag(spec.count_in(spec.CEILING), "as the trigger's `maxReplicas`"),
+        type=ranges.flag(ranges.count_in(ranges.CEILING), "as the trigger's `maxReplicas`"),
         default=replay_config.ReplayConfig.max_replicas,
         metavar="N",
         help=f"ceiling of every decision, as `maxReplicas` "
@@ -188,7 +188,7 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
     )
     policy_flags.add_argument(
         "--max-prewarm-replicas",
-        type=spec.flag(spec.count_in(spec.REPLICAS), "as the trigger's `maxPrewarmReplicas`"),
+        type=ranges.flag(ranges.count_in(ranges.REPLICAS), "as the trigger's `maxPrewarmReplicas`"),
         default=replay_config.ReplayConfig.max_prewarm_replicas,
         metavar="N",
         help=f"replicas above reactive, ever, as `maxPrewarmReplicas` "

@@ -22,7 +22,7 @@ import numpy as np
 
 from scaler import helptext
 from scaler.clock import ReplayClock
-from scaler.decision import spec
+from scaler.decision import ranges
 from scaler.decision.spec import format_duration
 from scaler.offline import demo_keda, demo_report, demo_text
 from scaler.offline.demo_text import Row
@@ -58,31 +58,31 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--threshold",
-        type=spec.flag(spec.number_in(spec.THRESHOLD), "as the trigger's `threshold`"),
+        type=ranges.flag(ranges.number_in(ranges.THRESHOLD), "as the trigger's `threshold`"),
         default=None,
         help="load one replica serves (default: the trace's 99th percentile / 20)",
     )
     p.add_argument(
         "--steps",
-        type=spec.flag(spec.count_in(spec.Range(1, MAX_STEPS)), "steps of the trace"),
+        type=ranges.flag(ranges.count_in(ranges.Range(1, MAX_STEPS)), "steps of the trace"),
         default=144,
         help=f"trace steps to play, 1-{MAX_STEPS} (default 144)",
     )
     p.add_argument(
         "--seconds-per-step",
-        type=spec.flag(spec.number_in(spec.Range(0.01, 60)), "wall seconds"),
+        type=ranges.flag(ranges.number_in(ranges.Range(0.01, 60)), "wall seconds"),
         default=0.35,
         help="wall seconds per trace step, 0.01-60 (default 0.35)",
     )
     p.add_argument(
         "--lead-time",
-        type=spec.duration_flag(spec.LEAD_TIME, "as the trigger's `leadTime`"),
+        type=ranges.duration_flag(ranges.LEAD_TIME, "as the trigger's `leadTime`"),
         default="10m",
         help="replica cold start (default 10m)",
     )
     p.add_argument(
         "--horizon",
-        type=spec.duration_flag(spec.HORIZON, "as the trigger's `horizon`"),
+        type=ranges.duration_flag(ranges.HORIZON, "as the trigger's `horizon`"),
         default="15m",
         help="look-ahead past the lead time (default 15m)",
     )

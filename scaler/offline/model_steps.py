@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 
 from models.base import DAY
-from scaler.decision import spec
+from scaler.decision import ranges
 from scaler.decision.spec import duration_arg, format_duration
 
 
@@ -20,7 +20,7 @@ def divides_day(step: float) -> bool:
     return math.isclose(count, round(count), rel_tol=0.0, abs_tol=1e-6)
 
 
-def nearby(step: float, bounds: spec.Range) -> list[float]:
+def nearby(step: float, bounds: ranges.Range) -> list[float]:
     """The steps within `bounds` closest to `step` below and above it that divide a day, on the
     grid of whole minutes when `step` is one (6m and 8m for 7m), else of whole seconds."""
     unit = 60.0 if step >= 60 and step % 60 == 0 else 1.0
@@ -42,9 +42,9 @@ def slips(step: float) -> str:
     )
 
 
-def step_flag(bounds: spec.Range, why: str) -> Callable[[str], float]:
+def step_flag(bounds: ranges.Range, why: str) -> Callable[[str], float]:
     """argparse `type=` for a step that becomes a model step: a duration within `bounds` that
-    divides a day (spec.flag's message: the value, the reason and `why`)."""
+    divides a day (ranges.flag's message: the value, the reason and `why`)."""
 
     def parse(text: str) -> float:
         step = bounds.check(duration_arg(text))
@@ -53,4 +53,4 @@ def step_flag(bounds: spec.Range, why: str) -> Callable[[str], float]:
             raise ValueError(f"{slips(step)}; use a step that divides a day, such as {others}")
         return step
 
-    return spec.flag(parse, why)
+    return ranges.flag(parse, why)

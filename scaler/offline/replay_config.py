@@ -54,7 +54,7 @@ class ReplayConfig:
     drift_margin: bool = True
     """In drift fallback, add the recent-growth margin (decision.margin); False: plain reactive."""
     drift_run_test: bool = True
-    """Engage fallback on a run of actuals below the band (drift.Null.run, its limit read off
+    """Engage fallback on a run of actuals below the band (drift_null.Null.run, its limit read off
     the calibration's runs scaled to the band); False is the ablation (docs/policy.md
     "Drift")."""
     drop_margin: bool = False

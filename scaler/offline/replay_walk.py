@@ -15,7 +15,7 @@ from models.base import Forecaster, Series
 from models.calibrate import CalibratedModel
 from models.conformal import Calibration
 from models.walkforward import Origin, walk_forward
-from scaler.decision import drift, resolution
+from scaler.decision import drift, drift_tracker, resolution
 from scaler.offline.replay_config import ReplayConfig
 
 
@@ -44,7 +44,7 @@ class OriginWalk:
         points: int,
     ) -> None:
         self.coarse, self._config, self._make, self._points = coarse, config, make, points
-        self.tracker = drift.DriftTracker(
+        self.tracker = drift_tracker.DriftTracker(
             lead_time=config.lead_time,
             monitor=drift.DriftMonitor(
                 quantile=config.quantile,

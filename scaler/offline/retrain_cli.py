@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from scaler import helptext
-from scaler.decision import spec
+from scaler.decision import ranges
 from scaler.decision.literals import format_duration
 from scaler.errors import ConfigError
 from scaler.kube.targets import Target
@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 Env = Callable[[str, str | None], str | None]
 
-HISTORY = spec.Range(2 * 86400, 365 * 86400, duration=True)
+HISTORY = ranges.Range(2 * 86400, 365 * 86400, duration=True)
 """--history: a window of one day holds a step less than a day of load, which every model
 refuses, so 1d or less fails every target; past a year is range queries for nothing the
 weekly seasonality uses (100y was taken)."""
@@ -132,14 +132,14 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     defaults = RetrainSettings()
     g.add_argument(
         "--history",
-        type=spec.duration_flag(HISTORY, "a fit needs over a day of load"),
+        type=ranges.duration_flag(HISTORY, "a fit needs over a day of load"),
         metavar="DURATION",
         default=env("HISTORY", None) or defaults.history,
         help="history per fit (2d-365d; 28d; two weeks is the floor for weekly seasonality)",
     )
     g.add_argument(
         "--model-step",
-        type=model_steps.step_flag(spec.MODEL_STEP, "scaler serve fits at 5m"),
+        type=model_steps.step_flag(ranges.MODEL_STEP, "scaler serve fits at 5m"),
         metavar="DURATION",
         default=env("MODEL_STEP", None) or defaults.model_step,
         help="resolution models fit at (1m-1h, a whole fraction of a day; 5m). `scaler serve` "
@@ -158,7 +158,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     )
     g.add_argument(
         "--fit-timeout",
-        type=spec.duration_flag(spec.FIT_TIMEOUT, "as serve's --fit-timeout"),
+        type=ranges.duration_flag(ranges.FIT_TIMEOUT, "as serve's --fit-timeout"),
         metavar="DURATION",
         default=env("FIT_TIMEOUT", None) or defaults.fit_timeout,
         help="per target, fit and backtest (10s-1d; 15m); past it the worker is killed",

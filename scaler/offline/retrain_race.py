@@ -30,7 +30,7 @@ import numpy as np
 from models import artefact
 from models.base import ModelError, Series
 from models.conformal import calibration_window
-from scaler.decision import drift
+from scaler.decision import drift_measure
 from scaler.decision.literals import format_duration
 from scaler.decision.spec import TargetSpec
 from scaler.offline import retrain_score
@@ -101,7 +101,7 @@ def challenge(
     data = artefact.fit(spec.model, history, steps, quantile=quantile)
     loss = float(data.get("scores", {}).get("pinball", math.nan))
     fitted = artefact.load(data)
-    null = drift.null_for(fitted, history, lead_time=spec.lead_time, quantile=quantile)
+    null = drift_measure.null_for(fitted, history, lead_time=spec.lead_time, quantile=quantile)
     data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, fitted.step)}
     old, problem, champion_step = math.nan, "", None
     if champion is not None:

@@ -40,7 +40,7 @@ from typing import Any
 from models import artefact
 from models.base import Series
 from models.calibrate import CalibratedModel
-from scaler.decision import drift
+from scaler.decision import drift_measure
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ScalerError
 from scaler.serving import checkpoints, driftstate
@@ -317,7 +317,7 @@ class Champions:
         null = None
         if state.history is not None:  # measured once here, read by every replica
             null = await asyncio.to_thread(
-                drift.null_for,
+                drift_measure.null_for,
                 model,
                 state.history,
                 lead_time=spec.lead_time,

@@ -32,15 +32,15 @@ from typing import Any
 from models import manyorigin
 from models.base import DAY, Forecast, Series
 from models.calibrate import CONTEXT, CalibratedModel
-from scaler.decision import drift
+from scaler.decision import drift, drift_measure, drift_null, drift_tracker
 from scaler.decision.spec import TargetSpec
 from scaler.serving.state import forecast_steps
 
-REPLAY_SPAN = max(CONTEXT, 1.5 * drift.NULL_SPAN) + DAY
+REPLAY_SPAN = max(CONTEXT, 1.5 * drift_measure.NULL_SPAN) + DAY
 """History before a model's fit its replay reads: every forecast since the fit is a function of
 the data from CONTEXT (8 days) before the fit on (the adaptive widening's context; each model's
 own memory, a week at most, and the daily re-measure's half week fall inside it), and a null
-measured again (none stored) reads 1.5 weeks (drift.NULL_SPAN and half of it as context); a
+measured again (none stored) reads 1.5 weeks (drift_measure.NULL_SPAN and half of it as context); a
 day more keeps that window's first point inside. tests/unit/test_replay_span.py holds the
 replay from this span to the one from the whole window, bit for bit."""
 REPLAY_SPAN_NULL_STORED = CONTEXT + DAY
@@ -72,12 +72,12 @@ def rebuild(
     history: Series,
     *,
     window: float,
-    null: drift.Null | None = None,
+    null: drift_null.Null | None = None,
     carried_fallback: bool = False,
-) -> drift.DriftTracker:
+) -> drift_tracker.DriftTracker:
     """The tracker of `model` after replaying `history` (which should begin at `start`) from the
     model's fit to its end; `null` saves measuring it again (`null_to_json`)."""
-    tracker = drift.DriftTracker(
+    tracker = drift_tracker.DriftTracker(
         lead_time=spec.lead_time,
         monitor=drift.DriftMonitor(quantile=spec.quantile, step=history.step),
     )
@@ -136,7 +136,7 @@ def _one_by_one(
     return out
 
 
-def null_to_json(null: drift.Null, spec: TargetSpec, step: float) -> dict[str, Any]:
+def null_to_json(null: drift_null.Null, spec: TargetSpec, step: float) -> dict[str, Any]:
     """The null as artefact data, with what it was measured for."""
     return {
         "lead_time": spec.lead_time,
@@ -146,7 +146,7 @@ def null_to_json(null: drift.Null, spec: TargetSpec, step: float) -> dict[str, A
     }
 
 
-def null_from_json(data: Any, spec: TargetSpec, step: float) -> drift.Null | None:
+def null_from_json(data: Any, spec: TargetSpec, step: float) -> drift_null.Null | None:
     """The stored null when it was measured for this target's lead time, quantile and step;
     None (measure it again) when it was not, or is malformed."""
     if not isinstance(data, dict):
@@ -163,7 +163,7 @@ def null_from_json(data: Any, spec: TargetSpec, step: float) -> drift.Null | Non
             return float(data[k][0]), float(data[k][1])
 
         windows = (int(data["windows"][0]), int(data["windows"][1]))
-        null = drift.Null(
+        null = drift_null.Null(
             windows=windows,
             means=pair("means"),
             spreads=pair("spreads"),

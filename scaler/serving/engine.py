@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from scaler.clock import Clock, quantise
-from scaler.decision import budget, policy
-from scaler.decision import spec as specs
+from scaler.decision import budget, policy, quoting
 from scaler.decision.spec import TargetSpec
 from scaler.errors import (
     BadQuery,
@@ -184,7 +183,7 @@ class Engine:
             self.targets[spec.key] = state
             self.telemetry.targets.set(len(self.targets))
             # the key's fingerprint names the query: the line need not carry 4 KB of it
-            logger.info("new target %s (%s)", spec.key, specs.echo_query(spec.query))
+            logger.info("new target %s (%s)", spec.key, quoting.echo_query(spec.query))
             hint = budget.share_hint(
                 "prewarmBudget",
                 spec.prewarm_budget,

@@ -14,16 +14,16 @@ from __future__ import annotations
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel
 from models.conformal import Calibration
-from scaler.decision import drift, policy
+from scaler.decision import drift, drift_tracker, policy
 from scaler.serving.state import ForecastKept, TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 
 
-def tracker(state: TargetState, model_step: float) -> drift.DriftTracker:
+def tracker(state: TargetState, model_step: float) -> drift_tracker.DriftTracker:
     """`state`'s drift tracker, made on first use."""
     if state.drift is None:
         spec = state.spec
-        state.drift = drift.DriftTracker(
+        state.drift = drift_tracker.DriftTracker(
             lead_time=spec.lead_time,
             monitor=drift.DriftMonitor(quantile=spec.quantile, step=model_step),
         )

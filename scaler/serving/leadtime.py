@@ -24,7 +24,8 @@ from functools import partial
 from typing import Protocol, runtime_checkable
 
 from scaler.decision import selector
-from scaler.decision.spec import LEAD_TIME, TargetSpec, format_duration
+from scaler.decision.ranges import LEAD_TIME
+from scaler.decision.spec import TargetSpec, format_duration
 from scaler.errors import ScalerError
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry

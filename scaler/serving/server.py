@@ -23,6 +23,7 @@ from grpc_health.v1._async import HealthServicer
 
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.decision import quoting
 from scaler.decision import spec as specs
 from scaler.errors import ConfigError, SpecError, TooManyTargets, Unavailable
 from scaler.serving.certificates import Certificates
@@ -58,7 +59,7 @@ client past the cap sees RESOURCE_EXHAUSTED, losing the key that was wrong."""
 def refusal(ref: pb.ScaledObjectRef, exc: SpecError) -> str:
     """INVALID_ARGUMENT details: the target, the key, a short quote of the value and the fix,
     in at most MAX_DETAILS_BYTES of UTF-8 whatever the request held."""
-    return bounded(f"{specs.echo(ref.namespace)}/{specs.echo(ref.name)}: {exc}")
+    return bounded(f"{quoting.echo(ref.namespace)}/{quoting.echo(ref.name)}: {exc}")
 
 
 def unnamed(ref: pb.ScaledObjectRef) -> str | None:
@@ -69,9 +70,9 @@ def unnamed(ref: pb.ScaledObjectRef) -> str | None:
     if name and namespace:
         return None
     if namespace:
-        which = f"ScaledObjectRef in namespace {specs.echo(namespace)!r} has no name"
+        which = f"ScaledObjectRef in namespace {quoting.echo(namespace)!r} has no name"
     elif name:
-        which = f"ScaledObjectRef {specs.echo(name)!r} has no namespace"
+        which = f"ScaledObjectRef {quoting.echo(name)!r} has no namespace"
     else:
         which = "ScaledObjectRef has no name and no namespace"
     return bounded(
@@ -112,7 +113,7 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         try:
             return self.engine.answer(state)
         except SpecError as exc:  # the source says the query is wrong (BadQuery)
-            value = specs.echo_query(exc.value)
+            value = quoting.echo_query(exc.value)
             quoted = f"scalerMetadata key {exc.key!r} = {value!r}: {exc.fix}"
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, bounded(f"{state.spec.label}: {quoted}")

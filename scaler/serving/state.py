@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel
 from models.conformal import Calibration
-from scaler.decision import budget, drift, policy
+from scaler.decision import budget, drift, drift_null, drift_tracker, policy
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery
 
@@ -72,7 +72,7 @@ class TargetState:
     needed; scaler/serving/warmup.py `backfill` reads the rest): no fit starts until it is in."""
     model: CalibratedModel | None = None
     model_note: str = "waiting for the first fit"
-    model_null: drift.Null | None = None
+    model_null: drift_null.Null | None = None
     """The drift null stored with `model` (scaler/serving/driftstate.py), when there was one."""
     model_fallback: bool = False
     """`model` was fitted while its predecessor was in drift fallback: its tracker starts there."""
@@ -115,7 +115,7 @@ class TargetState:
     """How far this step's calibrated band reaches above its median at the read quantile
     (policy.level_ratio): the reactive floor's load times it is insured (reason level); 1
     without one."""
-    drift: drift.DriftTracker | None = None
+    drift: drift_tracker.DriftTracker | None = None
     """Forecasts awaiting their actuals, and the drift state they add up to."""
     lead_time_source: str = "metadata"
     """Where spec.lead_time comes from: `metadata`, `learned: ...` or `default: <why>`

@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from models.base import FloatArray, Series
-from scaler.decision.spec import TargetSpec, echo_query
+from scaler.decision.quoting import echo_query
+from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, NoData, SourceError
 from scaler.sources import (
     prometheus_answers,

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from models.base import FloatArray
-from scaler.decision.spec import TargetSpec, echo_query
+from scaler.decision.quoting import echo_query
+from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, ImplausibleLoad, NegativeLoad
 from scaler.sources import load_bound
 

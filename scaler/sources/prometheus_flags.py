@@ -12,15 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scaler import switches
-from scaler.decision import spec
-from scaler.decision.spec import parse_headers
+from scaler.decision import promkeys, ranges
+from scaler.decision.promkeys import parse_headers
 from scaler.errors import ConfigError
 from scaler.settings import PrometheusAuth, PrometheusSettings
 from scaler.sources.credentials import Credentials
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.prometheus_transport import OnRequest
 
-TIMEOUT = spec.Range(1, 300, duration=True)
+TIMEOUT = ranges.Range(1, 300, duration=True)
 """--prometheus-timeout: 0s failed every request; past 5 minutes a sick Prometheus holds a
 request's thread (and a slot of its endpoint's bulkhead) for as long."""
 
@@ -96,7 +96,7 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
     )
     g.add_argument(
         "--prometheus-timeout",
-        type=spec.duration_flag(TIMEOUT, "a whole request, from connecting to its last byte"),
+        type=ranges.duration_flag(TIMEOUT, "a whole request, from connecting to its last byte"),
         metavar="1s-5m",
         default=env("PROMETHEUS_TIMEOUT") or "10s",
         help="a whole request, from connecting to its last byte: a Prometheus that answers "
@@ -105,7 +105,9 @@ def add_flags(p: argparse.ArgumentParser, env: Env) -> None:
     )
     g.add_argument(
         "--prometheus-retries",
-        type=spec.flag(spec.count_in(spec.Range(0, 10)), "retries of a request that failed fast"),
+        type=ranges.flag(
+            ranges.count_in(ranges.Range(0, 10)), "retries of a request that failed fast"
+        ),
         metavar="0-10",
         default=env("PROMETHEUS_RETRIES") or str(PrometheusSettings.retries),
         help="retries of a request that failed fast (refused, 429/502/503/504), never of a "
@@ -164,11 +166,11 @@ def source(
 def check_url(url: str, flag: str) -> None:
     """A Prometheus URL is http:// or https:// and a host, as a trigger's serverAddress must be:
     anything else would fail every query of every target, each naming it only in its error."""
-    redacted = spec.without_credentials(url.strip())
+    redacted = promkeys.without_credentials(url.strip())
     if redacted is not None:
-        raise ConfigError(f"{flag} {redacted!r}: {spec.CREDENTIALS_IN_URL}")
+        raise ConfigError(f"{flag} {redacted!r}: {promkeys.CREDENTIALS_IN_URL}")
     try:
-        spec.http_url(url.strip())
+        promkeys.http_url(url.strip())
     except ValueError:
         raise ConfigError(
             f"{flag} {url!r}: give an http:// or https:// URL of Prometheus, e.g. "

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from models import artefact
 from models.base import DAY, Series
 from scaler.clock import ManualClock
-from scaler.decision import drift, spec
+from scaler.decision import drift_measure, spec
 from scaler.serving import champions, checkpoints, driftstate, warmup
 from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState, forecast_steps
@@ -92,7 +92,7 @@ def stored_champion(
         target, start=fit_at - WINDOW + STEP, end=fit_at, step=STEP, resolution=PEAKS
     )
     data = artefact.fit("seasonal", known, forecast_steps(target, STEP), quantile=target.quantile)
-    null = drift.null_for(
+    null = drift_measure.null_for(
         artefact.load(data), known, lead_time=target.lead_time, quantile=target.quantile
     )
     data[driftstate.NULL_KEY] = driftstate.null_to_json(null, target, STEP)

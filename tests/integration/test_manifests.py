@@ -41,7 +41,7 @@ import pytest
 import yaml
 
 from scaler import cli
-from scaler.decision import spec
+from scaler.decision import metakeys, spec
 from scaler.errors import SpecError
 from scaler.kube import check, crd
 
@@ -902,7 +902,7 @@ def test_scaler_check_finds_nothing_in_what_kubectl_apply_would_send(
 
 def test_the_active_example_shows_every_metadata_key_the_scaler_accepts() -> None:
     _, trigger = the_trigger(ACTIVE)
-    missing = spec.KNOWN_KEYS - set(trigger["metadata"])
+    missing = metakeys.KNOWN_KEYS - set(trigger["metadata"])
     assert not missing, f"document these keys in the active ScaledObject: {sorted(missing)}"
 
 

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from scaler._pb import externalscaler_pb2 as pb
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
+from scaler.decision import metakeys, quoting
 from scaler.decision import spec as specs
 from scaler.sources.file import bundled_trace
 from tests.integration.scaler_server import RunningScaler, eventually, fast_settings, ref, refused
@@ -38,7 +39,7 @@ NUMERIC_KEYS = (
     "costPerReplicaHour",
 )
 DURATION_KEYS = ("leadTime", "horizon", "prewarmBudgetWindow")
-KEYS = sorted(specs.KNOWN_KEYS | specs.PASSTHROUGH_KEYS)
+KEYS = sorted(metakeys.KNOWN_KEYS | metakeys.PASSTHROUGH_KEYS)
 PLAIN_DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?", re.ASCII)  # the oracle, written apart
 MEGABYTE = 1 << 20
 DETAILS_LIMIT = 1024
@@ -197,7 +198,7 @@ def check_refusal(error: grpc.RpcError, meta: dict[str, str], *, unnamed: bool) 
         assert details.startswith("ScaledObjectRef") and " has no " in details, details
         return
     named = set(meta) | {"query", "threshold"}
-    assert any(f"scalerMetadata key {specs.echo(k)!r}" in details for k in named), details
+    assert any(f"scalerMetadata key {quoting.echo(k)!r}" in details for k in named), details
 
 
 @settings(
@@ -259,7 +260,7 @@ def test_the_fuzz_exercised_both_acceptance_and_refusal() -> None:
 def test_a_refusal_stays_under_1kb_even_when_the_reason_quotes_a_long_query(
     stub: pb_grpc.ExternalScalerStub,
 ) -> None:
-    query = "no_such_trace_" + "q" * (specs.VALUE_CHARS["query"] - 14)
+    query = "no_such_trace_" + "q" * (metakeys.VALUE_CHARS["query"] - 14)
     target = ref(name="long-query", query=query)
     stub.GetMetricSpec(target, timeout=RPC_TIMEOUT)
     request = pb.GetMetricsRequest(scaledObjectRef=target, metricName="m")

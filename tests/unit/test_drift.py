@@ -12,7 +12,7 @@ import pytest
 
 from models.base import DAY, HOUR, WEEK, Forecast, Series
 from models.seasonal import SeasonalBaseline
-from scaler.decision import drift
+from scaler.decision import drift, drift_measure, drift_null, drift_tracker
 from scaler.offline import replay, replay_config, replay_summary
 from scaler.offline.traces import read_trace
 
@@ -57,7 +57,7 @@ def ar1(n: int, phi: float, rng: np.random.Generator) -> np.ndarray:
 
 
 def alarms(
-    errors: np.ndarray, null: drift.Null | None, *, sigma: float = 10.0, run_test: bool = False
+    errors: np.ndarray, null: drift_null.Null | None, *, sigma: float = 10.0, run_test: bool = False
 ) -> int:
     """Fallback episodes of a monitor fed forecasts off by `errors` (in sigmas), with a band
     calibrated for them (P95 = 1.645 sigmas)."""
@@ -70,15 +70,15 @@ def alarms(
     return episodes
 
 
-def measured_null(errors: np.ndarray) -> drift.Null:
+def measured_null(errors: np.ndarray) -> drift_null.Null:
     """The null a week of calibration errors (in sigmas) gives."""
-    u = drift.band_units(
+    u = drift_null.band_units(
         100.0 + 10.0 * errors,
         np.full(errors.size, 100.0),
         np.full(errors.size, 100.0 + Z95 * 10.0),
         level=0.0,
     )
-    return drift.null_from(u, step=STEP)
+    return drift_measure.null_from(u, step=STEP)
 
 
 @pytest.mark.parametrize("run_test", [False, True])
@@ -101,7 +101,7 @@ def test_ignoring_the_autocorrelation_of_the_same_errors_raises_alarms_every_few
     rng = np.random.default_rng(0)
     measured = measured_null(ar1(int(WEEK / STEP), 0.9, rng))
     sd = 1.0  # one error's sd in band-sigmas
-    naive = drift.Null(
+    naive = drift_null.Null(
         windows=measured.windows,
         means=measured.means,
         spreads=(sd / math.sqrt(measured.windows[0]), sd / math.sqrt(measured.windows[1])),
@@ -125,8 +125,8 @@ def test_the_null_of_autocorrelated_errors_is_wider_than_that_of_independent_one
 
 
 def test_too_short_a_backtest_gives_the_conservative_null() -> None:
-    null = drift.null_from(np.zeros(10), step=STEP)
-    assert null == drift.Null.conservative(STEP)
+    null = drift_measure.null_from(np.zeros(10), step=STEP)
+    assert null == drift_null.Null.conservative(STEP)
     assert null.samples == 0
 
 
@@ -135,12 +135,12 @@ def test_the_null_of_a_fitted_model_is_measured_on_its_calibration_week() -> Non
     from models.calibrate import fit_calibrated
 
     model = fit_calibrated(SeasonalBaseline, series, steps=6)
-    null = drift.null_for(model, series, lead_time=600.0, quantile=0.95)
+    null = drift_measure.null_for(model, series, lead_time=600.0, quantile=0.95)
     assert null.samples >= int(WEEK / STEP) - 2
-    assert null.windows == drift.windows(STEP)
+    assert null.windows == drift_null.windows(STEP)
     # Poisson noise around a seasonal forecast: centred, and narrower than the conservative null
     assert abs(null.means[0]) < 0.5
-    assert null.spreads[1] < drift.Null.conservative(STEP).spreads[1]
+    assert null.spreads[1] < drift_null.Null.conservative(STEP).spreads[1]
 
 
 def feed(monitor: drift.DriftMonitor, actuals: list[float], p50: float = 100.0) -> None:
@@ -170,7 +170,7 @@ def test_fallback_is_left_only_after_a_long_window_of_accuracy_and_a_run_of_sett
     monitor = drift.DriftMonitor(step=STEP)
     feed(monitor, [100.0] * 10 + [300.0] * 6)
     assert monitor.in_fallback
-    short, long = drift.windows(STEP)
+    short, long = drift_null.windows(STEP)
     feed(monitor, [100.0] * (long - 1))
     assert monitor.in_fallback  # the long window, restarted on entering, is not full yet
     feed(monitor, [300.0] * 3 + [100.0] * 3)
@@ -183,13 +183,13 @@ def test_missing_actuals_are_not_scored_and_a_nan_forecast_is_a_miss() -> None:
     monitor = drift.DriftMonitor(step=STEP)
     monitor.observe(0.0, math.nan, 100.0, 120.0)
     assert monitor.observations == 0
-    for _ in range(drift.windows(STEP)[0] + drift.CONFIRM - 1):
+    for _ in range(drift_null.windows(STEP)[0] + drift.CONFIRM - 1):
         monitor.observe(0.0, 100.0, math.nan, math.nan)
     assert monitor.in_fallback
 
 
 def test_the_tracker_scores_each_actual_against_the_forecast_made_lead_time_before() -> None:
-    tracker = drift.DriftTracker(lead_time=600.0)
+    tracker = drift_tracker.DriftTracker(lead_time=600.0)
     for origin in (1000.0, 1300.0, 1600.0):  # forecasts after observing origin - STEP
         path = np.array([origin, origin + 1, origin + 2])  # p50 = the origin, to identify it
         tracker.record(Forecast(origin, STEP, path, path + 1e9, 0.95))
@@ -343,8 +343,8 @@ def test_the_miss_test_allows_more_misses_to_autocorrelated_errors_than_to_indep
     # independent errors: a binomial(long, 5%) passes 20% of the window with a chance of 1e-5
     assert independent.misses[0] < 0.35 * long
     assert correlated.misses[0] > 1.5 * independent.misses[0]
-    assert drift.effective_size(ar1(n, 0.9, rng), long) < 0.2 * long
-    assert drift.effective_size(rng.normal(size=n), long) > 0.7 * long
+    assert drift_measure.effective_size(ar1(n, 0.9, rng), long) < 0.2 * long
+    assert drift_measure.effective_size(rng.normal(size=n), long) > 0.7 * long
 
 
 def test_load_back_after_a_gap_longer_than_the_long_window_restarts_in_fallback() -> None:
@@ -407,7 +407,10 @@ def test_a_week_of_business_hours_errors_gives_a_measured_null_not_the_conservat
     null = measured_null(errors)
     assert null.samples == 5 * open_
     assert null.routine_gap == (day - open_ + 1) * STEP
-    assert int((drift.gapless_runs(errors) // null.windows[1]).sum()) >= drift.MIN_NULL_WINDOWS
+    assert (
+        int((drift_measure.gapless_runs(errors) // null.windows[1]).sum())
+        >= drift_measure.MIN_NULL_WINDOWS
+    )
     short = errors.copy()
     short[3 * day :] = np.nan  # three days: too few independent windows, conservative
     assert measured_null(short).samples == 0
@@ -427,9 +430,9 @@ def test_business_hours_load_raises_under_one_episode_a_week_not_one_each_mornin
     assert episodes() < weeks
     # The ablations: gaps read on the calibration week alone (the weekend is seen once, so each
     # Monday restarts), and no routine gap at all (every morning restarts).
-    monkeypatch.setattr(drift, "ROUTINE_SPAN", drift.NULL_SPAN)
+    monkeypatch.setattr(drift_measure, "ROUTINE_SPAN", drift_measure.NULL_SPAN)
     assert episodes() >= math.floor(weeks)
-    monkeypatch.setattr(drift, "routine_gap", lambda errors, step: 0.0)
+    monkeypatch.setattr(drift_measure, "routine_gap", lambda errors, step: 0.0)
     assert episodes() > 2 * weeks
 
 
@@ -460,7 +463,7 @@ def test_the_run_test_allows_autocorrelated_errors_longer_runs_below_the_band_th
     assert correlated.run is not None and independent.run is not None
     # independent misses at 5%: a run of n comes with chance 0.05^n per observation, and the
     # design rate allows about 2e-5 of them
-    assert independent.run <= 1 + math.ceil(math.log(drift.side_chance(STEP)) / math.log(0.05))
+    assert independent.run <= 1 + math.ceil(math.log(drift_null.side_chance(STEP)) / math.log(0.05))
     assert correlated.run > 2 * independent.run
 
 
@@ -519,11 +522,11 @@ def test_a_run_the_calibration_backtest_itself_reached_is_no_evidence_of_drift()
     rng = np.random.default_rng(5)
     missed = rng.random(4000) < 0.05
     finite = np.ones_like(missed)
-    alpha = drift.side_chance(STEP)
-    scattered = drift.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05)
+    alpha = drift_null.side_chance(STEP)
+    scattered = drift_measure.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05)
     assert scattered is not None and scattered < 30
     missed[1000:1030] = True
-    assert drift.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05) == 31
+    assert drift_measure.run_limit(missed, finite, width=288, alpha=alpha, rate=0.05) == 31
 
 
 def test_the_run_limit_is_read_off_calibration_errors_scaled_to_the_band() -> None:
@@ -539,7 +542,7 @@ def test_the_run_limit_is_read_off_calibration_errors_scaled_to_the_band() -> No
         rng = np.random.default_rng(seed)
         calibration, live = 0.75 * ar1(n, 0.8, rng), ar1(weeks * n, 0.8, rng)
         for scaled in trips:
-            limit = drift.null_from(calibration, step=STEP, scaled_runs=scaled).run
+            limit = drift_measure.null_from(calibration, step=STEP, scaled_runs=scaled).run
             run = 0
             for e in live:
                 run = run + 1 if e < -Z95 else 0
@@ -547,7 +550,7 @@ def test_the_run_limit_is_read_off_calibration_errors_scaled_to_the_band() -> No
                     trips[scaled], run = trips[scaled] + 1, 0
     # The run test's share of the design rate (one side of SIDES), with the factor of 4 the
     # design rate keeps for tails heavier than the null assumes, over the simulated weeks.
-    allowed = 4 * drift.ALARMS_PER_WEEK / drift.SIDES * weeks * seeds
+    allowed = 4 * drift_null.ALARMS_PER_WEEK / drift_null.SIDES * weeks * seeds
     assert trips[True] <= allowed < trips[False]
 
 
@@ -556,6 +559,8 @@ def test_a_calibration_wider_than_the_band_is_not_scaled_down_to_shorter_runs() 
     # -1.645 would be rarer and the limit shorter than the raw runs give; they are read as is.
     rng = np.random.default_rng(3)
     wide = 1.5 * ar1(int(WEEK / STEP), 0.8, rng)
-    scaled, raw = (drift.null_from(wide, step=STEP, scaled_runs=s).run for s in (True, False))
+    scaled, raw = (
+        drift_measure.null_from(wide, step=STEP, scaled_runs=s).run for s in (True, False)
+    )
     assert scaled is not None and raw is not None
     assert scaled >= raw

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from models import artefact
 from models.base import DAY, HOUR, Series
 from scaler.clock import ManualClock
-from scaler.decision import drift, spec
+from scaler.decision import drift, drift_measure, drift_tracker, spec
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import driftstate
 from scaler.serving.engine import Engine
@@ -140,7 +140,7 @@ def test_without_the_replay_a_restarted_tracker_would_trust_the_drifted_forecast
     model = model_fitted_at_fit_time(data)
     known = data.until(END)
     rebuilt = driftstate.rebuild(SPEC, model, known, window=WINDOW)
-    ablation = drift.DriftTracker(
+    ablation = drift_tracker.DriftTracker(
         lead_time=SPEC.lead_time, monitor=drift.DriftMonitor(quantile=SPEC.quantile, step=STEP)
     )
     ablation.adopt(model, known)
@@ -163,7 +163,9 @@ def test_a_stored_null_is_used_only_for_the_lead_time_quantile_and_step_it_was_m
 ):
     data = series()
     model = model_fitted_at_fit_time(data)
-    null = drift.null_for(model, data.until(FIT_AT), lead_time=SPEC.lead_time, quantile=0.95)
+    null = drift_measure.null_for(
+        model, data.until(FIT_AT), lead_time=SPEC.lead_time, quantile=0.95
+    )
     stored = driftstate.null_to_json(null, SPEC, STEP)
     assert driftstate.null_from_json(stored, SPEC, STEP) == null
     other = spec.parse("gpu", "llm", {"query": "load", "threshold": "20", "leadTime": "20m"})

@@ -14,7 +14,7 @@ from models import artefact, manyorigin, origins
 from models.base import DAY, FloatArray, Series
 from models.calibrate import CalibratedModel
 from models.seasonal import SeasonalBaseline
-from scaler.decision import drift
+from scaler.decision import drift, drift_tracker
 from scaler.decision import spec as specs
 from scaler.serving import driftstate
 from scaler.serving.state import forecast_steps
@@ -137,10 +137,12 @@ def test_a_model_without_predict_at_is_not_replayed_in_one_pass() -> None:
     assert got is None
 
 
-def replayed_origin_by_origin(model: CalibratedModel, history: Series) -> drift.DriftTracker:
+def replayed_origin_by_origin(
+    model: CalibratedModel, history: Series
+) -> drift_tracker.DriftTracker:
     """The replay as the live engine lives it: at each origin, score the actuals now known,
     then record the forecast from the newest window (the reference the shortcut must meet)."""
-    tracker = drift.DriftTracker(
+    tracker = drift_tracker.DriftTracker(
         lead_time=SPEC.lead_time, monitor=drift.DriftMonitor(quantile=SPEC.quantile, step=STEP)
     )
     tracker.use(model, tracker.null_of(model, history))
@@ -196,8 +198,8 @@ def test_the_one_pass_replay_makes_no_per_origin_predict_calls(
 
 
 def assert_same_tracker(
-    a: drift.DriftTracker,
-    b: drift.DriftTracker,
+    a: drift_tracker.DriftTracker,
+    b: drift_tracker.DriftTracker,
     *,
     arrays: tuple[str, ...] = ("upper",),
     null: bool = False,

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from models import artefact
 from models.base import DAY, Series
 from scaler.clock import ManualClock
-from scaler.decision import drift
+from scaler.decision import drift_tracker
 from scaler.serving import driftstate, warmup
 from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState, forecast_steps
@@ -37,7 +37,7 @@ def champion(data: Series) -> dict[str, object]:
     return artefact.fit("seasonal", known, forecast_steps(SPEC, STEP))
 
 
-def same(a: drift.DriftTracker, b: drift.DriftTracker) -> None:
+def same(a: drift_tracker.DriftTracker, b: drift_tracker.DriftTracker) -> None:
     assert_same_tracker(a, b, null=True)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from models.base import Forecast, Series
-from scaler.decision import drift
+from scaler.decision import drift, drift_tracker
 from scaler.serving.scorecard import Score, Scorecard, horizons
 
 STEP = 300.0
@@ -35,7 +35,7 @@ def test_each_actual_is_scored_once_per_horizon_against_the_forecast_made_that_f
 
 def test_the_lead_time_score_pairs_like_the_drift_tracker() -> None:
     card = Scorecard(lead_time=900.0, quantile=0.9)
-    tracker = drift.DriftTracker(lead_time=900.0, monitor=drift.DriftMonitor(step=STEP))
+    tracker = drift_tracker.DriftTracker(lead_time=900.0, monitor=drift.DriftMonitor(step=STEP))
     rng = np.random.default_rng(7)
     for k in range(20):
         f = forecast((k + 1) * STEP, points=8, level=float(rng.uniform(10, 90)))

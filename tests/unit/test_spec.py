@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from scaler.decision import metakeys, quoting, ranges
 from scaler.decision import spec as specs
 from scaler.errors import ConfigError, SpecError
 from scaler.serving.state import forecast_steps
@@ -161,18 +162,18 @@ def test_format_duration_round_trips() -> None:
 # --- bounds: every number, duration, count and size (issue 10) ---
 
 NUMERIC_KEYS = [
-    ("threshold", specs.THRESHOLD),
-    ("activationThreshold", specs.ACTIVATION),
-    ("minReplicas", specs.REPLICAS),
-    ("maxReplicas", specs.CEILING),
-    ("maxPrewarmReplicas", specs.REPLICAS),
-    ("prewarmBudget", specs.BUDGET),
-    ("costPerReplicaHour", specs.COST),
+    ("threshold", ranges.THRESHOLD),
+    ("activationThreshold", ranges.ACTIVATION),
+    ("minReplicas", ranges.REPLICAS),
+    ("maxReplicas", ranges.CEILING),
+    ("maxPrewarmReplicas", ranges.REPLICAS),
+    ("prewarmBudget", ranges.BUDGET),
+    ("costPerReplicaHour", ranges.COST),
 ]
 DURATION_KEYS = [
-    ("leadTime", specs.LEAD_TIME),
-    ("horizon", specs.HORIZON),
-    ("prewarmBudgetWindow", specs.BUDGET_WINDOW),
+    ("leadTime", ranges.LEAD_TIME),
+    ("horizon", ranges.HORIZON),
+    ("prewarmBudgetWindow", ranges.BUDGET_WINDOW),
 ]
 
 
@@ -186,19 +187,19 @@ def with_room(key: str, **meta: str) -> dict[str, str]:
     """Metadata where `key` alone decides: the others leave it its whole range."""
     room: dict[str, str] = {}
     if key == "minReplicas":
-        room["maxReplicas"] = specs.literals.format_decimal(specs.MAX_REPLICAS)
+        room["maxReplicas"] = specs.literals.format_decimal(ranges.MAX_REPLICAS)
     return {**room, **meta}
 
 
 @pytest.mark.parametrize(("key", "bounds"), NUMERIC_KEYS + DURATION_KEYS)
-def test_each_key_accepts_both_ends_of_its_range(key: str, bounds: specs.Range) -> None:
+def test_each_key_accepts_both_ends_of_its_range(key: str, bounds: ranges.Range) -> None:
     for end in (bounds.low, bounds.high):
         parse(**with_room(key, **{key: bounds.show(end)}))
 
 
 @pytest.mark.parametrize(("key", "bounds"), NUMERIC_KEYS + DURATION_KEYS)
 def test_each_key_refuses_values_past_its_range_naming_the_range(
-    key: str, bounds: specs.Range
+    key: str, bounds: ranges.Range
 ) -> None:
     below = bounds.low - 1 if bounds.low >= 1 else (bounds.low / 2 if bounds.low > 0 else -1)
     above = bounds.high + max(1, bounds.high * 1e-3)
@@ -218,12 +219,12 @@ def test_absurd_lead_times_and_horizons_are_refused_before_any_fit() -> None:
 
 def test_the_longest_lead_time_and_horizon_together_stay_within_the_forecast_bound() -> None:
     spec = parse(
-        leadTime=specs.format_duration(specs.LEAD_TIME.high),
-        horizon=specs.format_duration(specs.HORIZON.high),
+        leadTime=specs.format_duration(ranges.LEAD_TIME.high),
+        horizon=specs.format_duration(ranges.HORIZON.high),
     )
-    assert spec.lookahead == specs.MAX_LOOKAHEAD
+    assert spec.lookahead == ranges.MAX_LOOKAHEAD
     default_model_step = EngineSettings().model_step
-    assert forecast_steps(spec, default_model_step) == specs.MAX_LOOKAHEAD / default_model_step + 1
+    assert forecast_steps(spec, default_model_step) == ranges.MAX_LOOKAHEAD / default_model_step + 1
 
 
 # Each of these is 450 (or a number) to Python's float(); none is a plain ASCII decimal.
@@ -325,10 +326,10 @@ LONG = 100_000
 
 
 @pytest.mark.parametrize(
-    "key", sorted(specs.KNOWN_KEYS | specs.PASSTHROUGH_KEYS), ids=lambda k: str(k)
+    "key", sorted(metakeys.KNOWN_KEYS | metakeys.PASSTHROUGH_KEYS), ids=lambda k: str(k)
 )
 def test_an_oversized_value_is_refused_by_name_with_its_length_and_a_short_quote(key: str) -> None:
-    limit = specs.VALUE_CHARS.get(key, specs.DEFAULT_VALUE_CHARS)
+    limit = metakeys.VALUE_CHARS.get(key, metakeys.DEFAULT_VALUE_CHARS)
     err = refusal(**{key: "9" * (limit + 1)})
     assert err.key == key
     assert f"at most {limit}" in err.fix
@@ -338,7 +339,7 @@ def test_an_oversized_value_is_refused_by_name_with_its_length_and_a_short_quote
 
 
 def test_values_up_to_their_limit_are_read_whole() -> None:
-    query = "sum(rate(x[2m]))" + " " * (specs.VALUE_CHARS["query"] - 16)
+    query = "sum(rate(x[2m]))" + " " * (metakeys.VALUE_CHARS["query"] - 16)
     assert parse(query=query).query == "sum(rate(x[2m]))"
 
 
@@ -393,31 +394,31 @@ def test_an_unknown_key_like_no_known_one_suggests_none() -> None:
 
 
 def test_too_many_keys_are_refused_naming_an_unknown_one() -> None:
-    extra = {f"extra{i:03d}": "1" for i in range(specs.MAX_KEYS)}
+    extra = {f"extra{i:03d}": "1" for i in range(metakeys.MAX_KEYS)}
     err = refusal(**extra)
     assert err.key == "extra000"
-    assert f"at most {specs.MAX_KEYS}" in err.fix
+    assert f"at most {metakeys.MAX_KEYS}" in err.fix
 
 
 @pytest.mark.parametrize(
     "text", ["x" * LONG, "\U0001f600" * LONG, "\x00" * LONG, "\u202e" * LONG, "é" * LONG]
 )
 def test_an_echo_is_short_in_any_script(text: str) -> None:
-    quoted = specs.echo(text)
-    assert len(repr(quoted).encode()) < 4 * specs.ECHO_CHARS + 40
+    quoted = quoting.echo(text)
+    assert len(repr(quoted).encode()) < 4 * quoting.ECHO_CHARS + 40
     assert quoted.endswith(f"({LONG} characters)")
     assert text.startswith(quoted.split("... (")[0])
 
 
 def test_a_short_value_is_echoed_whole() -> None:
-    assert specs.echo("10m") == "10m"
+    assert quoting.echo("10m") == "10m"
     assert refusal(threshold="-5").value == "-5"
 
 
 def test_the_readme_table_has_a_row_for_every_key_the_parser_accepts() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     cells = [line.split("|")[1] for line in readme.splitlines() if line.startswith("| `")]
-    missing = [k for k in sorted(specs.KNOWN_KEYS) if not any(f"`{k}`" in c for c in cells)]
+    missing = [k for k in sorted(metakeys.KNOWN_KEYS) if not any(f"`{k}`" in c for c in cells)]
     assert missing == [], "keys the README's metadata table does not document"
 
 
@@ -430,7 +431,7 @@ def test_the_readme_states_each_range_the_parser_enforces() -> None:
         row = next(line for cell, line in rows.items() if f"`{key}`" in cell)
         assert f"{bounds.show(bounds.low)} - {bounds.show(bounds.high)}" in row, key
     for key in ("query", "serverAddress"):
-        assert f"<= {specs.VALUE_CHARS[key]} chars" in rows[f"`{key}`"], key
+        assert f"<= {metakeys.VALUE_CHARS[key]} chars" in rows[f"`{key}`"], key
 
 
 def test_level_insurance_is_off_unless_the_trigger_says_true() -> None:

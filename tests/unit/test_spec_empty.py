@@ -9,6 +9,7 @@ import dataclasses
 
 import pytest
 
+from scaler.decision import metakeys
 from scaler.decision import spec as specs
 from scaler.errors import SpecError
 
@@ -49,7 +50,7 @@ def test_an_empty_guardrail_is_refused_naming_the_key_not_read_as_the_default(
 
 def test_the_optional_string_keys_the_manifests_leave_empty_are_unset() -> None:
     # As deploy/overlays/active writes them, and a serverAddress of the default Prometheus.
-    empty = dict.fromkeys(specs.EMPTY_IS_UNSET, "")
+    empty = dict.fromkeys(metakeys.EMPTY_IS_UNSET, "")
     parsed = specs.parse("gpu", "llm", {**BASE, **empty})
     unnamed = dataclasses.replace(parsed, metric_name="")
     assert unnamed == dataclasses.replace(specs.parse("gpu", "llm", BASE), metric_name="")
@@ -60,4 +61,4 @@ def test_the_optional_string_keys_the_manifests_leave_empty_are_unset() -> None:
 
 def test_every_key_is_either_refused_empty_or_unset_when_empty() -> None:
     required = {"query", "threshold"}
-    assert set(REFUSED) | specs.EMPTY_IS_UNSET | required == specs.KNOWN_KEYS
+    assert set(REFUSED) | metakeys.EMPTY_IS_UNSET | required == metakeys.KNOWN_KEYS
