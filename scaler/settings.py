@@ -131,6 +131,10 @@ class EngineSettings:
     queries at this step with the peaks taken in-process (sources/prometheus_range.py)."""
     refit_every: float = 7 * 86400.0
     """Seconds between refits of a target's model."""
+    retrain_grace: float = 86400.0
+    """Seconds past a refit period after the retrain job's latest sign of life for a target (a
+    champion it wrote, a success it recorded) before serve's scheduled refit steps in for it
+    (scaler/serving/refit_due.py): a weekly job that failed or was suspended longer is late."""
     staleness: float = 300.0
     """How old the newest sample (or the last successful refresh) may be before the target's
     answers become UNAVAILABLE instead of a guess."""

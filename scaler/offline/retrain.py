@@ -37,7 +37,7 @@ from scaler.offline.retrain_race import SERVE_STEP
 from scaler.serving import workers
 from scaler.serving.state import forecast_steps
 from scaler.sources.base import Source
-from scaler.store.base import ModelStore, Stored, StoreError, StoreKey
+from scaler.store.base import RETRAIN_WRITER, ModelStore, Stored, StoreError, StoreKey
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -275,8 +275,9 @@ class Retrainer:
             return row
         meta = {"reason": reason, "scores": data.get("scores", {}), "champion": champion}
         # What serve writes with its own fits (champions.publish): a target in drift fallback
-        # when this model was fitted starts it in fallback on every replica.
-        meta |= {"writer": "scaler retrain", "at": now, "quick": False}
+        # when this model was fitted starts it in fallback on every replica. The writer and
+        # `at` tell serve the job keeps this target's weekly schedule (serving/refit_due.py).
+        meta |= {"writer": RETRAIN_WRITER, "at": now, "quick": False}
         meta |= {"fallback_at_fit": bool(result.get("fallback", False))}
         version = await asyncio.to_thread(self.store.put, key, data, meta)
         won = await asyncio.to_thread(self.store.promote, key, version, expected=pointer)

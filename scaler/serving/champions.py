@@ -20,6 +20,10 @@ the models fitted here so that every replica ends up on the same artefact.
 - `allow`: an early refit (a drift alarm, or the full `auto` selection after the quick first
   model) of a target whose model came through the store runs at most once per EARLY_REFIT_GAP on
   a replica; a champion promoted meanwhile by another replica is adopted instead of fitting.
+  A scheduled refit of a stored model waits until a poll has read the target's retrain outcome.
+- What the store says of the retrain job goes on the state (`retrain_seen`: the `at` of a
+  champion it wrote, its last success): while it keeps coming the job owns the weekly schedule,
+  and serve refits on schedule only when the job is late (scaler/serving/refit_due.py).
 
 Only scaler/store/ touches the bytes; this module never decides which model is better (the
 retrain job does: a model fitted here replaces the champion only where there was none, or when
@@ -43,10 +47,17 @@ from models.calibrate import CalibratedModel
 from scaler.decision import drift_measure
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ScalerError
-from scaler.serving import checkpoints, driftstate
+from scaler.serving import checkpoints, driftstate, refit_due
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
-from scaler.store.base import ModelStore, Status, Stored, StoreError, StoreKey
+from scaler.store.base import (
+    RETRAIN_WRITER,
+    ModelStore,
+    Status,
+    Stored,
+    StoreError,
+    StoreKey,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +69,14 @@ every day it lasts (scaler/decision/drift.py), a flapping one must not keep a fi
 def key_of(spec: TargetSpec) -> StoreKey:
     """The store key of a trigger, the one `scaler retrain` writes."""
     return StoreKey.of(spec)
+
+
+def _written_by_job(stored: Stored) -> refit_due.JobSeen | None:
+    """The retrain job's run that wrote `stored` (its meta's `at`), if the job wrote it."""
+    at = stored.meta.get("at")
+    if stored.meta.get("writer") != RETRAIN_WRITER or not isinstance(at, int | float):
+        return None
+    return refit_due.JobSeen(float(at), f"wrote v{stored.version}") if math.isfinite(at) else None
 
 
 def retrain_gauges(telemetry: Telemetry) -> Callable[[str, Status], None]:
@@ -104,6 +123,8 @@ class Champions:
         """Who wrote a version, in its meta (for people reading the store)."""
         self._early: dict[str, float] = {}
         """When each target key's last early refit was allowed."""
+        self._polled: set[str] = set()
+        """Target keys whose retrain outcome a poll has read (`allow`)."""
 
     # ---- reading -----------------------------------------------------------------------------
     async def load(self, state: TargetState) -> None:
@@ -128,7 +149,9 @@ class Champions:
             stored.artefact.get(driftstate.NULL_KEY), spec, model.step
         )
         state.model_fallback = bool(stored.meta.get("fallback_at_fit", False))
-        # Due again a refit period after its fit; a quick first model at once (fitting.py).
+        state.retrain_seen = refit_due.newer(state.retrain_seen, _written_by_job(stored))
+        # Due again a refit period after its fit (a job's model: after the job's next week and
+        # a grace, refit_due.py); a quick first model at once (fitting.py).
         quick = bool(stored.meta.get("quick", False))
         if not (stored.meta.get("early", False) and math.isfinite(state.fitted_at)):
             state.fitted_at = -math.inf if quick else model.trained_until  # a drift refit: kept
@@ -152,6 +175,10 @@ class Champions:
         for state in list(states.values()):
             status = statuses.get(key_of(state.spec), Status())
             self.on_status(state.spec.key, status)
+            self._polled.add(state.spec.key)
+            if status.retrain_success is not None:  # the job ran; kept or promoted, its call
+                ran = refit_due.JobSeen(status.retrain_success, "succeeded")
+                state.retrain_seen = refit_due.newer(state.retrain_seen, ran)
             if status.champion in (None, state.model_version, self._refused.get(state.spec.key)):
                 continue
             try:
@@ -262,10 +289,14 @@ class Champions:
     # ---- writing -----------------------------------------------------------------------------
     def allow(self, state: TargetState, now: float) -> bool:
         """May the fitter start this due fit? An early one (fitted_at reset by a drift alarm or
-        a quick first model) of a stored model at most once per EARLY_REFIT_GAP."""
+        a quick first model) of a stored model at most once per EARLY_REFIT_GAP; a scheduled one
+        once a poll has read the target's retrain outcome: a champion the job kept last night
+        is not the job being late (refit_due.py), whatever the champion's own age."""
         early = state.refit_early or not math.isfinite(state.fitted_at)
-        if state.model_version is None or not early:
+        if state.model_version is None:
             return True
+        if not early:
+            return state.spec.key in self._polled
         if now - self._early.get(state.spec.key, -math.inf) < EARLY_REFIT_GAP:
             return False
         self._early[state.spec.key] = now
@@ -307,10 +338,12 @@ class Champions:
         quick: bool,
         replaces: int | None,
         early: bool = False,
+        reason: str = "",
     ) -> CalibratedModel:
-        """Store a model fitted here and make it champion if the champion is still `replaces`,
-        the version served when the fit began (a champion adopted while it ran is newer, and
-        wins); else adopt the winner's. Returns the model the target now uses."""
+        """Store a model fitted here, with why it was fitted (`reason`, refit_due.reason), and
+        make it champion if the champion is still `replaces`, the version served when the fit
+        began (a champion adopted while it ran is newer, and wins); else adopt the winner's.
+        Returns the model the target now uses."""
         spec = state.spec
         model = artefact.load(data)
         fallback = state.drift is not None and state.drift.monitor.in_fallback
@@ -325,6 +358,7 @@ class Champions:
             )
             data = {**data, driftstate.NULL_KEY: driftstate.null_to_json(null, spec, model.step)}
         meta = {"writer": self.writer, "quick": quick, "fallback_at_fit": fallback, "early": early}
+        meta["reason"] = reason
         key, expected = key_of(spec), replaces
         try:
             version = await asyncio.to_thread(self.store.put, key, data, meta)

@@ -1,5 +1,6 @@
 """Fitting models off the serving loop: supervised worker processes (or a thread with
-fit_workers 0), one fit in flight per target, a refit every `refit_every`, retries after failures.
+fit_workers 0), one fit in flight per target, a refit every `refit_every` (later while the retrain
+job keeps the target's schedule: refit_due.py), retries after failures.
 
 Only plain data crosses the process boundary (a Series in, a JSON-ready artefact out). A fit that
 kills its worker, runs past `fit_timeout` or exceeds `fit_memory` is charged to its own target
@@ -17,9 +18,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from models import artefact
-from models.base import ModelError, Series
+from models.base import DAY, ModelError, Series
 from models.calibrate import CalibratedModel
-from scaler.serving import workers
+from scaler.serving import refit_due, workers
 from scaler.serving.state import TargetState, forecast_steps
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
@@ -49,7 +50,15 @@ class Publisher(Protocol):
         quick: bool,
         replaces: int | None,
         early: bool = False,
+        reason: str = "",
     ) -> CalibratedModel: ...
+
+
+def _job(state: TargetState) -> refit_due.JobSeen | None:
+    """The retrain job's latest sign for the target, if it has a model the job's schedule
+    covers: a target serving none (its fit failed, its champion was refused) is fitted when it
+    can be, whoever runs when."""
+    return state.retrain_seen if state.model is not None else None
 
 
 def backoff(failures: int, *, ceiling: float) -> float:
@@ -75,6 +84,8 @@ class Fitter:
         """What runs in the worker; a module-level function, so that it pickles."""
         self.pool: workers.WorkerPool | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._late: dict[str, float] = {}
+        """Per target key, the retrain job's sign the job-late warning was logged for."""
         telemetry.fit_workers_up.set_function(lambda: 1.0 if self.healthy else 0.0)
 
     @property
@@ -111,7 +122,7 @@ class Fitter:
 
     def maybe_fit(self, state: TargetState, now: float) -> None:
         """Start a fit of `state`'s model in the background when one is due."""
-        due = state.refit_early or now - state.fitted_at >= self.settings.refit_every
+        due = state.refit_early or self._scheduled(state, now)
         if state.fitting or not due or state.history is None:
             return
         if self.store is not None and not self.store.allow(state, now):
@@ -120,6 +131,41 @@ class Fitter:
         task = asyncio.ensure_future(self._fit(state, state.history, now))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _scheduled(self, state: TargetState, now: float) -> bool:
+        """Is the target's scheduled refit due? (refit_due.due: the job's week first.)"""
+        job, settings = _job(state), self.settings
+        grace = settings.retrain_grace
+        return now >= refit_due.due(
+            state.fitted_at, job=job, refit_every=settings.refit_every, grace=grace
+        )
+
+    def _why(self, state: TargetState, now: float, *, quick: bool, scheduled: bool) -> str:
+        """Why this fit runs, for the stored version's meta. Stepping in for a late retrain job
+        is also a warning, once per sign of the job: the operator learns the job is broken."""
+        job, key = _job(state), state.spec.key
+        why = refit_due.reason(
+            quick=quick,
+            first=state.model is None,
+            scheduled=scheduled,
+            fitted_at=state.fitted_at,
+            job=job,
+            now=now,
+        )
+        if job is None or not scheduled or not refit_due.stands_in(state.fitted_at, job):
+            return why
+        if self._late.get(key) != job.at:
+            self._late[key] = job.at
+            logger.warning(
+                "%s: the retrain job is late: it last %s %.1f days ago (its week and %.0f h of "
+                "grace have passed), so serve refits the target in its place; check the retrain "
+                "CronJob (kubectl get cronjob,jobs) and its newest Job's log",
+                key,
+                job.what,
+                (now - job.at) / DAY,
+                self.settings.retrain_grace / 3600.0,
+            )
+        return why
 
     async def _run(self, fit: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         if self.pool is None:
@@ -134,7 +180,7 @@ class Fitter:
         # the real selection right after: it prewarms within a step instead of staying reactive.
         quick = spec.model == "auto" and state.model is None
         # A drift refit between two scheduled ones leaves the schedule where it was.
-        scheduled = now - state.fitted_at >= self.settings.refit_every
+        scheduled = self._scheduled(state, now)
         state.refit_early = False
         kind = QUICK_MODEL if quick else spec.model
         if not scheduled and spec.model == "auto" and state.model is not None:
@@ -151,12 +197,13 @@ class Fitter:
             if self.store is not None and await self.store.adopt_newer(state):
                 return  # another writer's champion, adopted instead of fitting
             serving = state.model_version  # the champion this fit means to replace
+            why = self._why(state, now, quick=quick, scheduled=scheduled)
             data = await self._run(fit)
             if self.store is None:
                 state.model = artefact.load(data)
             else:
                 state.model = await self.store.publish(
-                    state, data, quick=quick, replaces=serving, early=not scheduled
+                    state, data, quick=quick, replaces=serving, early=not scheduled, reason=why
                 )
             state.model_fitted_at = now
             state.model_note = f"{state.model.kind} fitted on {len(history)} points"

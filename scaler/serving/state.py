@@ -16,6 +16,7 @@ from models.conformal import Calibration
 from scaler.decision import budget, drift, drift_null, drift_tracker, policy
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery
+from scaler.serving import refit_due
 
 SAMPLES_KEPT = 512
 """Latest samples a target keeps: a 2-hour lead time (the most) at the 30 s step is 240."""
@@ -79,11 +80,16 @@ class TargetState:
     model_version: int | None = None
     """The store version `model` is (None without a store, or before one was written)."""
     fitted_at: float = -math.inf
-    """When the newest scheduled fit ran: the next is due a refit period later. A schedule,
-    not a fact: a failed fit sets it back so the retry comes sooner (fitting.py)."""
+    """When the newest scheduled fit ran: the next is due a refit period later (or later still
+    while the retrain job owns the schedule: `retrain_seen`). A schedule, not a fact: a failed
+    fit sets it back so the retry comes sooner (fitting.py)."""
     model_fitted_at: float = -math.inf
     """When `model` was fitted: here, or by the writer of the stored champion adopted (its
     training data's end); -inf with no model. What the fitted gauge exports."""
+    retrain_seen: refit_due.JobSeen | None = None
+    """The retrain job's latest sign of life for this target in the store (a champion it wrote,
+    a success it recorded; champions.py): while they keep coming, the job owns the weekly
+    schedule and serve's scheduled refit waits (scaler/serving/refit_due.py)."""
     refit_early: bool = False
     """A drift alarm asked for a refit on top of the schedule, which `fitted_at` keeps (as the
     replay and the weekly retrain CronJob do): the early fit does not restart the week."""

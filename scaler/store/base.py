@@ -45,6 +45,10 @@ MAX_PART_CHARS = 253
 SLUG_CHARS = 180
 """Longest slug: leaves room for a prefix and a version suffix within a 253-character name."""
 
+RETRAIN_WRITER = "scaler retrain"
+"""The `writer` in the meta of a version the retrain job stored (with `at`, when it ran, epoch
+seconds): serve leaves the weekly refit of such a champion to the job (serving/refit_due.py)."""
+
 _UNSAFE = re.compile(r"[^a-z0-9.-]+")
 
 

@@ -77,7 +77,7 @@ def test_a_fit_that_began_before_a_promotion_does_not_replace_it(tmp_path: Path)
     assert store.champion_version(key) == 1 and state.model_version == 1
 
 
-def test_early_refits_of_a_stored_model_are_rate_limited_and_weekly_ones_are_not(
+def test_early_refits_of_a_stored_model_are_rate_limited_and_weekly_ones_wait_for_a_poll(
     tmp_path: Path,
 ) -> None:
     gate = champions.Champions(DirectoryStore(tmp_path), poll=1)
@@ -88,8 +88,11 @@ def test_early_refits_of_a_stored_model_are_rate_limited_and_weekly_ones_are_not
     assert gate.allow(state, 100.0)
     assert not gate.allow(state, 100.0 + champions.EARLY_REFIT_GAP - 1)
     assert gate.allow(state, 100.0 + champions.EARLY_REFIT_GAP)
-    state.refit_early = False  # due by the refit period: never held back
+    state.refit_early = False  # due by the refit period: once a poll read the job's outcome
+    assert not gate.allow(state, 101.0)
+    asyncio.run(gate.poll_once({SPEC.key: state}))
     assert gate.allow(state, 101.0)
+    assert gate.allow(state, 102.0)  # never rate-limited
 
 
 def test_an_unwritable_store_keeps_the_fitted_model_in_memory(tmp_path: Path) -> None:
