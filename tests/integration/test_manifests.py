@@ -40,7 +40,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scaler import cli
+from scaler import cli, serve_flags
 from scaler.decision import metakeys, spec
 from scaler.errors import SpecError
 from scaler.kube import check, crd
@@ -569,7 +569,7 @@ def scaler_settings(monkeypatch: pytest.MonkeyPatch, where: str = BASE) -> tuple
     for var in container.get("env", []):
         monkeypatch.setenv(var["name"], var["value"])
     args = cli.build_parser().parse_args(container.get("args", []))
-    return args, cli.settings_from(args)
+    return args, serve_flags.settings_from(args)
 
 
 def test_the_scaler_container_runs_scaler_serve() -> None:
