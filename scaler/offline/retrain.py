@@ -278,8 +278,14 @@ class Retrainer:
         # when this model was fitted starts it in fallback on every replica.
         meta |= {"writer": "scaler retrain", "at": now, "quick": False}
         meta |= {"fallback_at_fit": bool(result.get("fallback", False))}
-        version = await asyncio.to_thread(self.store.put, key, data, meta)
-        won = await asyncio.to_thread(self.store.promote, key, version, expected=pointer)
+        try:
+            version = await asyncio.to_thread(self.store.put, key, data, meta)
+            won = await asyncio.to_thread(self.store.promote, key, version, expected=pointer)
+        except StoreError as exc:
+            # The fit and the race are done: the row keeps both losses, and says what won.
+            logger.warning("%s: retrain failed: the store refused the challenger: %s", key, exc)
+            why = f"not promoted: the store refused it ({exc}); it had won: {reason}"
+            return replace(row, reason=why, failed=True)
         if not won:
             now_champion = await asyncio.to_thread(self.store.champion_version, key)
             lost = f"another writer promoted v{now_champion} first; it stays"

@@ -16,6 +16,7 @@ from models.base import Series
 from scaler.decision.spec import TargetSpec
 from scaler.kube import targets as manifests
 from scaler.offline import retrain, retrain_race
+from scaler.store.base import StoreError, StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.store_artefacts import fitted
 
@@ -220,3 +221,33 @@ def test_a_champion_left_at_another_step_is_replaced_once_saying_so_and_stays_re
     assert not retrain_once(store, target, step=600.0).promoted
     again = retrain_once(store, target, step=300.0)
     assert again.champion == 2 and "re-baseline" not in again.reason, again
+
+
+class FullStore(DirectoryStore):
+    """A directory store on a full disk: every read works, no version can be written."""
+
+    def put(self, key: StoreKey, data: dict[str, Any], meta: dict[str, Any] | None = None) -> int:
+        raise StoreError(f"{key}: cannot write under {self.root} (No space left on device)")
+
+
+def test_a_store_that_refuses_the_winner_keeps_both_losses_in_the_failed_row(
+    tmp_path: Path,
+) -> None:
+    """The row of a challenger the store could not write showed both losses as null, though
+    the fit and the race were done: the operator could not tell what had won."""
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    store = FullStore(tmp_path)
+    first = DirectoryStore(tmp_path).put(target.key, fitted(0))
+    assert store.promote(target.key, first, expected=None)
+    settings = retrain.RetrainSettings(history=3 * 86400.0, workers=0, peaks_every=None)
+    trainer = retrain.Retrainer(store, DailyLoad(), settings)  # type: ignore[arg-type]
+    try:
+        (outcome,) = asyncio.run(trainer.run([target], now=10 * 86400.0))
+    finally:
+        trainer.close()
+    assert outcome.failed and not outcome.promoted and outcome.champion == first, outcome
+    assert outcome.challenger_loss is not None and outcome.champion_loss is not None
+    assert outcome.challenger_loss < outcome.champion_loss
+    assert outcome.reason.startswith("not promoted: the store refused it (")
+    assert "No space left on device" in outcome.reason and "it had won: pinball" in outcome.reason
+    assert store.statuses()[target.key].retrain_failure is not None
