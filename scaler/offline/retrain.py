@@ -85,6 +85,11 @@ class Outcome:
     reason: str = ""
     failed: bool = False
     seconds: float = 0.0
+    observed_points: int | None = None
+    """Points of the latest week (the calibration window where challenger and champion are
+    graded) with an observed value: what the losses were computed on."""
+    window_points: int | None = None
+    """Points in that window at the model step."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -251,26 +256,43 @@ class Retrainer:
         now: float,
     ) -> Outcome:
         data, loss, old = result["artefact"], float(result["loss"]), float(result["champion_loss"])
-        promote, reason = retrain_race.verdict(
-            loss,
-            old,
-            champion=champion,
-            problem=result["problem"],
-            idle=bool(result["idle"]),
-            step=float(result["step"]),
-            champion_step=result["champion_step"],
-        )
-        if champion is None and pointer is not None and promote:
-            # The store fell back past every version it could not load: not a first model.
-            reason = f"no readable champion: v{pointer} and every older version cannot be loaded"
+        observed, points = int(result["observed"]), int(result["points"])
         row = replace(
             base,
             model=str(data.get("kind", base.model)),
             challenger_loss=_finite(loss),
             champion=champion,
             champion_loss=_finite(old),
-            reason=reason,
+            observed_points=observed,
+            window_points=points,
         )
+        step = float(result["step"])
+        why = retrain_race.ungraded(
+            loss,
+            observed=observed,
+            points=points,
+            window=float(result["window"]),
+            step=step,
+            champion=champion,
+        )
+        if why:
+            # Not a success: serve's retrain gauges would say the target was retrained, and
+            # PredictiveScalerRetrainFailed would stay silent over a target with stale data.
+            logger.warning("%s: retrain failed: %s", key, why)
+            return replace(row, reason=why, failed=True)
+        promote, reason = retrain_race.verdict(
+            loss,
+            old,
+            champion=champion,
+            problem=result["problem"],
+            idle=bool(result["idle"]),
+            step=step,
+            champion_step=result["champion_step"],
+        )
+        if champion is None and pointer is not None and promote:
+            # The store fell back past every version it could not load: not a first model.
+            reason = f"no readable champion: v{pointer} and every older version cannot be loaded"
+        row = replace(row, reason=reason)
         if not promote:
             return row
         meta = {"reason": reason, "scores": data.get("scores", {}), "champion": champion}

@@ -4,6 +4,7 @@ replaced, a better one kept, a broken trigger reported while the others still tr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -11,9 +12,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from models import artefact
@@ -25,7 +28,7 @@ from scaler.store.directory import DirectoryStore
 from scaler.store.location import open_store
 from tests.contract import synthetic
 from tests.integration.kube_api import KubeAPI
-from tests.integration.prometheus_server import PrometheusServer
+from tests.integration.prometheus_server import PrometheusServer, backfilled_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDRESS = "scaler.keda.svc:9000"
@@ -143,6 +146,69 @@ def test_a_worse_champion_is_replaced_and_a_fresh_one_is_kept(
     (row,) = summary["outcomes"]
     assert code == 0 and not row["promoted"] and row["reason"].startswith("v2 stays"), row
     assert store.champion_version(key_of(good)) == 2
+
+
+@contextlib.contextmanager
+def ended_ago(tmp_path: Path, seconds: float) -> Iterator[PrometheusServer]:
+    """A real Prometheus holding nasa_http_5min up to `seconds` before now, nothing since (a
+    series that went away: a renamed metric, a service whose pods exported it scaled away)."""
+    (tmp_path / "prometheus").mkdir()
+    server = backfilled_server(
+        tmp_path / "prometheus", ["nasa_http_5min"], now=time.time() - seconds
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_series_that_stopped_over_a_week_ago_fails_its_targets_and_records_no_success(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reported as "challenger has no out-of-sample score; the champion stays", exit 0 and a
+    success in the store, though no target had a model; and `auto` logged that it "chose"
+    among candidates that all scored NaN."""
+    with ended_ago(tmp_path, 7.5 * 86400) as server:
+        objects = [
+            scaled_object("fixed", nasa(server), extra={"model": "ets"}),
+            scaled_object("picked", nasa(server), extra={"model": "auto"}),
+        ]
+        listing = {"apiVersion": "v1", "kind": "List", "items": objects}
+        (tmp_path / "so.yaml").write_text(yaml.safe_dump(listing))
+        args = ("--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store"))
+        code, summary = retrain(*args, "--prometheus-url", server.url, str(tmp_path / "s.json"))
+    assert code == 1 and summary["failed"] == 2, summary
+    for row in summary["outcomes"]:
+        assert row["failed"] and not row["promoted"] and row["observed_points"] == 0, row
+        assert row["reason"].startswith(
+            "the latest 7d (where challenger and champion are graded) has no observed load"
+        )
+        assert row["reason"].endswith("not promoted, the target has no model")
+    for status in DirectoryStore(tmp_path / "store").statuses().values():
+        assert status.champion is None and status.retrain_success is None
+        assert status.retrain_failure is not None and "no observed load" in status.retrain_reason
+    err = capsys.readouterr().err
+    assert "auto could not choose: no candidate could be graded" in err
+    assert "auto chose" not in err
+
+
+def test_a_latest_week_holding_an_hour_of_load_promotes_no_first_model(tmp_path: Path) -> None:
+    """Data ending 6 d 23 h ago: a first model was promoted, its scores (coverage 0.39 over
+    "2016 origins") graded on the dozen points of the latest week that had load."""
+    with ended_ago(tmp_path, 6 * 86400 + 23 * 3600) as server:
+        (tmp_path / "so.yaml").write_text(yaml.safe_dump(scaled_object("api", nasa(server))))
+        args = ("--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store"))
+        code, summary = retrain(*args, "--prometheus-url", server.url, str(tmp_path / "s.json"))
+    (row,) = summary["outcomes"]
+    assert code == 1 and row["failed"] and not row["promoted"], row
+    assert 0 < row["observed_points"] < 24 and row["window_points"] == 2017
+    assert row["reason"].startswith(f"only {row['observed_points']} of the latest 7d's 2017 points")
+    assert "under the 288 a grade needs (a day's worth)" in row["reason"]
+    assert row["challenger_loss"] is not None  # how it scored, on what little there was
+    store = DirectoryStore(tmp_path / "store")
+    (key,) = store.statuses()
+    assert store.versions(key) == [] and store.champion_version(key) is None
 
 
 def test_cluster_targets_are_the_triggers_pointing_at_this_scaler_into_configmaps(

@@ -5,6 +5,7 @@ the store cannot load is replaced, and the reason says so."""
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
@@ -251,3 +252,100 @@ def test_a_store_that_refuses_the_winner_keeps_both_losses_in_the_failed_row(
     assert outcome.reason.startswith("not promoted: the store refused it (")
     assert "No space left on device" in outcome.reason and "it had won: pinball" in outcome.reason
     assert store.statuses()[target.key].retrain_failure is not None
+
+
+class StoppedLoad(DailyLoad):
+    """The daily cycle until `stopped`, then no sample at all (a series that went away: a
+    renamed metric, a service scaled to nothing whose pods exported it)."""
+
+    def __init__(self, stopped: float) -> None:
+        self.stopped = stopped
+
+    def history(self, spec: object, **kwargs: Any) -> Series:
+        series = super().history(spec, **kwargs)
+        times = series.start + series.step * np.arange(len(series))
+        return Series(
+            series.start, series.step, np.where(times > self.stopped, np.nan, series.values)
+        )
+
+
+NOW = 40 * 86400.0
+
+
+def run_28d(store: DirectoryStore, source: DailyLoad, target: Any) -> retrain.Outcome:
+    settings = retrain.RetrainSettings(history=28 * 86400.0, workers=0, peaks_every=None)
+    trainer = retrain.Retrainer(store, source, settings)  # type: ignore[arg-type]
+    try:
+        (outcome,) = asyncio.run(trainer.run([target], now=NOW))
+    finally:
+        trainer.close()
+    return outcome
+
+
+def test_a_latest_week_with_no_observed_load_fails_the_target_and_records_no_success(
+    tmp_path: Path,
+) -> None:
+    """A series that stopped over a week ago: no champion and a challenger with no score was
+    a row saying "the champion stays", recorded as a success, though the target had no model
+    and PredictiveScalerRetrainFailed never fired."""
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    store = DirectoryStore(tmp_path)
+    outcome = run_28d(store, StoppedLoad(NOW - 7.5 * 86400.0), target)
+    assert outcome.failed and not outcome.promoted and outcome.champion is None, outcome
+    assert outcome.reason == (
+        "the latest 7d (where challenger and champion are graded) has no observed load: check "
+        "the query still returns recent data, or whether the service is paused; not promoted, "
+        "the target has no model"
+    )
+    assert outcome.observed_points == 0 and outcome.window_points == 2017
+    status = store.statuses()[target.key]
+    assert status.retrain_success is None and status.retrain_failure is not None
+    assert store.champion_version(target.key) is None
+
+
+def test_a_champion_stays_over_a_week_with_no_load_but_the_retrain_is_a_failure(
+    tmp_path: Path,
+) -> None:
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    store = DirectoryStore(tmp_path)
+    assert run_28d(store, DailyLoad(), target).promoted
+    success = store.statuses()[target.key].retrain_success
+    outcome = run_28d(store, StoppedLoad(NOW - 7.5 * 86400.0), target)
+    assert outcome.failed and not outcome.promoted and outcome.champion == 1, outcome
+    assert outcome.reason.endswith("or whether the service is paused; v1 stays")
+    status = store.statuses()[target.key]
+    assert status.retrain_success == success and status.retrain_failure is not None
+    assert store.champion_version(target.key) == 1
+
+
+def test_a_challenger_graded_on_an_hour_of_the_latest_week_is_not_promoted(
+    tmp_path: Path,
+) -> None:
+    """Data ending 6 d 23 h ago: a first model was promoted on the one hour of the latest week
+    that held load, its scores graded on a dozen points."""
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    store = DirectoryStore(tmp_path)
+    outcome = run_28d(store, StoppedLoad(NOW - (6 * 86400.0 + 23 * 3600.0)), target)
+    assert outcome.failed and not outcome.promoted, outcome
+    assert outcome.observed_points == 13 and outcome.window_points == 2017
+    assert outcome.reason.startswith(
+        "only 13 of the latest 7d's 2017 points were observed, under the 288 a grade needs "
+        "(a day's worth): check the query"
+    )
+    assert outcome.challenger_loss is not None  # how it scored, on what little there was
+    assert store.champion_version(target.key) is None and store.versions(target.key) == []
+    assert store.statuses()[target.key].retrain_success is None
+
+
+def test_a_day_of_the_latest_week_is_enough_to_race() -> None:
+    assert retrain_race.needed(7 * 86400.0, 300.0) == 288
+    assert retrain_race.needed(12 * 3600.0, 300.0) == 72  # --history 2d: half its window
+
+    def why(loss: float, observed: int) -> str:
+        return retrain_race.ungraded(
+            loss, observed=observed, points=2017, window=7 * 86400.0, step=300.0, champion=3
+        )
+
+    assert why(1.0, 288) == ""
+    assert why(1.0, 287).startswith("only 287 of the latest 7d's 2017 points were observed")
+    assert why(math.nan, 2017) == "the challenger has no out-of-sample score; v3 stays"
