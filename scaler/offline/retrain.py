@@ -60,6 +60,10 @@ class RetrainSettings:
     """Seconds one target's fit and backtest may take before its worker is killed."""
     fit_memory: int = 2 * 1024**3
     """Bytes of address space per fit worker; 0 leaves it unbounded."""
+    dry_run: bool = False
+    """Read, fit and race as ever, but never write the store: no version stored, none
+    promoted, no retrain outcome recorded (serve's retrain gauges and their alert are left as
+    the last real run set them)."""
 
 
 class Terminated(ScalerError):
@@ -90,6 +94,8 @@ class Outcome:
     graded) with an observed value: what the losses were computed on."""
     window_points: int | None = None
     """Points in that window at the model step."""
+    would_promote: bool = False
+    """A dry run's challenger that won: it would have been promoted, and was not stored."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -214,7 +220,10 @@ class Retrainer:
 
     async def _record(self, key: StoreKey, outcome: Outcome) -> None:
         """Keep the outcome in the store, where serve exports it as the retrain gauges the
-        PrometheusRule alerts on; a store that refuses it costs the gauge, not the model."""
+        PrometheusRule alerts on; a store that refuses it costs the gauge, not the model. A
+        dry run records nothing: it retrained nothing, so it must not resolve the alert."""
+        if self.settings.dry_run:
+            return
         try:
             await asyncio.to_thread(
                 self.store.record_retrain,
@@ -295,6 +304,8 @@ class Retrainer:
         row = replace(row, reason=reason)
         if not promote:
             return row
+        if self.settings.dry_run:
+            return replace(row, would_promote=True)
         meta = {"reason": reason, "scores": data.get("scores", {}), "champion": champion}
         # What serve writes with its own fits (champions.publish): a target in drift fallback
         # when this model was fitted starts it in fallback on every replica.

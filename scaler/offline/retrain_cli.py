@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scaler import helptext
+from scaler import helptext, switches
 from scaler.decision import ranges
 from scaler.decision.literals import format_duration
 from scaler.errors import ConfigError
@@ -67,7 +67,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         epilog="examples:\n"
         "  scaler retrain --targets so.yaml --store /models --prometheus-url http://prom:9090\n"
         "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"
-        "  scaler retrain ... --shard 2/4 --json summary.json   # the second of four shards\n\n"
+        "  scaler retrain ... --shard 2/4 --json summary.json   # the second of four shards\n"
+        "  scaler retrain ... --dry-run   # fit and race, write nothing to the store\n\n"
         "In an Indexed Job, --shard defaults to JOB_COMPLETION_INDEX+1 of --shards.",
         formatter_class=helptext.Paragraphs,
     )
@@ -146,7 +147,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         default=env("MODEL_STEP", None) or defaults.model_step,
         help="resolution models fit at (1m-1h, a whole fraction of a day; 5m). `scaler serve` "
         "forecasts at 5m and refuses a champion fitted at another step, so at any other step "
-        "nothing is promoted (the rows show how those fits score), and a champion left at "
+        "nothing is promoted (the rows show how those fits score; each outcome is still "
+        "recorded in the store: add --dry-run to write nothing), and a champion left at "
         "another step is replaced at 5m without a race",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
@@ -165,6 +167,15 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         default=env("FIT_TIMEOUT", None) or defaults.fit_timeout,
         help="per target, fit and backtest (10s-1d; 15m); past it the worker is killed",
     )
+    switches.add(
+        g,
+        "--dry-run",
+        env=lambda name: env(name, None),
+        name="DRY_RUN",
+        help="read, fit and race as ever and write the summary, but never write the store: no "
+        "model stored or promoted, no retrain outcome recorded (the PROMOTED column says "
+        "`would` where a run would promote)",
+    )
     g.add_argument(
         "--json",
         type=Path,
@@ -182,8 +193,10 @@ def _path(text: str | None) -> Path | None:
 def cmd_retrain(args: argparse.Namespace) -> int:
     check_json_path(args.json)
     shard = retrain_targets.shard_of(args.shard, args.shards, args.job_index)
-    store = open_store(args.store, kubeconfig=args.kubeconfig, keep=args.keep)
-    check_store(store, args.store)
+    store = open_store(
+        args.store, kubeconfig=args.kubeconfig, keep=args.keep, create=not args.dry_run
+    )
+    check_store(store, args.store, write=not args.dry_run)
     found, problems = retrain_targets.read_targets(args)
     found = retrain_targets.unique(found)
     mine = [t for t in found if shard.holds(t.key)]
@@ -216,6 +229,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         peaks_every=fit_input.resolution(args),
         workers=_bounded("--workers", args.workers, 0, 64),
         fit_timeout=args.fit_timeout,
+        dry_run=args.dry_run,
     )
     retrainer = Retrainer(store, source, settings, live=retrain_live.live_fallback(source))
     try:
@@ -224,7 +238,9 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         retrainer.close()
         source.close()
     outcomes += [Outcome(target=p.where, key="", reason=p.error, failed=True) for p in problems]
-    retrain_summary.write_summary(outcomes, args.json, shard, terminated=terminated)
+    retrain_summary.write_summary(
+        outcomes, args.json, shard, terminated=terminated, dry_run=args.dry_run
+    )
     if terminated:
         return TERMINATED_EXIT
     return 1 if any(o.failed for o in outcomes) else 0
@@ -275,15 +291,15 @@ def check_json_path(path: Path | None) -> None:
         )
 
 
-def check_store(store: store_base.ModelStore, location: str) -> None:
-    """Read the store once, and make sure a directory store can be written, before any fit: an
-    unreachable or read-only store is a bad argument (exit 2), not a failure of every target
-    found only after its fit."""
+def check_store(store: store_base.ModelStore, location: str, *, write: bool = True) -> None:
+    """Read the store once, and make sure a directory store can be written (unless `write` is
+    false: --dry-run), before any fit: an unreachable or read-only store is a bad argument
+    (exit 2), not a failure of every target found only after its fit."""
     try:
         store.statuses()
     except store_base.StoreError as exc:
         raise ConfigError(f"--store {location}: cannot read the model store ({exc})") from None
-    if isinstance(store, DirectoryStore):  # made by location.open_store, or refused there
+    if write and isinstance(store, DirectoryStore):  # made by location.open_store
         root = store.root
         if not os.access(root, os.W_OK | os.X_OK):
             raise ConfigError(

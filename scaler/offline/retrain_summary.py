@@ -19,7 +19,12 @@ from scaler.offline.retrain_targets import Shard
 
 
 def write_summary(
-    outcomes: list[Outcome], json_path: Path | None, shard: Shard, *, terminated: bool = False
+    outcomes: list[Outcome],
+    json_path: Path | None,
+    shard: Shard,
+    *,
+    terminated: bool = False,
+    dry_run: bool = False,
 ) -> None:
     report = {
         "shard": f"{shard.index}/{shard.count}",
@@ -27,6 +32,8 @@ def write_summary(
         "promoted": sum(o.promoted for o in outcomes),
         "failed": sum(o.failed for o in outcomes),
         "terminated": terminated,
+        "dry_run": dry_run,
+        "would_promote": sum(o.would_promote for o in outcomes),
         "outcomes": [o.to_dict() for o in outcomes],
     }
     text = json.dumps(report, indent=2, allow_nan=False)
@@ -39,8 +46,11 @@ def write_summary(
         except OSError as exc:
             raise ConfigError(f"--json {json_path}: cannot write the summary ({exc})") from exc
     print_table(outcomes, sys.stdout)
+    promoted = f"{report['promoted']} promoted"
+    if dry_run:
+        promoted = f"{report['would_promote']} would be promoted (dry run: the store not written)"
     print(
-        f"{report['targets']} targets, {report['promoted']} promoted, "
+        f"{report['targets']} targets, {promoted}, "
         f"{report['failed']} failed (shard {report['shard']})"
         + ("; terminated by SIGTERM before the others finished" if terminated else "")
     )
@@ -51,6 +61,7 @@ def print_table(outcomes: list[Outcome], out: TextIO) -> None:
     for o in outcomes:
         champion = "-" if o.champion is None else f"v{o.champion} {_score(o.champion_loss)}"
         promoted = "FAILED" if o.failed else (f"yes v{o.version}" if o.promoted else "no")
+        promoted = "would" if o.would_promote else promoted
         rows.append(
             (o.key or o.target, o.model, _score(o.challenger_loss), champion, promoted, o.reason)
         )

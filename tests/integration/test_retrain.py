@@ -211,6 +211,41 @@ def test_a_latest_week_holding_an_hour_of_load_promotes_no_first_model(tmp_path:
     assert store.versions(key) == [] and store.champion_version(key) is None
 
 
+def test_a_dry_run_fits_and_races_but_writes_nothing_to_the_store(
+    prometheus_server: PrometheusServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """There was no dry run: `--model-step 10m`, which docs/store.md called one, still recorded
+    each outcome as a success, resolving PredictiveScalerRetrainFailed though nothing was
+    retrained."""
+    worse = scaled_object("api", nasa(prometheus_server))
+    fresh = scaled_object("new", nasa(prometheus_server))
+    listing = {"apiVersion": "v1", "kind": "List", "items": [worse, fresh]}
+    (tmp_path / "so.yaml").write_text(yaml.safe_dump(listing))
+    store = DirectoryStore(tmp_path / "store")
+    wrong = artefact.fit("seasonal", synthetic.load(28, scale=3000.0), steps=10)
+    store.promote(key_of(worse), store.put(key_of(worse), wrong), expected=None)
+    before = {p: p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file()}
+    args = ("--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store"))
+    args += ("--prometheus-url", prometheus_server.url, "--dry-run")
+    code, summary = retrain(*args, str(tmp_path / "s.json"))
+    assert code == 0 and summary["dry_run"] and summary["promoted"] == 0, summary
+    assert summary["would_promote"] == 2
+    rows = {row["target"]: row for row in summary["outcomes"]}
+    assert rows["web/api"]["would_promote"] and rows["web/api"]["champion"] == 1
+    assert rows["web/api"]["reason"].startswith("pinball")  # raced against the champion
+    assert rows["web/new"]["would_promote"] and rows["web/new"]["reason"] == "no champion yet"
+    assert not any(row["promoted"] or row["version"] for row in summary["outcomes"])
+    after = {p: p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file()}
+    assert after == before  # nothing stored, promoted, or recorded (no retrain.json)
+    out = capsys.readouterr().out
+    assert "would" in out and "2 would be promoted (dry run: the store not written)" in out
+    # A store that does not exist yet reads as empty, and is not created.
+    elsewhere = ("--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "none"))
+    elsewhere += ("--prometheus-url", prometheus_server.url, "--dry-run")
+    code, _ = retrain(*elsewhere, str(tmp_path / "s2.json"))
+    assert code == 0 and not (tmp_path / "none").exists()
+
+
 def test_cluster_targets_are_the_triggers_pointing_at_this_scaler_into_configmaps(
     prometheus_server: PrometheusServer, kube_api: KubeAPI, tmp_path: Path
 ) -> None:
