@@ -57,7 +57,8 @@ class RetrainSettings:
     workers: int = 2
     """Fit processes side by side; 0 fits in threads of this process."""
     fit_timeout: float = 900.0
-    """Seconds one target's fit and backtest may take before its worker is killed."""
+    """Seconds one target's fit and backtest may take before its worker is killed (with no
+    workers, before the fit is abandoned: Retrainer._fit_here)."""
     fit_memory: int = 2 * 1024**3
     """Bytes of address space per fit worker; 0 leaves it unbounded."""
     dry_run: bool = False
@@ -250,10 +251,29 @@ class Retrainer:
         return bool(held)
 
     async def _fit(self, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        if self._pool is None:  # a fit in a thread cannot be killed: SIGTERM abandons it
-            return await abandonable.call(job, name="fit")
+        if self._pool is None:
+            return await self._fit_here(job)
         result: dict[str, Any] = await self._pool.run(job)
         return result
+
+    async def _fit_here(self, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """`job` in a thread of this process (--workers 0), bounded by --fit-timeout as a
+        worker's fit is. A thread cannot be killed, so past the bound (or on SIGTERM) the fit
+        is abandoned: its target fails and the job goes on, while the thread runs on until it
+        ends or the process exits. An operator who sets a bound expects it to free the job
+        from a fit that hangs; only a worker also frees the CPU."""
+        bound = self.settings.fit_timeout
+        try:
+            async with asyncio.timeout(bound) as deadline:
+                return await abandonable.call(job, name="fit")
+        except TimeoutError as exc:
+            if not deadline.expired():
+                raise  # the fit's own error, not the bound
+            raise workers.JobTimeout(
+                f"the fit ran past its bound of {bound:.0f}s (--fit-timeout); with --workers 0 "
+                "it runs in this process and cannot be killed, so it was abandoned and runs on "
+                "until it ends or the job exits (--workers 1 or more kills it)"
+            ) from exc
 
     async def _decide(
         self,

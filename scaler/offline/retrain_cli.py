@@ -165,7 +165,10 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=ranges.duration_flag(ranges.FIT_TIMEOUT, "as serve's --fit-timeout"),
         metavar="DURATION",
         default=env("FIT_TIMEOUT", None) or defaults.fit_timeout,
-        help="per target, fit and backtest (10s-1d; 15m); past it the worker is killed",
+        help="per target, fit and backtest (10s-1d; 15m); past it the worker is killed and "
+        "the target fails. With --workers 0 the fit is abandoned instead (a thread cannot be "
+        "killed): the target fails and the job goes on, while the fit runs on in this process, "
+        "using its CPU and memory, until it ends or the job exits",
     )
     switches.add(
         g,

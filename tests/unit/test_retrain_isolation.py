@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -349,3 +350,35 @@ def test_a_day_of_the_latest_week_is_enough_to_race() -> None:
     assert why(1.0, 288) == ""
     assert why(1.0, 287).startswith("only 287 of the latest 7d's 2017 points were observed")
     assert why(math.nan, 2017) == "the challenger has no out-of-sample score; v3 stays"
+
+
+def test_a_fit_past_the_timeout_fails_its_target_with_no_workers_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --workers 0 nothing timed the fit, though --help said "past it the worker is
+    killed": a fit that hung held the job until the CronJob's deadline."""
+    found, _ = manifests.from_objects([scaled_object(name) for name in ("hangs", "trains")])
+    release = threading.Event()
+    real = retrain_race.challenge
+
+    def challenge(spec: TargetSpec, *args: Any) -> dict[str, Any]:
+        if spec.query == "hangs":
+            release.wait(30.0)  # a fit that never ends, until the test's clean-up
+        return real(spec, *args)
+
+    monkeypatch.setattr(retrain_race, "challenge", challenge)
+    settings = retrain.RetrainSettings(
+        history=3 * 86400.0, workers=0, peaks_every=None, fit_timeout=5.0
+    )
+    trainer = retrain.Retrainer(DirectoryStore(tmp_path), DailyLoad(), settings)  # type: ignore[arg-type]
+    try:
+        hung, trained = asyncio.run(trainer.run(found, now=10 * 86400.0))
+    finally:
+        release.set()
+        trainer.close()
+    assert hung.failed and hung.seconds < 20.0, hung
+    assert hung.reason.startswith(
+        "the fit ran past its bound of 5s (--fit-timeout); with --workers 0"
+    )
+    assert "abandoned" in hung.reason
+    assert trained.promoted and not trained.failed
