@@ -68,8 +68,22 @@ class RetrainSettings:
 
 
 class Terminated(ScalerError):
-    """The job was told to stop (SIGTERM: the CronJob's deadline, a node drain) before this
-    target finished."""
+    """The job was told to stop (SIGTERM: the CronJob's deadline, a node drain; SIGINT:
+    Ctrl-C) before this target finished."""
+
+
+class Stop(asyncio.Event):
+    """A run's stop, set on SIGTERM or SIGINT (retrain_cli), and the signal that set it first,
+    which the reason of every unfinished target names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.signal = "SIGTERM"
+
+    def by(self, signal_name: str) -> None:
+        if not self.is_set():
+            self.signal = signal_name
+        self.set()
 
 
 @dataclass(frozen=True)
@@ -138,22 +152,23 @@ class Retrainer:
         *,
         now: float,
         on_done: Callable[[Outcome], None] = lambda _o: None,
-        stop: asyncio.Event | None = None,
+        stop: Stop | None = None,
     ) -> list[Outcome]:
         """Every target's outcome, in the order given; `on_done` hears each as it ends. Once
-        `stop` is set no target starts, those reading history or fitting are stopped, and each
-        is a failure that says the job was terminated (recorded in the store like any other).
+        `stop` is set (SIGTERM or SIGINT) no target starts, those reading history or fitting
+        are stopped, and each is a failure that says the job was terminated by that signal
+        (recorded in the store like any other).
         A stopped read is abandoned, not waited for (scaler/offline/abandonable.py): the
         run returns once the outcomes are recorded, whatever Prometheus does."""
         # A few targets ahead of the fits, so histories are fetched while others fit, and
         # memory holds a handful of histories rather than the fleet's.
         slots = asyncio.Semaphore(max(self.settings.workers, 1) * 2)
-        stop = stop or asyncio.Event()
+        stop = stop or Stop()
 
         async def one(target: Target) -> Outcome:
             async with slots:
                 if stop.is_set():
-                    reason = f"{TERMINATED} before this target started"
+                    reason = f"{terminated(stop)} before this target started"
                     spec, key = target.spec, str(target.key)
                     outcome = Outcome(spec.label, key, spec.model, reason=reason, failed=True)
                 else:
@@ -164,7 +179,7 @@ class Retrainer:
 
         return list(await asyncio.gather(*(one(t) for t in targets)))
 
-    async def _one(self, target: Target, now: float, stop: asyncio.Event) -> Outcome:
+    async def _one(self, target: Target, now: float, stop: Stop) -> Outcome:
         started = time.monotonic()
         spec, key = target.spec, target.key
         base = Outcome(target=spec.label, key=str(key), model=spec.model)
@@ -357,10 +372,12 @@ class Retrainer:
         return f"this run's v{version} removed"
 
 
-TERMINATED = "not retrained: the job was terminated (SIGTERM)"
+def terminated(stop: Stop) -> str:
+    """The reason of a target the stop left unfinished, up to when it came."""
+    return f"not retrained: the job was terminated ({stop.signal})"
 
 
-async def _unless(stop: asyncio.Event, work: Awaitable[_T], when: str) -> _T:
+async def _unless(stop: Stop, work: Awaitable[_T], when: str) -> _T:
     """`work`'s result, unless `stop` is set first: then `work` is cancelled (a fit worker is
     killed) and Terminated says when. Storing and promoting never run under it: a promotion
     begun is finished, so its outcome is true."""
@@ -373,7 +390,7 @@ async def _unless(stop: asyncio.Event, work: Awaitable[_T], when: str) -> _T:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
-        raise Terminated(f"{TERMINATED} {when}")
+        raise Terminated(f"{terminated(stop)} {when}")
     return task.result()
 
 

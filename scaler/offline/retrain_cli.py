@@ -2,10 +2,10 @@
 ScaledObjects pointing at this scaler), keeps this shard's, retrains them into the model store
 (retrain.py) and prints a summary: a table on stdout, JSON with --json. Exit status 0 when every
 target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
-bad arguments or an unreachable store or cluster, 143 after SIGTERM (the summary written, every
-unfinished target recorded as failed).
+bad arguments or an unreachable store or cluster, 143 after SIGTERM and 130 after SIGINT
+(Ctrl-C): the summary written, every unfinished target recorded as failed.
 
-This module owns the flags, the checks made before any fit, and SIGTERM; retrain_targets.py
+This module owns the flags, the checks made before any fit, and the signals; retrain_targets.py
 chooses the targets and retrain_summary.py writes the summary.
 """
 
@@ -27,7 +27,7 @@ from scaler.decision.literals import format_duration
 from scaler.errors import ConfigError
 from scaler.kube.targets import Target
 from scaler.offline import model_steps, retrain_live, retrain_summary, retrain_targets
-from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings
+from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Stop
 from scaler.offline.retrain_race import SERVE_STEP
 from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
@@ -57,8 +57,9 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "fails, naming the query to check). Prints one row per "
         "target: model, scores, promoted or not, and why. Exit 0 when every target was "
         "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 143 after "
-        "SIGTERM, within seconds (no target starts, those in flight stop, a Prometheus read "
-        "that never answers is abandoned, each is recorded as failed).\n\n"
+        "SIGTERM and 130 after SIGINT (Ctrl-C), within seconds: no target starts, those in "
+        "flight stop, a Prometheus read that never answers is abandoned, each is recorded as "
+        "failed, and the summary is written (a second Ctrl-C quits at once, with none).\n\n"
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
@@ -236,50 +237,61 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     )
     retrainer = Retrainer(store, source, settings, live=retrain_live.live_fallback(source))
     try:
-        outcomes, terminated = asyncio.run(run_until_terminated(retrainer, mine))
+        outcomes, stopped_by = asyncio.run(run_until_terminated(retrainer, mine))
     finally:
         retrainer.close()
         source.close()
     outcomes += [Outcome(target=p.where, key="", reason=p.error, failed=True) for p in problems]
     retrain_summary.write_summary(
-        outcomes, args.json, shard, terminated=terminated, dry_run=args.dry_run
+        outcomes, args.json, shard, terminated=stopped_by, dry_run=args.dry_run
     )
-    if terminated:
-        return TERMINATED_EXIT
+    if stopped_by:
+        return 128 + signal.Signals[stopped_by]  # 143 or 130, as if killed by it
     return 1 if any(o.failed for o in outcomes) else 0
 
 
-TERMINATED_EXIT = 128 + signal.SIGTERM
-"""Exit status after SIGTERM (143, as if killed by it), with the summary written and every
-unfinished target recorded as failed."""
+STOPPING = (signal.SIGTERM, signal.SIGINT)
+"""What stops a run with its summary written and every unfinished target recorded as
+failed: SIGTERM (the CronJob's deadline, a node drain) and SIGINT (Ctrl-C), the exit status
+then 128 + the signal's number. A second SIGINT quits at once (KeyboardInterrupt, 130, no
+summary), for an operator who will not wait for the outcomes to be recorded."""
 
 
 async def run_until_terminated(
     retrainer: Retrainer, mine: list[Target]
-) -> tuple[list[Outcome], bool]:
-    """Every target's outcome, and whether SIGTERM (the CronJob's activeDeadlineSeconds, a node
-    drain) stopped the run: then no target starts, those in flight are stopped, and each is a
-    failure naming the termination, recorded in the store, so that
+) -> tuple[list[Outcome], str]:
+    """Every target's outcome, and the signal of STOPPING that stopped the run ("" when none
+    did): then no target starts, those in flight are stopped, and each is a failure naming
+    the termination, recorded in the store, so that
     scaler_retrain_last_failure_timestamp_seconds and its alert see it. Reads in flight are
     abandoned (scaler/offline/abandonable.py): nothing here or in asyncio.run's exit waits
     for a Prometheus that never answers."""
-    stop = asyncio.Event()
+    stop = Stop()
     loop = asyncio.get_running_loop()
 
-    def terminate() -> None:
+    def terminate(signum: signal.Signals) -> None:
         if not stop.is_set():
-            logger.warning(
-                "SIGTERM: no target starts now; those in flight are stopped, and every "
-                "unfinished one is recorded as failed"
+            again = (
+                " (Ctrl-C again quits at once, with no summary)" if signum == signal.SIGINT else ""
             )
-        stop.set()
+            logger.warning(
+                "%s: no target starts now; those in flight are stopped, and every unfinished "
+                "one is recorded as failed%s",
+                signum.name,
+                again,
+            )
+        if signum == signal.SIGINT:
+            loop.remove_signal_handler(signal.SIGINT)  # the next one: KeyboardInterrupt
+        stop.by(signum.name)
 
-    loop.add_signal_handler(signal.SIGTERM, terminate)
+    for signum in STOPPING:
+        loop.add_signal_handler(signum, terminate, signum)
     try:
         outcomes = await retrainer.run(mine, now=time.time(), stop=stop)
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-    return outcomes, stop.is_set()
+        for signum in STOPPING:
+            loop.remove_signal_handler(signum)
+    return outcomes, stop.signal if stop.is_set() else ""
 
 
 def check_json_path(path: Path | None) -> None:

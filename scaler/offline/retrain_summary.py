@@ -23,15 +23,17 @@ def write_summary(
     json_path: Path | None,
     shard: Shard,
     *,
-    terminated: bool = False,
+    terminated: str = "",
     dry_run: bool = False,
 ) -> None:
+    """`terminated`: the signal that stopped the run ("" when none did)."""
     report = {
         "shard": f"{shard.index}/{shard.count}",
         "targets": len(outcomes),
         "promoted": sum(o.promoted for o in outcomes),
         "failed": sum(o.failed for o in outcomes),
-        "terminated": terminated,
+        "terminated": bool(terminated),
+        "signal": terminated or None,
         "dry_run": dry_run,
         "would_promote": sum(o.would_promote for o in outcomes),
         "outcomes": [o.to_dict() for o in outcomes],
@@ -52,7 +54,7 @@ def write_summary(
     print(
         f"{report['targets']} targets, {promoted}, "
         f"{report['failed']} failed (shard {report['shard']})"
-        + ("; terminated by SIGTERM before the others finished" if terminated else "")
+        + (f"; terminated by {terminated} before the others finished" if terminated else "")
     )
 
 

@@ -305,6 +305,40 @@ def test_sigterm_stops_the_run_records_every_unfinished_target_and_writes_the_su
         assert status.retrain_failure is not None and "terminated" in status.retrain_reason
 
 
+def test_ctrl_c_stops_the_run_as_sigterm_does_writing_the_summary_and_the_outcomes(
+    prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    """SIGINT (Ctrl-C at a terminal) exited 130 with no summary and no outcome recorded,
+    where SIGTERM recorded every unfinished target as failed and wrote the summary."""
+    objects = [scaled_object(f"svc-{i}", nasa(prometheus_server)) for i in range(8)]
+    listing = {"apiVersion": "v1", "kind": "List", "items": objects}
+    (tmp_path / "so.yaml").write_text(yaml.safe_dump(listing))
+    argv = ["--targets", str(tmp_path / "so.yaml"), "--store", str(tmp_path / "store")]
+    argv += ["--prometheus-url", prometheus_server.url, "--workers", "1"]
+    argv += ["--json", str(tmp_path / "summary.json")]
+    job = started_retrain(argv)
+    try:
+        assert job.stderr is not None
+        for line in job.stderr:  # the first target done: the others still to come
+            if "promoted v1" in line:
+                break
+        job.send_signal(signal.SIGINT)
+        out, err = job.communicate(timeout=120)
+    finally:
+        job.kill()
+    assert job.returncode == 130, err
+    assert "terminated by SIGINT" in out and "SIGINT: no target starts now" in err
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["terminated"] and summary["signal"] == "SIGINT" and summary["targets"] == 8
+    stopped = [row for row in summary["outcomes"] if row["failed"]]
+    assert summary["promoted"] >= 1 and stopped, summary
+    assert all("the job was terminated (SIGINT)" in row["reason"] for row in stopped)
+    statuses = {str(key): s for key, s in DirectoryStore(tmp_path / "store").statuses().items()}
+    for row in stopped:
+        status = statuses[row["key"]]
+        assert status.retrain_failure is not None and "terminated" in status.retrain_reason
+
+
 GRACE = 20.0
 """Seconds from SIGTERM to exit allowed: under the pod's 30 s default grace period, far under
 the hung read's 5 minutes."""
