@@ -55,7 +55,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "latest week, and promote it only if its P95 pinball loss is lower (a latest week with "
         "less than a day of observed load is no race: nothing is promoted and the target "
         "fails, naming the query to check). Prints one row per "
-        "target: model, scores, promoted or not, and why. Exit 0 when every target was "
+        "target: model, scores, promoted or not, and why (with --log-format json, one JSON "
+        "record holding them all, so every line of the log is JSON). Exit 0 when every target was "
         "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 143 after "
         "SIGTERM and 130 after SIGINT (Ctrl-C), within seconds: no target starts, those in "
         "flight stop, a Prometheus read that never answers is abandoned, each is recorded as "
@@ -185,7 +186,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=Path,
         metavar="FILE",
         default=env("JSON", None),
-        help="also write the summary as JSON here (- = stdout)",
+        help="also write the summary as JSON here (- = stdout, on one line with "
+        "--log-format json, which prints the summary as one JSON record, not a table)",
     )
     p.set_defaults(func=cmd_retrain)
 
@@ -243,7 +245,12 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         source.close()
     outcomes += [Outcome(target=p.where, key="", reason=p.error, failed=True) for p in problems]
     retrain_summary.write_summary(
-        outcomes, args.json, shard, terminated=stopped_by, dry_run=args.dry_run
+        outcomes,
+        args.json,
+        shard,
+        terminated=stopped_by,
+        dry_run=args.dry_run,
+        json_logs=args.log_format == "json",
     )
     if stopped_by:
         return 128 + signal.Signals[stopped_by]  # 143 or 130, as if killed by it

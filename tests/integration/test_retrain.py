@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -125,6 +126,45 @@ def test_the_checks_interface_promotes_first_models_and_reports_a_broken_trigger
     assert ok.champion == 1 and ok.retrain_success is not None and ok.retrain_failure is None
     assert failed.champion is None and failed.retrain_success is None
     assert failed.retrain_failure is not None and "absent_metric" in failed.retrain_reason
+
+
+def test_with_json_logs_every_line_the_job_prints_is_json_the_summary_one_record(
+    prometheus_server: PrometheusServer, tmp_path: Path
+) -> None:
+    """SCALER_LOG_FORMAT=json, the CronJob's default: the summary table was printed as plain
+    text among the JSON log lines, and a log pipeline choked on every row of it."""
+    good = scaled_object("api", nasa(prometheus_server))
+    empty = scaled_object("gone", 'absent_metric{job="nowhere"}')
+    listing = {"apiVersion": "v1", "kind": "List", "items": [good, empty]}
+    (tmp_path / "so.yaml").write_text(yaml.safe_dump(listing))
+    argv = [sys.executable, "-m", "scaler", "retrain", "--targets", str(tmp_path / "so.yaml")]
+    argv += ["--store", str(tmp_path / "store"), "--prometheus-url", prometheus_server.url]
+    done = subprocess.run(
+        [*argv, "--workers", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ | {"SCALER_LOG_FORMAT": "json"},
+    )
+    assert done.returncode == 1, done.stderr
+    logged = [json.loads(line) for line in done.stderr.splitlines()]
+    assert any(record["level"] == "WARNING" for record in logged)  # the failed target
+    (record,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert record["level"] == "WARNING" and record["logger"].endswith("retrain_summary")
+    assert record["msg"] == "2 targets, 1 promoted, 1 failed (shard 1/1)"
+    rows = {row["target"]: row for row in record["summary"]["outcomes"]}
+    assert rows["web/api"]["promoted"] and rows["web/gone"]["failed"]
+    piped = subprocess.run(  # --json -: the same report, on one line
+        [*argv, "--workers", "1", "--json", "-"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ | {"SCALER_LOG_FORMAT": "json"},
+    )
+    (report,) = [json.loads(line) for line in piped.stdout.splitlines()]
+    assert report["targets"] == 2 and report["failed"] == 1
 
 
 def test_a_worse_champion_is_replaced_and_a_fresh_one_is_kept(
