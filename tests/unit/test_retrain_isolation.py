@@ -96,15 +96,33 @@ def test_a_champion_the_store_cannot_load_is_replaced_saying_so(tmp_path: Path) 
 
 
 class PausedLoad(DailyLoad):
-    """The daily cycle until `paused`, then 0 (a service paused for its latest week)."""
+    """The daily cycle until `paused`, then `then`: 0 (a service paused for its latest week),
+    or NaN, no sample at all (a series that went away: a renamed metric, a service scaled to
+    nothing whose pods exported it)."""
 
-    def __init__(self, paused: float) -> None:
+    def __init__(self, paused: float, *, then: float = 0.0) -> None:
         self.paused = paused
+        self.then = then
 
     def history(self, spec: object, **kwargs: Any) -> Series:
         series = super().history(spec, **kwargs)
         times = series.start + series.step * np.arange(len(series))
-        return Series(series.start, series.step, np.where(times >= self.paused, 0.0, series.values))
+        values = np.where(times >= self.paused, self.then, series.values)
+        return Series(series.start, series.step, values)
+
+
+NOW = 40 * 86400.0
+
+
+def run_28d(store: DirectoryStore, source: DailyLoad, target: Any) -> retrain.Outcome:
+    """One `scaler retrain` of `target` at NOW on 28 days of `source`."""
+    settings = retrain.RetrainSettings(history=28 * 86400.0, workers=0, peaks_every=None)
+    trainer = retrain.Retrainer(store, source, settings)  # type: ignore[arg-type]
+    try:
+        (outcome,) = asyncio.run(trainer.run([target], now=NOW))
+    finally:
+        trainer.close()
+    return outcome
 
 
 def test_a_week_of_no_load_does_not_replace_the_champion_with_a_model_of_nothing(
@@ -113,26 +131,17 @@ def test_a_week_of_no_load_does_not_replace_the_champion_with_a_model_of_nothing
     """Scored on a week of zeros, a challenger that forecasts 0 beat any champion: the next
     week, when the service was back, it prewarmed nothing."""
     (target,), _ = manifests.from_objects([scaled_object("llm")])
-    settings = retrain.RetrainSettings(history=28 * 86400.0, workers=0, peaks_every=None)
     store = DirectoryStore(tmp_path)
-    now = 40 * 86400.0
-
-    def run(source: DailyLoad) -> retrain.Outcome:
-        trainer = retrain.Retrainer(store, source, settings)  # type: ignore[arg-type]
-        try:
-            (outcome,) = asyncio.run(trainer.run([target], now=now))
-        finally:
-            trainer.close()
-        return outcome
-
-    assert run(DailyLoad()).promoted
-    paused = run(PausedLoad(paused=now - 8 * 86400.0))
+    assert run_28d(store, DailyLoad(), target).promoted
+    paused = run_28d(store, PausedLoad(paused=NOW - 8 * 86400.0), target)
     assert not paused.promoted and paused.champion == 1, paused
     assert paused.reason.startswith("v1 stays: the load was 0 over the whole latest week")
     assert paused.challenger_loss is not None and paused.champion_loss is not None
     assert paused.challenger_loss < paused.champion_loss  # what promoted it before
     assert store.champion_version(target.key) == 1
-    partly = run(PausedLoad(paused=now - 2 * 86400.0))  # a part of the week: scored as ever
+    partly = run_28d(
+        store, PausedLoad(paused=NOW - 2 * 86400.0), target
+    )  # a part of the week: scored as ever
     assert "load was 0" not in partly.reason and partly.champion_loss is not None
 
 
@@ -255,32 +264,9 @@ def test_a_store_that_refuses_the_winner_keeps_both_losses_in_the_failed_row(
     assert store.statuses()[target.key].retrain_failure is not None
 
 
-class StoppedLoad(DailyLoad):
-    """The daily cycle until `stopped`, then no sample at all (a series that went away: a
-    renamed metric, a service scaled to nothing whose pods exported it)."""
-
-    def __init__(self, stopped: float) -> None:
-        self.stopped = stopped
-
-    def history(self, spec: object, **kwargs: Any) -> Series:
-        series = super().history(spec, **kwargs)
-        times = series.start + series.step * np.arange(len(series))
-        return Series(
-            series.start, series.step, np.where(times > self.stopped, np.nan, series.values)
-        )
-
-
-NOW = 40 * 86400.0
-
-
-def run_28d(store: DirectoryStore, source: DailyLoad, target: Any) -> retrain.Outcome:
-    settings = retrain.RetrainSettings(history=28 * 86400.0, workers=0, peaks_every=None)
-    trainer = retrain.Retrainer(store, source, settings)  # type: ignore[arg-type]
-    try:
-        (outcome,) = asyncio.run(trainer.run([target], now=NOW))
-    finally:
-        trainer.close()
-    return outcome
+def stopped(at: float) -> PausedLoad:
+    """The daily cycle until `at`, then no sample at all."""
+    return PausedLoad(at, then=math.nan)
 
 
 def test_a_latest_week_with_no_observed_load_fails_the_target_and_records_no_success(
@@ -291,7 +277,7 @@ def test_a_latest_week_with_no_observed_load_fails_the_target_and_records_no_suc
     and PredictiveScalerRetrainFailed never fired."""
     (target,), _ = manifests.from_objects([scaled_object("llm")])
     store = DirectoryStore(tmp_path)
-    outcome = run_28d(store, StoppedLoad(NOW - 7.5 * 86400.0), target)
+    outcome = run_28d(store, stopped(NOW - 7.5 * 86400.0), target)
     assert outcome.failed and not outcome.promoted and outcome.champion is None, outcome
     assert outcome.reason == (
         "the latest 7d (where challenger and champion are graded) has no observed load: check "
@@ -311,7 +297,7 @@ def test_a_champion_stays_over_a_week_with_no_load_but_the_retrain_is_a_failure(
     store = DirectoryStore(tmp_path)
     assert run_28d(store, DailyLoad(), target).promoted
     success = store.statuses()[target.key].retrain_success
-    outcome = run_28d(store, StoppedLoad(NOW - 7.5 * 86400.0), target)
+    outcome = run_28d(store, stopped(NOW - 7.5 * 86400.0), target)
     assert outcome.failed and not outcome.promoted and outcome.champion == 1, outcome
     assert outcome.reason.endswith("or whether the service is paused; v1 stays")
     status = store.statuses()[target.key]
@@ -326,11 +312,11 @@ def test_a_challenger_graded_on_an_hour_of_the_latest_week_is_not_promoted(
     that held load, its scores graded on a dozen points."""
     (target,), _ = manifests.from_objects([scaled_object("llm")])
     store = DirectoryStore(tmp_path)
-    outcome = run_28d(store, StoppedLoad(NOW - (6 * 86400.0 + 23 * 3600.0)), target)
+    outcome = run_28d(store, stopped(NOW - (6 * 86400.0 + 23 * 3600.0)), target)
     assert outcome.failed and not outcome.promoted, outcome
-    assert outcome.observed_points == 13 and outcome.window_points == 2017
+    assert outcome.observed_points == 12 and outcome.window_points == 2017
     assert outcome.reason.startswith(
-        "only 13 of the latest 7d's 2017 points were observed, under the 288 a grade needs "
+        "only 12 of the latest 7d's 2017 points were observed, under the 288 a grade needs "
         "(a day's worth): check the query"
     )
     assert outcome.challenger_loss is not None  # how it scored, on what little there was
