@@ -2,7 +2,8 @@
 
 - deploy/monitoring/dashboard.json: the Grafana dashboard (forecast accuracy and cost), built
   with grafana-foundation-sdk, Grafana Labs' typed builder (a dev dependency: only this script
-  imports it). `PANELS` holds every query, so the tests can run each one against Prometheus.
+  imports it) from `PANELS` (bench/monitoring_panels.py), which holds every query, so the
+  tests can run each one against Prometheus.
 - deploy/monitoring/prometheusrule.yaml: deploy/prometheus/rules.yaml's groups as a
   prometheus-operator PrometheusRule.
 
@@ -19,7 +20,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,16 @@ from grafana_foundation_sdk.models.dashboard import (
     DataSourceRef,
     DynamicConfigValue,
     GridPos,
+    Threshold,
+    ThresholdsMode,
     VariableRefresh,
     VariableSort,
 )
+
+# bench's scripts import each other by bare name (mypy checks them so); appended, so that it
+# shadows nothing for a test that imports bench.monitoring.
+sys.path.append(str(Path(__file__).resolve().parent))
+from monitoring_panels import PANELS, Panel
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "deploy" / "monitoring" / "dashboard.json"
@@ -43,177 +50,6 @@ RULES = ROOT / "deploy" / "prometheus" / "rules.yaml"
 PROMETHEUS_RULE = ROOT / "deploy" / "monitoring" / "prometheusrule.yaml"
 UID = "predictive-scaler"
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
-T = '{target="$target"}'
-"""The selector every panel narrows to the chosen target with."""
-
-
-@dataclass(frozen=True)
-class Query:
-    expr: str
-    legend: str
-
-
-@dataclass(frozen=True)
-class Panel:
-    title: str
-    description: str
-    kind: str
-    """timeseries, stat or statetimeline."""
-    unit: str
-    queries: tuple[Query, ...]
-    width: int = 12
-    fill_below: tuple[str, str] | None = None
-    """(series, series it fills down to): the quantile band."""
-
-
-def tq(metric: str, extra: str = "") -> str:
-    """`metric` of the chosen target (plus `extra` matchers), the max across scaler pods."""
-    selector = f'{{target="$target"{"," + extra if extra else ""}}}'
-    return f"max({metric}{selector})"
-
-
-def so(metric: str) -> str:
-    """`metric` recorded per ScaledObject (namespace, name), for the chosen target's."""
-    owner = 'max by (namespace, name) (scaler_target_info{target="$target"})'
-    return f"max({metric} * on (namespace, name) group_left () {owner})"
-
-
-def ratio(numerator: str, denominator: str, window: str = "1h") -> str:
-    """Per-horizon ratio of two counters' increases over `window`."""
-    return (
-        f"max by (horizon) (increase({numerator}{T}[{window}]))"
-        f" / max by (horizon) (increase({denominator}{T}[{window}]))"
-    )
-
-
-PANELS = (
-    Panel(
-        "Forecast vs actual",
-        "Each actual against the forecast made lead time before it: median, and the band up to "
-        "the target's quantile. `load now` is the latest sample.",
-        "timeseries",
-        "short",
-        (
-            Query(tq("scaler_forecast_scored_actual_load"), "actual"),
-            Query(tq("scaler_forecast_scored_load", 'bound="median"'), "median forecast"),
-            Query(tq("scaler_forecast_scored_load", 'bound="upper"'), "upper forecast"),
-            Query(tq("scaler_load"), "load now"),
-        ),
-        fill_below=("upper forecast", "median forecast"),
-    ),
-    Panel(
-        "Coverage against the nominal quantile",
-        "Share of recent actuals at or under the upper forecast made lead time before; it should "
-        "hover around the nominal quantile (lower: the band is too narrow, prewarm too small).",
-        "timeseries",
-        "percentunit",
-        (
-            Query(tq("scaler_forecast_coverage_ratio"), "coverage (last 12 actuals)"),
-            Query(tq("scaler_forecast_quantile"), "nominal quantile"),
-            Query(tq("scaler_forecast_read_quantile"), "quantile read (budget-adjusted)"),
-        ),
-    ),
-    Panel(
-        "Error by horizon (WAPE, 1h windows)",
-        "Weighted absolute percentage error of the median forecast, per seconds ahead.",
-        "timeseries",
-        "percentunit",
-        (
-            Query(
-                ratio("scaler_forecast_absolute_error_total", "scaler_forecast_actual_total"),
-                "{{horizon}}s ahead",
-            ),
-        ),
-    ),
-    Panel(
-        "Coverage and pinball loss by horizon (1h windows)",
-        "Coverage of the upper forecast per horizon, and the mean pinball loss at the quantile.",
-        "timeseries",
-        "short",
-        (
-            Query(
-                ratio("scaler_forecast_covered_total", "scaler_forecast_scored_total"),
-                "coverage {{horizon}}s",
-            ),
-            Query(
-                ratio("scaler_forecast_pinball_loss_sum_total", "scaler_forecast_scored_total"),
-                "pinball {{horizon}}s",
-            ),
-        ),
-    ),
-    Panel(
-        "Reactive vs desired replicas",
-        "What KEDA is told (desired), what the predictive decision wants (differs in shadow "
-        "mode), and what a reactive autoscaler would ask for.",
-        "timeseries",
-        "short",
-        (
-            Query(tq("scaler_desired_replicas"), "desired"),
-            Query(tq("scaler_predictive_desired_replicas"), "predictive"),
-            Query(tq("scaler_reactive_replicas"), "reactive"),
-            Query(tq("scaler_prewarm_replicas"), "prewarm"),
-        ),
-    ),
-    Panel(
-        "Prewarm spend against budget",
-        "Replica-hours of prewarm spent in the budget window, against the window's budget.",
-        "timeseries",
-        "short",
-        (
-            Query(tq("scaler_prewarm_budget_spent_replica_hours"), "spent (replica-hours)"),
-            Query(tq("scaler_prewarm_budget_replica_hours"), "budget (replica-hours)"),
-            Query(tq("scaler_prewarm_budget_remaining_replica_hours"), "remaining (replica-hours)"),
-        ),
-    ),
-    Panel(
-        "Drift episodes and decision reason",
-        "1 while the drift monitor holds the target at reactive; the reason of each decision.",
-        "statetimeline",
-        "short",
-        (
-            Query(tq("scaler_drift_fallback"), "drift fallback"),
-            Query(
-                f"max by (reason) (scaler_decision_reason{T}) == 1",
-                "{{reason}}",
-            ),
-        ),
-    ),
-    Panel(
-        "Model age",
-        "Time since the end of the model's training data (alert past 8 days), and its version.",
-        "stat",
-        "s",
-        (
-            Query(f"time() - {tq('scaler_model_trained_until_timestamp_seconds')}", "age"),
-            Query(f"max by (model, version) (scaler_model_info{T})", "{{model}} {{version}}"),
-        ),
-        width=8,
-    ),
-    Panel(
-        "GPU spend this month",
-        "The target's ScaledObject, every trigger it had this month (edits too): month to date "
-        "(recording rule), the projected month end, and the monthly budget, in its currency.",
-        "timeseries",
-        "currencyUSD",
-        (
-            Query(so("scaledobject:scaler_gpu_cost:month_to_date"), "month to date"),
-            Query(so("scaledobject:scaler_gpu_cost:projected_month_end"), "projected month end"),
-            Query(so("scaledobject:scaler_monthly_budget_cost:max"), "monthly budget"),
-        ),
-        width=8,
-    ),
-    Panel(
-        "GPU replicas paid for",
-        "Replicas answered to KEDA, as replica-hours per hour (GPU use), and their cost per hour.",
-        "timeseries",
-        "short",
-        (
-            Query(f"3600 * max(rate(scaler_gpu_replica_hours_total{T}[5m]))", "replicas"),
-            Query(f"3600 * max(rate(scaler_gpu_cost_total{T}[5m]))", "cost per hour"),
-        ),
-        width=8,
-    ),
-)
 
 
 def _panel(panel: Panel, x: int, y: int) -> Any:
@@ -254,6 +90,17 @@ def _panel(panel: Panel, x: int, y: int) -> Any:
                 DynamicConfigValue(id_val="custom.fillOpacity", value=20),
             ],
         )
+    legends = [query.legend for query in panel.queries]
+    for override in panel.overrides:
+        ref = chr(ord("A") + legends.index(override.legend))
+        settings = [DynamicConfigValue(id_val=key, value=value) for key, value in override.settings]
+        builder = builder.override_by_query(ref, settings)
+    if panel.thresholds:
+        steps = [Threshold(value=value, color=color) for value, color in panel.thresholds]
+        config = dash.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE).steps(steps)
+        builder = builder.thresholds(config)
+    if panel.no_value is not None:
+        builder = builder.no_value(panel.no_value)
     return builder
 
 

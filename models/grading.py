@@ -30,7 +30,10 @@ def pinball_terms(diff: FloatArray, quantile: float) -> FloatArray:
 
 def scores(backtest: Backtest, *, floor: float, quantile: float) -> dict[str, float]:
     """Out-of-sample scores of the calibrated quantile: each half of the origins is scored with
-    the table measured on the other half (cross-fitted), so no origin grades its own table."""
+    the table measured on the other half (cross-fitted), so no origin grades its own table.
+    `origins` counts the forecasts graded, `observed` those whose next point was observed: at
+    one origin a step (models.calibrate), the window's points that have a value, which a
+    coverage or a loss from a window that is mostly gaps must be read against."""
     if backtest.origins < 4:
         return {}
     actual, upper = _cross_fitted(backtest, floor=floor, quantile=quantile)
@@ -45,6 +48,7 @@ def scores(backtest: Backtest, *, floor: float, quantile: float) -> dict[str, fl
             np.abs(seen[ok50] - p50[ok50]).sum() / max(float(np.abs(seen[ok50]).sum()), 1e-12)
         ),
         "origins": float(backtest.origins),
+        "observed": float(np.isfinite(backtest.actual[:, 0]).sum()),
     }
 
 

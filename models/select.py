@@ -99,12 +99,17 @@ def fit_best(
     # A lower score than the chosen one's is not chosen for a reason the line must say: the
     # scores shown are the latest window's, the choice pools two, tests chance and the peak.
     passed = [f"; {m.kind} not chosen: {why[m.kind]}" for m in fitted if _loss(m) < _loss(best)]
-    logger.info(
-        "auto chose %s: %s%s",
-        best.kind,
-        ", ".join(f"{m.kind} {m.scores.get('pinball', math.nan):.4g}" for m in fitted),
-        "".join(passed),
-    )
+    losses = ", ".join(f"{m.kind} {m.scores.get('pinball', math.nan):.4g}" for m in fitted)
+    if not any(math.isfinite(_loss(m)) for m in fitted):
+        # Nothing was compared: the cheapest is kept by default, not chosen on evidence.
+        logger.info(
+            "auto could not choose: no candidate could be graded on the latest week (%s; "
+            "is there no observed load in it?); kept the cheapest, %s",
+            losses,
+            best.kind,
+        )
+        return best
+    logger.info("auto chose %s: %s%s", best.kind, losses, "".join(passed))
     return best
 
 

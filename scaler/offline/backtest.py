@@ -255,7 +255,8 @@ def write(
 ) -> None:
     """DIR/forecasts.csv (the model asked for), DIR/decisions.csv (when the policy was replayed;
     otherwise an earlier run's is removed, and its decisions.jsonl, so the folder never pairs
-    this run's summary with another run's decisions), DIR/summary.json and DIR/backtest.png."""
+    this run's summary with another run's decisions) and DIR/summary.json; backtest_plot draws
+    DIR/backtest.png."""
     out.mkdir(parents=True, exist_ok=True)
     frame = result.frames[model]
     rows = frame[frame["actual"].notna()]
@@ -278,9 +279,6 @@ def write(
         (out / "decisions.jsonl").unlink(missing_ok=True)  # written by the replay when it runs
     text = json.dumps(_finite(summary), indent=2, sort_keys=True, default=str)
     (out / "summary.json").write_text(text + "\n")
-    from scaler.offline import backtest_plot  # matplotlib only when a picture is written
-
-    backtest_plot.plot(result, out / "backtest.png", model=model)
 
 
 def _iso(t: float) -> str:

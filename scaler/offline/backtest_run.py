@@ -109,6 +109,9 @@ def _backtest(args: argparse.Namespace) -> int:
         print(replay_table.legend(decisions.summary))
         explained = _explain_hint(target, out, decisions.summary)
     write(result, out, model=config.model, threshold=threshold, decisions=decisions)
+    from scaler.offline import backtest_plot  # matplotlib only when a picture is written
+
+    backtest_plot.plot(result, out / "backtest.png", model=config.model)
     written = "forecasts.csv" + (", decisions.csv, decisions.jsonl" if explained else "")
     where = "" if args.out is not None else " (no --out given: the default, backtest-NAME here)"
     print(f"wrote {written}, summary.json and backtest.png to {out}{where}")

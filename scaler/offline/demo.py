@@ -126,7 +126,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 async def _run(
     args: argparse.Namespace, trace_path: Path, step: float, threshold: float
 ) -> list[Row]:
-    from scaler.cli import run_server
+    from scaler.wiring import run_server
 
     clock = ReplayClock(
         start=math.floor(time.time() / step) * step, speed=step / args.seconds_per_step

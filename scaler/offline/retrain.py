@@ -57,14 +57,33 @@ class RetrainSettings:
     workers: int = 2
     """Fit processes side by side; 0 fits in threads of this process."""
     fit_timeout: float = 900.0
-    """Seconds one target's fit and backtest may take before its worker is killed."""
+    """Seconds one target's fit and backtest may take before its worker is killed (with no
+    workers, before the fit is abandoned: Retrainer._fit_here)."""
     fit_memory: int = 2 * 1024**3
     """Bytes of address space per fit worker; 0 leaves it unbounded."""
+    dry_run: bool = False
+    """Read, fit and race as ever, but never write the store: no version stored, none
+    promoted, no retrain outcome recorded (serve's retrain gauges and their alert are left as
+    the last real run set them)."""
 
 
 class Terminated(ScalerError):
-    """The job was told to stop (SIGTERM: the CronJob's deadline, a node drain) before this
-    target finished."""
+    """The job was told to stop (SIGTERM: the CronJob's deadline, a node drain; SIGINT:
+    Ctrl-C) before this target finished."""
+
+
+class Stop(asyncio.Event):
+    """A run's stop, set on SIGTERM or SIGINT (retrain_cli), and the signal that set it first,
+    which the reason of every unfinished target names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.signal = "SIGTERM"
+
+    def by(self, signal_name: str) -> None:
+        if not self.is_set():
+            self.signal = signal_name
+        self.set()
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,13 @@ class Outcome:
     reason: str = ""
     failed: bool = False
     seconds: float = 0.0
+    observed_points: int | None = None
+    """Points of the latest week (the calibration window where challenger and champion are
+    graded) with an observed value: what the losses were computed on."""
+    window_points: int | None = None
+    """Points in that window at the model step."""
+    would_promote: bool = False
+    """A dry run's challenger that won: it would have been promoted, and was not stored."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,22 +152,23 @@ class Retrainer:
         *,
         now: float,
         on_done: Callable[[Outcome], None] = lambda _o: None,
-        stop: asyncio.Event | None = None,
+        stop: Stop | None = None,
     ) -> list[Outcome]:
         """Every target's outcome, in the order given; `on_done` hears each as it ends. Once
-        `stop` is set no target starts, those reading history or fitting are stopped, and each
-        is a failure that says the job was terminated (recorded in the store like any other).
+        `stop` is set (SIGTERM or SIGINT) no target starts, those reading history or fitting
+        are stopped, and each is a failure that says the job was terminated by that signal
+        (recorded in the store like any other).
         A stopped read is abandoned, not waited for (scaler/offline/abandonable.py): the
         run returns once the outcomes are recorded, whatever Prometheus does."""
         # A few targets ahead of the fits, so histories are fetched while others fit, and
         # memory holds a handful of histories rather than the fleet's.
         slots = asyncio.Semaphore(max(self.settings.workers, 1) * 2)
-        stop = stop or asyncio.Event()
+        stop = stop or Stop()
 
         async def one(target: Target) -> Outcome:
             async with slots:
                 if stop.is_set():
-                    reason = f"{TERMINATED} before this target started"
+                    reason = f"{terminated(stop)} before this target started"
                     spec, key = target.spec, str(target.key)
                     outcome = Outcome(spec.label, key, spec.model, reason=reason, failed=True)
                 else:
@@ -152,7 +179,7 @@ class Retrainer:
 
         return list(await asyncio.gather(*(one(t) for t in targets)))
 
-    async def _one(self, target: Target, now: float, stop: asyncio.Event) -> Outcome:
+    async def _one(self, target: Target, now: float, stop: Stop) -> Outcome:
         started = time.monotonic()
         spec, key = target.spec, target.key
         base = Outcome(target=spec.label, key=str(key), model=spec.model)
@@ -209,7 +236,10 @@ class Retrainer:
 
     async def _record(self, key: StoreKey, outcome: Outcome) -> None:
         """Keep the outcome in the store, where serve exports it as the retrain gauges the
-        PrometheusRule alerts on; a store that refuses it costs the gauge, not the model."""
+        PrometheusRule alerts on; a store that refuses it costs the gauge, not the model. A
+        dry run records nothing: it retrained nothing, so it must not resolve the alert."""
+        if self.settings.dry_run:
+            return
         try:
             await asyncio.to_thread(
                 self.store.record_retrain,
@@ -236,10 +266,29 @@ class Retrainer:
         return bool(held)
 
     async def _fit(self, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        if self._pool is None:  # a fit in a thread cannot be killed: SIGTERM abandons it
-            return await abandonable.call(job, name="fit")
+        if self._pool is None:
+            return await self._fit_here(job)
         result: dict[str, Any] = await self._pool.run(job)
         return result
+
+    async def _fit_here(self, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """`job` in a thread of this process (--workers 0), bounded by --fit-timeout as a
+        worker's fit is. A thread cannot be killed, so past the bound (or on SIGTERM) the fit
+        is abandoned: its target fails and the job goes on, while the thread runs on until it
+        ends or the process exits. An operator who sets a bound expects it to free the job
+        from a fit that hangs; only a worker also frees the CPU."""
+        bound = self.settings.fit_timeout
+        try:
+            async with asyncio.timeout(bound) as deadline:
+                return await abandonable.call(job, name="fit")
+        except TimeoutError as exc:
+            if not deadline.expired():
+                raise  # the fit's own error, not the bound
+            raise workers.JobTimeout(
+                f"the fit ran past its bound of {bound:.0f}s (--fit-timeout); with --workers 0 "
+                "it runs in this process and cannot be killed, so it was abandoned and runs on "
+                "until it ends or the job exits (--workers 1 or more kills it)"
+            ) from exc
 
     async def _decide(
         self,
@@ -251,36 +300,61 @@ class Retrainer:
         now: float,
     ) -> Outcome:
         data, loss, old = result["artefact"], float(result["loss"]), float(result["champion_loss"])
-        promote, reason = retrain_race.verdict(
-            loss,
-            old,
-            champion=champion,
-            problem=result["problem"],
-            idle=bool(result["idle"]),
-            step=float(result["step"]),
-            champion_step=result["champion_step"],
-        )
-        if champion is None and pointer is not None and promote:
-            # The store fell back past every version it could not load: not a first model.
-            reason = f"no readable champion: v{pointer} and every older version cannot be loaded"
+        observed, points = int(result["observed"]), int(result["points"])
         row = replace(
             base,
             model=str(data.get("kind", base.model)),
             challenger_loss=_finite(loss),
             champion=champion,
             champion_loss=_finite(old),
-            reason=reason,
+            observed_points=observed,
+            window_points=points,
         )
+        step = float(result["step"])
+        why = retrain_race.ungraded(
+            loss,
+            observed=observed,
+            points=points,
+            window=float(result["window"]),
+            step=step,
+            champion=champion,
+        )
+        if why:
+            # Not a success: serve's retrain gauges would say the target was retrained, and
+            # PredictiveScalerRetrainFailed would stay silent over a target with stale data.
+            logger.warning("%s: retrain failed: %s", key, why)
+            return replace(row, reason=why, failed=True)
+        promote, reason = retrain_race.verdict(
+            loss,
+            old,
+            champion=champion,
+            problem=result["problem"],
+            idle=bool(result["idle"]),
+            step=step,
+            champion_step=result["champion_step"],
+        )
+        if champion is None and pointer is not None and promote:
+            # The store fell back past every version it could not load: not a first model.
+            reason = f"no readable champion: v{pointer} and every older version cannot be loaded"
+        row = replace(row, reason=reason)
         if not promote:
             return row
+        if self.settings.dry_run:
+            return replace(row, would_promote=True)
         meta = {"reason": reason, "scores": data.get("scores", {}), "champion": champion}
         # What serve writes with its own fits (champions.publish): a target in drift fallback
         # when this model was fitted starts it in fallback on every replica. The writer and
         # `at` tell serve the job keeps this target's weekly schedule (serving/refit_due.py).
         meta |= {"writer": RETRAIN_WRITER, "at": now, "quick": False}
         meta |= {"fallback_at_fit": bool(result.get("fallback", False))}
-        version = await asyncio.to_thread(self.store.put, key, data, meta)
-        won = await asyncio.to_thread(self.store.promote, key, version, expected=pointer)
+        try:
+            version = await asyncio.to_thread(self.store.put, key, data, meta)
+            won = await asyncio.to_thread(self.store.promote, key, version, expected=pointer)
+        except StoreError as exc:
+            # The fit and the race are done: the row keeps both losses, and says what won.
+            logger.warning("%s: retrain failed: the store refused the challenger: %s", key, exc)
+            why = f"not promoted: the store refused it ({exc}); it had won: {reason}"
+            return replace(row, reason=why, failed=True)
         if not won:
             now_champion = await asyncio.to_thread(self.store.champion_version, key)
             lost = f"another writer promoted v{now_champion} first; it stays"
@@ -299,10 +373,12 @@ class Retrainer:
         return f"this run's v{version} removed"
 
 
-TERMINATED = "not retrained: the job was terminated (SIGTERM)"
+def terminated(stop: Stop) -> str:
+    """The reason of a target the stop left unfinished, up to when it came."""
+    return f"not retrained: the job was terminated ({stop.signal})"
 
 
-async def _unless(stop: asyncio.Event, work: Awaitable[_T], when: str) -> _T:
+async def _unless(stop: Stop, work: Awaitable[_T], when: str) -> _T:
     """`work`'s result, unless `stop` is set first: then `work` is cancelled (a fit worker is
     killed) and Terminated says when. Storing and promoting never run under it: a promotion
     begun is finished, so its outcome is true."""
@@ -315,7 +391,7 @@ async def _unless(stop: asyncio.Event, work: Awaitable[_T], when: str) -> _T:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
-        raise Terminated(f"{TERMINATED} {when}")
+        raise Terminated(f"{terminated(stop)} {when}")
     return task.result()
 
 

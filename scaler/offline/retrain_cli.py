@@ -2,10 +2,10 @@
 ScaledObjects pointing at this scaler), keeps this shard's, retrains them into the model store
 (retrain.py) and prints a summary: a table on stdout, JSON with --json. Exit status 0 when every
 target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
-bad arguments or an unreachable store or cluster, 143 after SIGTERM (the summary written, every
-unfinished target recorded as failed).
+bad arguments or an unreachable store or cluster, 143 after SIGTERM and 130 after SIGINT
+(Ctrl-C): the summary written, every unfinished target recorded as failed.
 
-This module owns the flags, the checks made before any fit, and SIGTERM; retrain_targets.py
+This module owns the flags, the checks made before any fit, and the signals; retrain_targets.py
 chooses the targets and retrain_summary.py writes the summary.
 """
 
@@ -21,13 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scaler import helptext
+from scaler import helptext, switches
 from scaler.decision import ranges
 from scaler.decision.literals import format_duration
 from scaler.errors import ConfigError
 from scaler.kube.targets import Target
 from scaler.offline import model_steps, retrain_live, retrain_summary, retrain_targets
-from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings
+from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Stop
 from scaler.offline.retrain_race import SERVE_STEP
 from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
@@ -52,11 +52,15 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         description="Retrain the models of a fleet into the model store that `scaler serve "
         "--store` reads. Per target: pull the history window from Prometheus, fit the trigger's "
         "`model` (auto: the backtests pick), backtest the challenger against the champion on the "
-        "latest week, and promote it only if its P95 pinball loss is lower. Prints one row per "
-        "target: model, scores, promoted or not, and why. Exit 0 when every target was "
+        "latest week, and promote it only if its P95 pinball loss is lower (a latest week with "
+        "less than a day of observed load is no race: nothing is promoted and the target "
+        "fails, naming the query to check). Prints one row per "
+        "target: model, scores, promoted or not, and why (with --log-format json, one JSON "
+        "record holding them all, so every line of the log is JSON). Exit 0 when every target was "
         "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 143 after "
-        "SIGTERM, within seconds (no target starts, those in flight stop, a Prometheus read "
-        "that never answers is abandoned, each is recorded as failed).\n\n"
+        "SIGTERM and 130 after SIGINT (Ctrl-C), within seconds: no target starts, those in "
+        "flight stop, a Prometheus read that never answers is abandoned, each is recorded as "
+        "failed, and the summary is written (a second Ctrl-C quits at once, with none).\n\n"
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
         "cluster: every ScaledObject whose external or external-push trigger has "
@@ -65,7 +69,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         epilog="examples:\n"
         "  scaler retrain --targets so.yaml --store /models --prometheus-url http://prom:9090\n"
         "  scaler retrain --scaler-address scaler.keda.svc:9000 --store configmap:keda\n"
-        "  scaler retrain ... --shard 2/4 --json summary.json   # the second of four shards\n\n"
+        "  scaler retrain ... --shard 2/4 --json summary.json   # the second of four shards\n"
+        "  scaler retrain ... --dry-run   # fit and race, write nothing to the store\n\n"
         "In an Indexed Job, --shard defaults to JOB_COMPLETION_INDEX+1 of --shards.",
         formatter_class=helptext.Paragraphs,
     )
@@ -144,7 +149,8 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         default=env("MODEL_STEP", None) or defaults.model_step,
         help="resolution models fit at (1m-1h, a whole fraction of a day; 5m). `scaler serve` "
         "forecasts at 5m and refuses a champion fitted at another step, so at any other step "
-        "nothing is promoted (the rows show how those fits score), and a champion left at "
+        "nothing is promoted (the rows show how those fits score; each outcome is still "
+        "recorded in the store: add --dry-run to write nothing), and a champion left at "
         "another step is replaced at 5m without a race",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
@@ -161,14 +167,27 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         type=ranges.duration_flag(ranges.FIT_TIMEOUT, "as serve's --fit-timeout"),
         metavar="DURATION",
         default=env("FIT_TIMEOUT", None) or defaults.fit_timeout,
-        help="per target, fit and backtest (10s-1d; 15m); past it the worker is killed",
+        help="per target, fit and backtest (10s-1d; 15m); past it the worker is killed and "
+        "the target fails. With --workers 0 the fit is abandoned instead (a thread cannot be "
+        "killed): the target fails and the job goes on, while the fit runs on in this process, "
+        "using its CPU and memory, until it ends or the job exits",
+    )
+    switches.add(
+        g,
+        "--dry-run",
+        env=lambda name: env(name, None),
+        name="DRY_RUN",
+        help="read, fit and race as ever and write the summary, but never write the store: no "
+        "model stored or promoted, no retrain outcome recorded (the PROMOTED column says "
+        "`would` where a run would promote)",
     )
     g.add_argument(
         "--json",
         type=Path,
         metavar="FILE",
         default=env("JSON", None),
-        help="also write the summary as JSON here (- = stdout)",
+        help="also write the summary as JSON here (- = stdout, on one line with "
+        "--log-format json, which prints the summary as one JSON record, not a table)",
     )
     p.set_defaults(func=cmd_retrain)
 
@@ -180,8 +199,10 @@ def _path(text: str | None) -> Path | None:
 def cmd_retrain(args: argparse.Namespace) -> int:
     check_json_path(args.json)
     shard = retrain_targets.shard_of(args.shard, args.shards, args.job_index)
-    store = open_store(args.store, kubeconfig=args.kubeconfig, keep=args.keep)
-    check_store(store, args.store)
+    store = open_store(
+        args.store, kubeconfig=args.kubeconfig, keep=args.keep, create=not args.dry_run
+    )
+    check_store(store, args.store, write=not args.dry_run)
     found, problems = retrain_targets.read_targets(args)
     found = retrain_targets.unique(found)
     mine = [t for t in found if shard.holds(t.key)]
@@ -214,51 +235,70 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         peaks_every=fit_input.resolution(args),
         workers=_bounded("--workers", args.workers, 0, 64),
         fit_timeout=args.fit_timeout,
+        dry_run=args.dry_run,
     )
     retrainer = Retrainer(store, source, settings, live=retrain_live.live_fallback(source))
     try:
-        outcomes, terminated = asyncio.run(run_until_terminated(retrainer, mine))
+        outcomes, stopped_by = asyncio.run(run_until_terminated(retrainer, mine))
     finally:
         retrainer.close()
         source.close()
     outcomes += [Outcome(target=p.where, key="", reason=p.error, failed=True) for p in problems]
-    retrain_summary.write_summary(outcomes, args.json, shard, terminated=terminated)
-    if terminated:
-        return TERMINATED_EXIT
+    retrain_summary.write_summary(
+        outcomes,
+        args.json,
+        shard,
+        terminated=stopped_by,
+        dry_run=args.dry_run,
+        json_logs=args.log_format == "json",
+    )
+    if stopped_by:
+        return 128 + signal.Signals[stopped_by]  # 143 or 130, as if killed by it
     return 1 if any(o.failed for o in outcomes) else 0
 
 
-TERMINATED_EXIT = 128 + signal.SIGTERM
-"""Exit status after SIGTERM (143, as if killed by it), with the summary written and every
-unfinished target recorded as failed."""
+STOPPING = (signal.SIGTERM, signal.SIGINT)
+"""What stops a run with its summary written and every unfinished target recorded as
+failed: SIGTERM (the CronJob's deadline, a node drain) and SIGINT (Ctrl-C), the exit status
+then 128 + the signal's number. A second SIGINT quits at once (KeyboardInterrupt, 130, no
+summary), for an operator who will not wait for the outcomes to be recorded."""
 
 
 async def run_until_terminated(
     retrainer: Retrainer, mine: list[Target]
-) -> tuple[list[Outcome], bool]:
-    """Every target's outcome, and whether SIGTERM (the CronJob's activeDeadlineSeconds, a node
-    drain) stopped the run: then no target starts, those in flight are stopped, and each is a
-    failure naming the termination, recorded in the store, so that
+) -> tuple[list[Outcome], str]:
+    """Every target's outcome, and the signal of STOPPING that stopped the run ("" when none
+    did): then no target starts, those in flight are stopped, and each is a failure naming
+    the termination, recorded in the store, so that
     scaler_retrain_last_failure_timestamp_seconds and its alert see it. Reads in flight are
     abandoned (scaler/offline/abandonable.py): nothing here or in asyncio.run's exit waits
     for a Prometheus that never answers."""
-    stop = asyncio.Event()
+    stop = Stop()
     loop = asyncio.get_running_loop()
 
-    def terminate() -> None:
+    def terminate(signum: signal.Signals) -> None:
         if not stop.is_set():
-            logger.warning(
-                "SIGTERM: no target starts now; those in flight are stopped, and every "
-                "unfinished one is recorded as failed"
+            again = (
+                " (Ctrl-C again quits at once, with no summary)" if signum == signal.SIGINT else ""
             )
-        stop.set()
+            logger.warning(
+                "%s: no target starts now; those in flight are stopped, and every unfinished "
+                "one is recorded as failed%s",
+                signum.name,
+                again,
+            )
+        if signum == signal.SIGINT:
+            loop.remove_signal_handler(signal.SIGINT)  # the next one: KeyboardInterrupt
+        stop.by(signum.name)
 
-    loop.add_signal_handler(signal.SIGTERM, terminate)
+    for signum in STOPPING:
+        loop.add_signal_handler(signum, terminate, signum)
     try:
         outcomes = await retrainer.run(mine, now=time.time(), stop=stop)
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-    return outcomes, stop.is_set()
+        for signum in STOPPING:
+            loop.remove_signal_handler(signum)
+    return outcomes, stop.signal if stop.is_set() else ""
 
 
 def check_json_path(path: Path | None) -> None:
@@ -273,15 +313,15 @@ def check_json_path(path: Path | None) -> None:
         )
 
 
-def check_store(store: store_base.ModelStore, location: str) -> None:
-    """Read the store once, and make sure a directory store can be written, before any fit: an
-    unreachable or read-only store is a bad argument (exit 2), not a failure of every target
-    found only after its fit."""
+def check_store(store: store_base.ModelStore, location: str, *, write: bool = True) -> None:
+    """Read the store once, and make sure a directory store can be written (unless `write` is
+    false: --dry-run), before any fit: an unreachable or read-only store is a bad argument
+    (exit 2), not a failure of every target found only after its fit."""
     try:
         store.statuses()
     except store_base.StoreError as exc:
         raise ConfigError(f"--store {location}: cannot read the model store ({exc})") from None
-    if isinstance(store, DirectoryStore):  # made by location.open_store, or refused there
+    if write and isinstance(store, DirectoryStore):  # made by location.open_store
         root = store.root
         if not os.access(root, os.W_OK | os.X_OK):
             raise ConfigError(

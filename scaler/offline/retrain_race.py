@@ -16,6 +16,10 @@ served at the wrong step on every replica. So a run at another `--model-step` pr
 version of this job) is replaced by a challenger at SERVE_STEP without a race, the row saying
 so: a step change is never decided by a comparison that means nothing, and never flips back.
 
+Nor is the race run on a latest week with too little observed load (`ungraded`: under a
+day's worth of points, or no score): a series that stopped grades every model on a few points
+or none, so nothing is promoted and the target's retrain is a failure the alert sees.
+
 `challenge` runs in a fit worker (scaler/serving/workers.py): plain data in and out.
 Must not: read the source or the store, or write anything (retrain.py does).
 """
@@ -28,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from models import artefact
-from models.base import ModelError, Series
+from models.base import DAY, FloatArray, ModelError, Series
 from models.conformal import calibration_window
 from scaler.decision import drift_measure
 from scaler.decision.literals import format_duration
@@ -88,6 +92,43 @@ def verdict(
     return False, f"v{champion} stays: its pinball {old:.4g} <= challenger's {loss:.4g}"
 
 
+def needed(window: float, step: float) -> int:
+    """Observed points of the latest week (the calibration window, `window` seconds at `step`)
+    a race needs: a day's worth (the daily cycle, its peak and its trough, which every model
+    forecasts), or half the window when it is shorter than two days (a --history under 8
+    days). Fewer grade a model on an hour or so of one day: its scores say nothing about the
+    week it will serve. Pure."""
+    return math.ceil(min(DAY, window / 2) / step)
+
+
+def ungraded(
+    loss: float, *, observed: int, points: int, window: float, step: float, champion: int | None
+) -> str:
+    """Why the race cannot be run, in words, or "" when it can: the latest week (the
+    calibration window where challenger and champion are graded, `window` seconds, `points`
+    at `step`) with no observed value, or with fewer than `needed`, or a challenger with no
+    score. Nothing is promoted on it, and the target's retrain is a failure, not a success:
+    it keeps its champion, or has no model at all. Pure."""
+    kept = "not promoted, the target has no model" if champion is None else f"v{champion} stays"
+    latest = f"the latest {format_duration(window)}"
+    check = "check the query still returns recent data, or whether the service is paused"
+    if observed == 0:
+        return (
+            f"{latest} (where challenger and champion are graded) has no observed load: "
+            f"{check}; {kept}"
+        )
+    least = needed(window, step)
+    if observed < least:
+        rule = "a day's worth" if least * step >= DAY else "half the window"
+        return (
+            f"only {observed} of {latest}'s {points} points were observed, under the {least} a "
+            f"grade needs ({rule}): {check}; {kept}"
+        )
+    if not math.isfinite(loss):
+        return f"the challenger has no out-of-sample score; {kept}"
+    return ""
+
+
 def challenge(
     spec: TargetSpec, history: Series, steps: int, champion: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -115,6 +156,7 @@ def challenge(
                 )
         except ModelError as exc:
             problem = str(exc)
+    week = latest_week(history)
     return {
         "artefact": data,
         "loss": loss,
@@ -123,12 +165,21 @@ def challenge(
         "idle": idle(history),
         "step": history.step,
         "champion_step": champion_step,
+        "observed": int(np.count_nonzero(~np.isnan(week))),
+        "points": int(week.size),
+        "window": calibration_window(history.span),
     }
+
+
+def latest_week(history: Series) -> FloatArray:
+    """`history`'s values over its calibration window (the newest week of a 28-day history),
+    where challenger and champion are scored; NaN where nothing was observed."""
+    return history.since(history.end - calibration_window(history.span)).values
 
 
 def idle(history: Series) -> bool:
     """Whether every sample of `history`'s latest week (its calibration window, where
     challenger and champion are scored) is 0."""
-    window = history.since(history.end - calibration_window(history.span)).values
+    window = latest_week(history)
     seen = window[~np.isnan(window)]
     return seen.size > 0 and not np.any(seen)

@@ -31,10 +31,15 @@ def add_keep_flag(
 
 
 def open_store(
-    location: str, *, kubeconfig: Path | None = None, keep: int = base.DEFAULT_KEEP
+    location: str,
+    *,
+    kubeconfig: Path | None = None,
+    keep: int = base.DEFAULT_KEEP,
+    create: bool = True,
 ) -> ModelStore:
     """A directory path, or `configmap:NAMESPACE` (the Kubernetes client from `kubeconfig`,
-    else the pod's service account)."""
+    else the pod's service account). A missing directory is created unless `create` is false
+    (a reader that must write nothing: it then reads as an empty store)."""
     if location.startswith(CONFIGMAP):
         namespace = location.removeprefix(CONFIGMAP)
         if len(namespace) > 63 or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", namespace):
@@ -54,7 +59,8 @@ def open_store(
             "missing) or configmap:NAMESPACE"
         )
     try:  # a path that can never be made would fail each write, only after its target's fit
-        Path(location).mkdir(parents=True, exist_ok=True)
+        if create:
+            Path(location).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(
             f"--store {location}: cannot create the directory ({exc.strerror}); give a "

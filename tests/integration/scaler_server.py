@@ -14,10 +14,10 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from scaler._pb import externalscaler_pb2 as pb
-from scaler.cli import run_server
 from scaler.clock import Clock, WallClock
 from scaler.serving.engine import Engine
 from scaler.settings import EngineSettings, ServerSettings, Settings
+from scaler.wiring import run_server
 
 
 def fast_settings(source: str, **server: Any) -> Settings:

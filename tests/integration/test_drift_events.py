@@ -133,7 +133,7 @@ def test_a_target_drifting_mid_run_posts_fallback_then_recovered_on_its_scaled_o
     jump_at = synthetic.START + offset  # in trace time
 
     async def run() -> list[tuple[float, bool]]:
-        from scaler.cli import run_server
+        from scaler.wiring import run_server
 
         ready: asyncio.Future[tuple[int, Engine]] = asyncio.get_running_loop().create_future()
         stop = asyncio.Event()

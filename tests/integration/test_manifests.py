@@ -40,10 +40,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scaler import cli
+from scaler import cli, serve_flags
 from scaler.decision import metakeys, spec
 from scaler.errors import SpecError
 from scaler.kube import check, crd
+from scaler.offline import retrain_cli
+from scaler.store.directory import DirectoryStore
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -569,7 +571,7 @@ def scaler_settings(monkeypatch: pytest.MonkeyPatch, where: str = BASE) -> tuple
     for var in container.get("env", []):
         monkeypatch.setenv(var["name"], var["value"])
     args = cli.build_parser().parse_args(container.get("args", []))
-    return args, cli.settings_from(args)
+    return args, serve_flags.settings_from(args)
 
 
 def test_the_scaler_container_runs_scaler_serve() -> None:
@@ -1302,6 +1304,57 @@ def test_the_sharded_job_runs_one_shard_per_index(monkeypatch: pytest.MonkeyPatc
     assert job["completionMode"] == "Indexed"
     shards = retrain_args(SHARDED, monkeypatch).shards
     assert job["completions"] == shards == job["parallelism"] > 1
+
+
+@pytest.mark.parametrize("where", (*RETRAINS, CONFIGMAP_SCALER))
+def test_the_retrain_job_reruns_the_fleet_only_after_a_failure_that_is_not_its_verdict(
+    where: str,
+) -> None:
+    """Exit 1 (some targets failed after all the others were retrained) and 2 (a bad setting,
+    before any fit) are the job's verdict: a retry redoes hours of fits for the same answer. A
+    pod that a drain or a preemption evicted is retried without being counted. In the Indexed
+    job a verdict fails its shard only, not the shards still running."""
+    job = one("CronJob", where, "predictive-scaler-retrain").spec["jobTemplate"]["spec"]
+    pod = retrain_pod(where)
+    assert pod["restartPolicy"] == "Never"  # what the API server demands of podFailurePolicy
+    rules = job["podFailurePolicy"]["rules"]
+    assert rules[0]["action"] == "Ignore"
+    assert rules[0]["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
+    (verdict,) = [rule for rule in rules if "onExitCodes" in rule]
+    (container,) = pod["containers"]
+    assert verdict["onExitCodes"] == {
+        "containerName": container["name"],
+        "operator": "In",
+        "values": [1, 2],
+    }
+    assert retrain_cli.TERMINATED_EXIT not in verdict["onExitCodes"]["values"]  # a drain's
+    if job.get("completionMode") == "Indexed":
+        assert verdict["action"] == "FailIndex"
+        assert job["backoffLimitPerIndex"] == 1 and "backoffLimit" not in job
+    else:
+        assert verdict["action"] == "FailJob"
+        assert job["backoffLimit"] == 1
+
+
+def test_a_bad_setting_exits_2_with_nothing_recorded_in_the_store(tmp_path: Path) -> None:
+    """What the FailJob rule and PredictiveScalerRetrainOverdue are for: an unreadable kubeconfig
+    stops `scaler retrain` with exit 2 before it records anything, so no failure is exported and
+    PredictiveScalerRetrainFailed cannot fire."""
+    store = tmp_path / "models"
+    store.mkdir()
+    missing = tmp_path / "kubeconfig"
+    argv = ["retrain", "--store", str(store), "--scaler-address", "scaler.keda.svc:9000"]
+    assert cli.main([*argv, "--kubeconfig", str(missing)]) == 2
+    assert DirectoryStore(store).statuses() == {}
+
+
+def test_the_retrain_jobs_are_labelled_as_the_runbook_lists_them() -> None:
+    """docs/observability.md and the alerts say `kubectl get jobs -l app.kubernetes.io/name=
+    predictive-scaler-retrain`: the CronJob must give its Jobs that label."""
+    labels = one("CronJob", WEEKLY).spec["jobTemplate"]["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "predictive-scaler-retrain"
+    runbook = (REPO / "docs" / "observability.md").read_text()
+    assert "get jobs -l app.kubernetes.io/name=predictive-scaler-retrain" in runbook
 
 
 # ---- cluster discovery (deploy/discovery) ------------------------------------------------------

@@ -1,8 +1,11 @@
-"""Notebooks run headless (nbclient) on a short slice of the real traces, and are committed
-with their outputs cleared."""
+"""Notebooks say how to launch them, run headless (nbclient) on a short slice of the real traces,
+and are committed with their outputs cleared."""
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -12,6 +15,27 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "backtest.ipynb"
 TRACES = ROOT.parent / "shared" / "traces"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_notebook_opens_with_how_to_launch_it_and_every_parameter_it_reads(
+    path: Path,
+) -> None:
+    """jupyter is not in .venv (nbclient is): the first cell gives the commands, from the
+    repository root, and names every environment variable the code reads."""
+    notebook = nbformat.read(path, as_version=4)
+    first = notebook.cells[0]
+    assert first.cell_type == "markdown" and "## Run it" in first.source
+    assert ".venv/bin/pip install jupyterlab" in first.source
+    assert f".venv/bin/jupyter lab notebooks/{path.name}" in first.source
+    assert f"jupyter-execute --output={path.stem}-run notebooks/{path.name}" in first.source
+    assert (Path(sys.executable).parent / "jupyter-execute").exists()  # nbclient's, in .venv
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    read = set(re.findall(r"os\.environ(?:\.get\(|\[)\"(\w+)\"", code))
+    assert read, f"{path.name} reads no parameter from the environment"
+    for name in read:
+        assert f"`{name}`" in first.source, f"{path.name}: the first cell does not list {name}"
 
 
 def test_the_backtest_notebook_is_committed_without_outputs() -> None:
@@ -26,6 +50,8 @@ def test_the_backtest_notebook_runs_on_a_day_of_every_trace(
 ) -> None:
     if not any(TRACES.glob("*.csv")):
         pytest.fail(f"no traces in {TRACES}; the notebook reads ../shared/traces")
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))  # this checkout's code in the kernel
     monkeypatch.setenv("BACKTEST_DAYS", "1")
     monkeypatch.setenv("BACKTEST_MODELS", "seasonal")
     notebook = nbformat.read(NOTEBOOK, as_version=4)

@@ -24,13 +24,19 @@ def promtool() -> str:
     return found
 
 
+UNIT_TESTS = sorted(path.name for path in RULES.glob("*_test.yaml"))
+"""Every promtool unit test file beside rules.yaml: a new one runs without being listed here."""
+
+
+def test_the_rules_have_their_unit_test_files() -> None:
+    assert {"rules_test.yaml", "rules_spend_test.yaml", "rules_retrain_test.yaml"} <= set(
+        UNIT_TESTS
+    )
+
+
 @pytest.mark.parametrize(
     "command",
-    [
-        ["check", "rules", "rules.yaml"],
-        ["test", "rules", "rules_test.yaml"],
-        ["test", "rules", "rules_spend_test.yaml"],
-    ],
+    [["check", "rules", "rules.yaml"], *(["test", "rules", name] for name in UNIT_TESTS)],
 )
 def test_promtool_accepts_the_rules_and_their_unit_tests_pass(command: list[str]) -> None:
     done = subprocess.run([promtool(), *command], cwd=RULES, capture_output=True, text=True)

@@ -19,7 +19,7 @@ from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from scaler import cli
+from scaler import cli, serve_flags
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.errors import ConfigError
 from scaler.serving import certificates
@@ -299,7 +299,7 @@ def test_client_certificate_flags_that_would_verify_nothing_are_refused(
 ) -> None:
     args = cli.build_parser().parse_args(["serve", *flags])
     with pytest.raises(ConfigError, match=message):
-        cli.settings_from(args)
+        serve_flags.settings_from(args)
 
 
 def _expiry_gauge(running: RunningScaler, cert: Path) -> float | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cli
+from scaler import cli, logsetup
 
 
 @pytest.mark.parametrize(
@@ -34,8 +34,8 @@ def test_a_bad_demo_flag_is_a_usage_error_naming_it(
 
 
 def test_a_log_level_is_read_in_any_case() -> None:
-    assert cli.log_level(" debug ") == "DEBUG"
-    assert cli.log_level("Warning") == "WARNING"
+    assert logsetup.log_level(" debug ") == "DEBUG"
+    assert logsetup.log_level("Warning") == "WARNING"
 
 
 @pytest.mark.parametrize(

@@ -88,3 +88,13 @@ def test_the_calibrated_bound_is_never_below_the_median_nor_negative(
     upper = Calibration(table=table, floor=1.0, samples=30).upper(p50, quantile)
     assert (upper >= p50).all() and (upper >= 0).all()
     assert table.shape == (3, LEVELS.size)
+
+
+def test_scores_say_how_many_points_of_the_window_were_observed() -> None:
+    """A coverage of 0.39 over "2016 origins" read as a week's grade, though all but a dozen
+    points of that week were gaps."""
+    p50 = np.full((200, 3), 100.0)
+    actual = np.full((200, 3), np.nan)
+    actual[:12] = 90.0
+    graded = scores(Backtest(actual=actual, p50=p50), floor=1.0, quantile=0.95)
+    assert graded["origins"] == 200 and graded["observed"] == 12

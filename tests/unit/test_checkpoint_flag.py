@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from scaler import cli
+from scaler import cli, serve_flags
 from scaler.settings import Settings
 
 
 def serve_settings(*flags: str) -> Settings:
-    return cli.settings_from(cli.build_parser().parse_args(["serve", *flags]))
+    return serve_flags.settings_from(cli.build_parser().parse_args(["serve", *flags]))
 
 
 def test_checkpoints_are_on_by_default_and_off_when_asked() -> None:

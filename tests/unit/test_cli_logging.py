@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scaler import cli
+from scaler import cli, logsetup
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def test_records_follow_the_current_stderr(
 ) -> None:
     first, second = io.StringIO(), io.StringIO()
     monkeypatch.setattr("sys.stderr", first)
-    cli.setup_logging("info", "text")
+    logsetup.setup_logging("info", "text")
     logging.getLogger("scaler.test").info("to the first")
     first.close()  # as capsys closes its stream when its test ends
     monkeypatch.setattr("sys.stderr", second)
@@ -41,7 +41,7 @@ def test_records_follow_the_current_stderr(
 def test_json_format_too(root_restored: None, monkeypatch: pytest.MonkeyPatch) -> None:
     out = io.StringIO()
     monkeypatch.setattr("sys.stderr", io.StringIO())
-    cli.setup_logging("info", "json")
+    logsetup.setup_logging("info", "json")
     monkeypatch.setattr("sys.stderr", out)
     logging.getLogger("scaler.test").info("hello")
     assert '"msg": "hello"' in out.getvalue()
@@ -55,7 +55,7 @@ def test_json_format_keeps_the_traceback(
 
     out = io.StringIO()
     monkeypatch.setattr("sys.stderr", out)
-    cli.setup_logging("info", "json")
+    logsetup.setup_logging("info", "json")
     try:
         raise ValueError("the fit's reason")
     except ValueError:

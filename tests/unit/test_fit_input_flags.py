@@ -8,14 +8,14 @@ import argparse
 
 import pytest
 
-from scaler import cli
+from scaler import cli, serve_flags
 from scaler.errors import ConfigError
 from scaler.sources import fit_input
 
 
 def serve_peaks(*flags: str) -> float | None:
     args = cli.build_parser().parse_args(["serve", *flags])
-    return cli.settings_from(args).engine.history_peaks
+    return serve_flags.settings_from(args).engine.history_peaks
 
 
 def retrain_args(*flags: str) -> argparse.Namespace:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cli
+from scaler import cli, wiring
 from scaler.settings import Settings
 
 TRIGGER = """
@@ -27,7 +27,7 @@ def known(tmp_path: Path, text: str, address: str | None = None) -> list[str]:
     path = tmp_path / "targets.yaml"
     path.write_text(text)
     settings = Settings(targets_file=path, scaler_address=address)
-    return [spec.label for spec in cli.known_targets(settings)]
+    return [spec.label for spec in wiring.known_targets(settings)]
 
 
 def test_the_file_s_external_triggers_are_warmed_up_without_a_warning(

@@ -162,3 +162,20 @@ def test_auto_s_log_line_says_why_a_lower_score_than_the_chosen_one_lost(
     assert best.kind == other
     line = next(r.getMessage() for r in caplog.records if "auto chose" in r.getMessage())
     assert f"; {lowest} not chosen: " in line
+
+
+def test_auto_does_not_claim_a_choice_when_no_candidate_could_be_graded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A latest week with no observed load: every score NaN, and the log said "auto chose
+    seasonal", a choice no comparison made."""
+    history = load(28, seed=2)
+    values = history.values.copy()
+    values[-round(7.5 * 288) :] = np.nan
+    with caplog.at_level(logging.INFO, logger="models.select"):
+        best = select.fit_best(
+            Series(history.start, history.step, values), steps=4, candidates=("seasonal", "ets")
+        )
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "models.select"]
+    assert line.startswith("auto could not choose: no candidate could be graded")
+    assert line.endswith(f"kept the cheapest, {best.kind}") and "auto chose" not in line

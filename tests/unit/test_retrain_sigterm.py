@@ -60,7 +60,7 @@ def stopped_run(
     outcomes: list[retrain.Outcome] = []
 
     async def main() -> None:
-        stop = asyncio.Event()
+        stop = retrain.Stop()
         run = asyncio.ensure_future(trainer.run([target], now=10 * 86400.0, stop=stop))
         await asyncio.to_thread(reading.wait, BOUND)
         stop.set()  # what the SIGTERM handler does

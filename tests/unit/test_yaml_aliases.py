@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cli
+from scaler import wiring
 from scaler.errors import ConfigError
 from scaler.kube import targets, yamldocs
 from scaler.settings import Settings
@@ -72,7 +72,7 @@ def test_serve_and_retrain_refuse_the_targets_file_with_the_same_error(tmp_path:
     with pytest.raises(ConfigError, match=rf"^{path}: excessive aliasing at line 6: "):
         targets.read_file(path)  # retrain --targets
     with pytest.raises(ConfigError, match=rf"^{path}: excessive aliasing at line 6: "):
-        cli.known_targets(Settings(targets_file=path))
+        wiring.known_targets(Settings(targets_file=path))
 
 
 def limit_memory() -> None:
