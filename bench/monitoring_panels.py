@@ -179,24 +179,26 @@ PANELS = (
     ),
     Panel(
         "Model age and fingerprint",
-        "Time since the end of the model's training data (red past 8 days: "
-        "PredictiveScalerModelStale), and the model in use: its kind and fingerprint "
-        "(scaler_model_info's `version` label, the decision log's model_version: a hash of the "
-        "fitted model and its training data). The fingerprint is not the model store's "
-        "version number (v1, v2, ...), which the scaler does not export.",
+        "Time since the end of the model's training data (red past 8 days; "
+        "PredictiveScalerModelStale fires only when the retrain job has not succeeded for the "
+        "target either: a champion the job keeps on purpose ages past it, and the retrain row "
+        "says so), and the model in use: its kind, its model store version (v1, v2, ...: "
+        "scaler_model_info's `store_version`; none when not stored) and its fingerprint (the "
+        "`version` label, the decision log's model_version: a hash of the fitted model and its "
+        "training data), which is not the store's version number.",
         "stat",
         "s",
         (
             Query(f"time() - {tq('scaler_model_trained_until_timestamp_seconds')}", "age"),
             Query(
-                f"max by (model, version) (scaler_model_info{T})",
-                "{{model}}, fingerprint {{version}}",
+                f"max by (model, store_version, version) (scaler_model_info{T})",
+                "{{model}} {{store_version}}, fingerprint {{version}}",
             ),
         ),
         width=8,
         overrides=(
             Override(
-                "{{model}}, fingerprint {{version}}",
+                "{{model}} {{store_version}}, fingerprint {{version}}",
                 (
                     ("unit", "none"),
                     ("mappings", [{"type": "value", "options": {"1": {"text": "in use"}}}]),

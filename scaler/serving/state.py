@@ -161,6 +161,8 @@ class Basis:
     lead_time_source: str
     fitted_at: float = -math.inf
     """When `model` was fitted (TargetState.model_fitted_at then; -inf unknown)."""
+    store_version: int | None = None
+    """`model`'s version in the model store (TargetState.model_version then; None: not stored)."""
 
     @classmethod
     def of(cls, state: TargetState) -> Basis:
@@ -176,6 +178,7 @@ class Basis:
             lookahead=spec.lookahead,
             lead_time_source=state.lead_time_source,
             fitted_at=state.model_fitted_at,
+            store_version=state.model_version,
         )
 
 

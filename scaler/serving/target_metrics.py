@@ -176,8 +176,9 @@ class PerTarget:
         )
         self.model_info = Gauge(
             "scaler_model_info",
-            "1 for the model the target forecasts with: its kind and version (fingerprint).",
-            ["target", "model", "version"],
+            "1 for the model the target forecasts with: its kind, version (fingerprint) and "
+            "store_version (the model store's vN; none when not stored).",
+            ["target", "model", "version", "store_version"],
             registry=r,
         )
         self.model_trained = Gauge(
@@ -313,7 +314,8 @@ class PerTarget:
         model = basis.model
         if model is None:
             return
-        self._relabel(self.model_info, key, "model", (key, model.kind, model.fingerprint))
+        stored = "none" if basis.store_version is None else f"v{basis.store_version}"
+        self._relabel(self.model_info, key, "model", (key, model.kind, model.fingerprint, stored))
         self._of(self.model_trained, key).set(model.trained_until)
         if math.isfinite(basis.fitted_at):
             self._of(self.model_fitted, key).set(basis.fitted_at)

@@ -139,11 +139,13 @@ def test_money_is_labelled_with_the_targets_currency_not_a_dollar_sign() -> None
 
 
 def test_the_model_panel_calls_the_version_label_a_fingerprint() -> None:
-    """scaler_model_info's `version` is a hash of the fitted model, not the store's vN."""
+    """scaler_model_info's `version` is a hash of the fitted model; the store's vN is
+    `store_version`, kept by the panel's aggregation so that its legend can name it."""
     model = panel("Model age and fingerprint")
     (info,) = [t for t in model["targets"] if "scaler_model_info" in t["expr"]]
-    assert "fingerprint {{version}}" in info["legendFormat"]
-    assert "not the model store's version" in model["description"]
+    assert info["legendFormat"] == "{{model}} {{store_version}}, fingerprint {{version}}"
+    assert info["expr"].startswith("max by (model, store_version, version) (")
+    assert "not the store's version number" in model["description"]
 
 
 def test_the_retrain_panels_turn_red_when_the_overdue_alert_fires() -> None:

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
-from models.base import Forecast, Series
+from models import artefact
+from models.base import DAY, Forecast, Series
 from scaler.decision import budget, policy, spec
-from scaler.serving.state import Basis, TargetState
+from scaler.serving.state import Basis, TargetState, forecast_steps
 from scaler.serving.target_metrics import PerTarget
 
 STEP = 60.0
@@ -93,3 +94,32 @@ def test_forgetting_a_target_drops_every_one_of_its_series() -> None:
     assert len(series(registry, s.spec.key)) > 10
     metrics.forget(s.spec.key)
     assert series(registry, s.spec.key) == set()
+
+
+def test_the_model_in_use_is_named_by_kind_fingerprint_and_store_version() -> None:
+    """The store's vN is what the retrain job's summary and the store's errors name: one
+    series per target, the old one removed when the model or its store version changes."""
+    registry = CollectorRegistry()
+    metrics = PerTarget(registry)
+    s = state()
+    level = Series(0.0, 300.0, np.full(int(2 * DAY / 300.0) + 1, 20.0))
+    model = artefact.load(artefact.fit("seasonal", level, forecast_steps(s.spec, 300.0)))
+
+    def exported() -> list[dict[str, str]]:
+        return [
+            sample.labels
+            for metric in registry.collect()
+            if metric.name == "scaler_model_info"
+            for sample in metric.samples
+            if sample.value == 1
+        ]
+
+    seen = []
+    for version in (3, 4, None):  # the champion, the next one, a fit the store refused
+        s.model, s.model_version = model, version
+        s.basis = Basis.of(s)
+        metrics.publish(s, now=0.0, step=STEP)
+        seen.append([labels["store_version"] for labels in exported()])
+    assert seen == [["v3"], ["v4"], ["none"]]
+    (labels,) = exported()
+    assert (labels["model"], labels["version"]) == (model.kind, model.fingerprint)
