@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from scaler import argtypes, commands, helptext, logsetup, serve_flags, threads, wiring
 from scaler.clock import WallClock
-from scaler.errors import ScalerError
+from scaler.errors import ScalerError, Unreachable
 
 logger = logging.getLogger("scaler")
 
@@ -28,6 +28,10 @@ def env(name: str, default: str | None = None) -> str | None:
     commands.READS.asked(name)
     return os.environ.get(f"SCALER_{name}", default)
 
+
+UNREACHABLE_EXIT = 3
+"""Exit status when a service the command needed could not be reached (errors.Unreachable:
+the Kubernetes API, the model store): a retry may succeed. 2 is a bad setting, which will not."""
 
 EXIT_SLACK = 0.8
 """Seconds past the grace period after which a stuck shutdown is cut short."""
@@ -179,6 +183,6 @@ def _main(argv: Sequence[str] | None) -> int:
         return code
     except ScalerError as exc:
         print(f"scaler: error: {exc}", file=sys.stderr)
-        return 2
+        return UNREACHABLE_EXIT if isinstance(exc, Unreachable) else 2
     except KeyboardInterrupt:
         return 130

@@ -12,6 +12,12 @@ class ConfigError(ScalerError):
     """Bad settings: flags, environment, certificates."""
 
 
+class Unreachable(ScalerError):
+    """A service could not be reached, or answered 5xx or 429: a later try may succeed, where
+    a ConfigError will not. A command stopped by one exits 3, not 2 (cli.py), so that a Job's
+    podFailurePolicy can retry it and fail at once on a bad setting."""
+
+
 class SpecError(ConfigError):
     """Bad scalerMetadata: names the key, the value it had and the fix."""
 

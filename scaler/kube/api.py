@@ -18,7 +18,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from scaler.errors import ConfigError, ScalerError
+from scaler.errors import ConfigError, ScalerError, Unreachable
 
 REQUEST_TIMEOUT = (5.0, 30.0)
 """(connect, read) seconds for every call: a hung API server costs a bounded wait."""
@@ -49,7 +49,7 @@ class Gone(KubeError):
     """410: the resourceVersion a watch resumed from was compacted away; relist."""
 
 
-class KubeUnavailable(KubeError):
+class KubeUnavailable(KubeError, Unreachable):
     """Unreachable, 5xx or 429: worth a retry later."""
 
 

@@ -2,8 +2,9 @@
 ScaledObjects pointing at this scaler), keeps this shard's, retrains them into the model store
 (retrain.py) and prints a summary: a table on stdout, JSON with --json. Exit status 0 when every
 target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
-bad arguments or an unreachable store or cluster, 143 after SIGTERM and 130 after SIGINT
-(Ctrl-C): the summary written, every unfinished target recorded as failed.
+bad arguments, 3 for an unreachable store or cluster (errors.Unreachable: a retry may succeed),
+143 after SIGTERM and 130 after SIGINT (Ctrl-C): the summary written, every unfinished target
+recorded as failed.
 
 This module owns the flags, the checks made before any fit, and the signals; retrain_targets.py
 chooses the targets and retrain_summary.py writes the summary.
@@ -24,7 +25,7 @@ from typing import Any
 from scaler import helptext, switches
 from scaler.decision import ranges
 from scaler.decision.literals import format_duration
-from scaler.errors import ConfigError
+from scaler.errors import ConfigError, Unreachable
 from scaler.kube.targets import Target
 from scaler.offline import model_steps, retrain_live, retrain_summary, retrain_targets
 from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Stop
@@ -57,9 +58,11 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "fails, naming the query to check). Prints one row per "
         "target: model, scores, promoted or not, and why (with --log-format json, one JSON "
         "record holding them all, so every line of the log is JSON). Exit 0 when every target was "
-        "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 143 after "
-        "SIGTERM and 130 after SIGINT (Ctrl-C), within seconds: no target starts, those in "
-        "flight stop, a Prometheus read that never answers is abandoned, each is recorded as "
+        "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 3 when "
+        "the Kubernetes API or the model store could not be reached before any fit (a retry "
+        "may succeed; nothing was recorded), 143 after SIGTERM and 130 after SIGINT (Ctrl-C), "
+        "within seconds: no target starts, those in flight stop, a Prometheus read that "
+        "never answers is abandoned, each is recorded as "
         "failed, and the summary is written (a second Ctrl-C quits at once, with none).\n\n"
         "Targets come from --targets FILE (ScaledObject manifests: several YAML documents, or "
         "the List `kubectl get scaledobjects -A -o yaml` prints) or, without it, from the "
@@ -315,11 +318,17 @@ def check_json_path(path: Path | None) -> None:
 
 def check_store(store: store_base.ModelStore, location: str, *, write: bool = True) -> None:
     """Read the store once, and make sure a directory store can be written (unless `write` is
-    false: --dry-run), before any fit: an unreachable or read-only store is a bad argument
-    (exit 2), not a failure of every target found only after its fit."""
+    false: --dry-run), before any fit: a read-only or unreadable store is a bad argument
+    (exit 2), an unreachable one Unreachable (exit 3), not a failure of every target found
+    only after its fit."""
     try:
         store.statuses()
     except store_base.StoreError as exc:
+        if isinstance(exc.__cause__, Unreachable):  # the API server down, 5xx, throttled
+            raise Unreachable(
+                f"--store {location}: cannot reach the model store ({exc}); nothing was fitted "
+                "or recorded: retry later"
+            ) from exc
         raise ConfigError(f"--store {location}: cannot read the model store ({exc})") from None
     if write and isinstance(store, DirectoryStore):  # made by location.open_store
         root = store.root

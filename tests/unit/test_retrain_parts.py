@@ -297,8 +297,8 @@ def test_a_store_that_cannot_be_created_or_read_is_refused_before_any_target_is_
         "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
     argv[argv.index("--store") + 1] = "configmap:keda"
-    assert exit_code([*argv, "--kubeconfig", str(kubeconfig)]) == 2
-    assert "--store configmap:keda: cannot read the model store" in capsys.readouterr().err
+    assert exit_code([*argv, "--kubeconfig", str(kubeconfig)]) == 3  # unreachable: retried
+    assert "--store configmap:keda: cannot reach the model store" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,64 @@
+"""`scaler retrain`'s exit status when it cannot start, as the CronJob's podFailurePolicy reads
+it: 2 is a bad setting, which fails the Job at once (a retry gives the same answer), 3 an API
+server or model store that could not be reached or answered 5xx, which the Job retries. Both
+before any fit, so nothing is recorded. The Kubernetes API is the HTTP emulator, spoken to by
+the official client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaler import cli
+from scaler.store.directory import DirectoryStore
+from tests.integration.kube_api import KubeAPI
+
+FROM_CLUSTER = ["--scaler-address", "scaler.keda.svc:9000"]
+
+
+def retrain(kubeconfig: Path, store: str) -> int:
+    argv = ["retrain", "--store", store, *FROM_CLUSTER, "--kubeconfig", str(kubeconfig)]
+    return cli.main([*argv, "--prometheus-url", "http://127.0.0.1:1"])
+
+
+@pytest.mark.parametrize(("code", "exit_status"), [(503, 3), (429, 3), (403, 2)])
+def test_listing_the_scaled_objects_fails_as_retryable_or_not_by_the_answer(
+    kube_api: KubeAPI,
+    tmp_path: Path,
+    code: int,
+    exit_status: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = tmp_path / "models"
+    store.mkdir()
+    kube_api.fail_next("GET", "scaledobjects", code)
+    assert retrain(kube_api.kubeconfig(tmp_path / "kubeconfig"), str(store)) == exit_status
+    assert f"list scaledobjects in all namespaces: {code}" in capsys.readouterr().err
+    assert DirectoryStore(store).statuses() == {}
+
+
+@pytest.mark.parametrize(("code", "exit_status"), [(500, 3), (403, 2)])
+def test_a_configmap_store_that_fails_its_first_read_stops_the_run_before_any_fit(
+    kube_api: KubeAPI,
+    tmp_path: Path,
+    code: int,
+    exit_status: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kube_api.fail_next("GET", "configmaps", code)
+    assert retrain(kube_api.kubeconfig(tmp_path / "kubeconfig"), "configmap:keda") == exit_status
+    err = capsys.readouterr().err
+    assert "--store configmap:keda: cannot" in err
+    assert ("retry later" in err) == (exit_status == 3)
+    assert kube_api.requests("GET", "scaledobjects") == []  # stopped before the targets
+    assert kube_api.requests("POST") == []  # nothing recorded
+
+
+def test_an_api_server_that_is_gone_exits_3(tmp_path: Path) -> None:
+    """The ScaledObjects' listing; a ConfigMap store's is test_retrain_parts'."""
+    with KubeAPI() as gone:
+        kubeconfig = gone.kubeconfig(tmp_path / "kubeconfig")
+    store = tmp_path / "models"
+    store.mkdir()
+    assert retrain(kubeconfig, str(store)) == cli.UNREACHABLE_EXIT == 3
