@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from scaler import argtypes, commands, helptext, logsetup, serve_flags, threads, wiring
 from scaler.clock import WallClock
-from scaler.errors import ScalerError, Unreachable
+from scaler.errors import UNREACHABLE_EXIT, ScalerError, Unreachable
 
 logger = logging.getLogger("scaler")
 
@@ -28,10 +28,6 @@ def env(name: str, default: str | None = None) -> str | None:
     commands.READS.asked(name)
     return os.environ.get(f"SCALER_{name}", default)
 
-
-UNREACHABLE_EXIT = 3
-"""Exit status when a service the command needed could not be reached (errors.Unreachable:
-the Kubernetes API, the model store): a retry may succeed. 2 is a bad setting, which will not."""
 
 EXIT_SLACK = 0.8
 """Seconds past the grace period after which a stuck shutdown is cut short."""

@@ -14,8 +14,14 @@ class ConfigError(ScalerError):
 
 class Unreachable(ScalerError):
     """A service could not be reached, or answered 5xx or 429: a later try may succeed, where
-    a ConfigError will not. A command stopped by one exits 3, not 2 (cli.py), so that a Job's
-    podFailurePolicy can retry it and fail at once on a bad setting."""
+    a ConfigError will not. A command stopped by one exits UNREACHABLE_EXIT, not 2 (cli.py), so
+    that a Job's podFailurePolicy can retry it and fail at once on a bad setting."""
+
+
+UNREACHABLE_EXIT = 3
+"""Exit status when a service the command needed could not be reached (Unreachable: the
+Kubernetes API, the model store, every target's Prometheus for `scaler retrain`): a retry may
+succeed. 2 is a bad setting, which will not."""
 
 
 class SpecError(ConfigError):

@@ -24,16 +24,17 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from models.base import ModelError
 from scaler.decision.spec import TargetSpec
-from scaler.errors import ScalerError
+from scaler.errors import ScalerError, SourceUnavailable, Unreachable
 from scaler.kube.targets import Target
 from scaler.offline import abandonable, retrain_race
 from scaler.offline.retrain_live import LiveFallback
 from scaler.offline.retrain_race import SERVE_STEP
+from scaler.offline.retrain_summary import Outcome
 from scaler.serving import workers
 from scaler.serving.state import forecast_steps
 from scaler.sources.base import Source
@@ -84,36 +85,6 @@ class Stop(asyncio.Event):
         if not self.is_set():
             self.signal = signal_name
         self.set()
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What happened to one target (one row of the summary)."""
-
-    target: str
-    """`namespace/name`, or where a trigger that did not parse sits."""
-    key: str
-    model: str = ""
-    challenger_loss: float | None = None
-    champion: int | None = None
-    """The champion version before this run."""
-    champion_loss: float | None = None
-    promoted: bool = False
-    version: int | None = None
-    """Version the challenger was stored as (only when promoted)."""
-    reason: str = ""
-    failed: bool = False
-    seconds: float = 0.0
-    observed_points: int | None = None
-    """Points of the latest week (the calibration window where challenger and champion are
-    graded) with an observed value: what the losses were computed on."""
-    window_points: int | None = None
-    """Points in that window at the model step."""
-    would_promote: bool = False
-    """A dry run's challenger that won: it would have been promoted, and was not stored."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Retrainer:
@@ -221,7 +192,14 @@ class Retrainer:
             return replace(outcome, seconds=time.monotonic() - started)
         except (ScalerError, ModelError) as exc:
             logger.warning("%s: retrain failed: %s", key, exc)
-            return replace(base, reason=str(exc), failed=True, seconds=time.monotonic() - started)
+            down = isinstance(exc, SourceUnavailable | Unreachable)
+            return replace(
+                base,
+                reason=str(exc),
+                failed=True,
+                unreachable=down,
+                seconds=time.monotonic() - started,
+            )
         except Exception as exc:
             # Not an error any layer expected (a bug, memory running out in a fit that runs in
             # this process): it fails this target, never the others still training.

@@ -2,9 +2,9 @@
 ScaledObjects pointing at this scaler), keeps this shard's, retrains them into the model store
 (retrain.py) and prints a summary: a table on stdout, JSON with --json. Exit status 0 when every
 target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
-bad arguments, 3 for an unreachable store or cluster (errors.Unreachable: a retry may succeed),
-143 after SIGTERM and 130 after SIGINT (Ctrl-C): the summary written, every unfinished target
-recorded as failed.
+bad arguments, 3 for an unreachable store, cluster or every target's Prometheus (a retry may
+succeed), 143 after SIGTERM and 130 after SIGINT (Ctrl-C): the summary written, every unfinished
+target recorded as failed.
 
 This module owns the flags, the checks made before any fit, and the signals; retrain_targets.py
 chooses the targets and retrain_summary.py writes the summary.
@@ -25,11 +25,12 @@ from typing import Any
 from scaler import helptext, switches
 from scaler.decision import ranges
 from scaler.decision.literals import format_duration
-from scaler.errors import ConfigError, Unreachable
+from scaler.errors import UNREACHABLE_EXIT, ConfigError, Unreachable
 from scaler.kube.targets import Target
 from scaler.offline import model_steps, retrain_live, retrain_summary, retrain_targets
-from scaler.offline.retrain import Outcome, Retrainer, RetrainSettings, Stop
+from scaler.offline.retrain import Retrainer, RetrainSettings, Stop
 from scaler.offline.retrain_race import SERVE_STEP
+from scaler.offline.retrain_summary import Outcome
 from scaler.settings import PrometheusSettings
 from scaler.sources import fit_input, prometheus_flags
 from scaler.store import base as store_base
@@ -59,8 +60,9 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "target: model, scores, promoted or not, and why (with --log-format json, one JSON "
         "record holding them all, so every line of the log is JSON). Exit 0 when every target was "
         "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 3 when "
-        "the Kubernetes API or the model store could not be reached before any fit (a retry "
-        "may succeed; nothing was recorded), 143 after SIGTERM and 130 after SIGINT (Ctrl-C), "
+        "the Kubernetes API or the model store could not be reached before any fit, or no "
+        "target's Prometheus could (a retry may succeed; nothing was fitted), 143 after "
+        "SIGTERM and 130 after SIGINT (Ctrl-C), "
         "within seconds: no target starts, those in flight stop, a Prometheus read that "
         "never answers is abandoned, each is recorded as "
         "failed, and the summary is written (a second Ctrl-C quits at once, with none).\n\n"
@@ -255,8 +257,23 @@ def cmd_retrain(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         json_logs=args.log_format == "json",
     )
+    return exit_status(outcomes, stopped_by)
+
+
+def exit_status(outcomes: list[Outcome], stopped_by: str | None) -> int:
+    """143 or 130 when a signal stopped the run; 3 when every target tried failed because its
+    Prometheus (or the store) could not be reached: nothing was fitted, so the retry the Job
+    makes of exit 3 costs only reads, and Prometheus restarting at the CronJob's hour no longer
+    loses the week; else 1 when any target failed, 0 when none did."""
     if stopped_by:
-        return 128 + signal.Signals[stopped_by]  # 143 or 130, as if killed by it
+        return 128 + signal.Signals[stopped_by]  # as if killed by it
+    tried = [o for o in outcomes if o.key]  # not the triggers that did not parse
+    if tried and all(o.unreachable for o in tried):
+        logger.warning(
+            "no target was retrained: Prometheus (or the store) could not be reached for any; "
+            "exit 3 (a Job retries it)"
+        )
+        return UNREACHABLE_EXIT
     return 1 if any(o.failed for o in outcomes) else 0
 
 

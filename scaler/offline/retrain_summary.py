@@ -2,7 +2,7 @@
 promoted or not, why) and a count line on stdout, or the same as JSON (--json FILE, or - for
 stdout). With JSON logs, one JSON record on stdout instead of the table.
 
-Must not: decide anything; it reports the outcomes retrain.py returned.
+Must not: decide anything; it reports the outcomes retrain.py returned (`Outcome`, one row).
 """
 
 from __future__ import annotations
@@ -11,12 +11,44 @@ import json
 import math
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from scaler.errors import ConfigError
-from scaler.offline.retrain import Outcome
 from scaler.offline.retrain_targets import Shard
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one target (one row of the summary)."""
+
+    target: str
+    """`namespace/name`, or where a trigger that did not parse sits."""
+    key: str
+    model: str = ""
+    challenger_loss: float | None = None
+    champion: int | None = None
+    """The champion version before this run."""
+    champion_loss: float | None = None
+    promoted: bool = False
+    version: int | None = None
+    """Version the challenger was stored as (only when promoted)."""
+    reason: str = ""
+    failed: bool = False
+    seconds: float = 0.0
+    observed_points: int | None = None
+    """Points of the latest week (the calibration window where challenger and champion are
+    graded) with an observed value: what the losses were computed on."""
+    window_points: int | None = None
+    """Points in that window at the model step."""
+    would_promote: bool = False
+    """A dry run's challenger that won: it would have been promoted, and was not stored."""
+    unreachable: bool = False
+    """Failed because Prometheus (or the store) could not be reached: a retry may succeed."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def write_summary(

@@ -40,7 +40,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scaler import cli, serve_flags
+from scaler import cli, errors, serve_flags
 from scaler.decision import metakeys, spec
 from scaler.errors import SpecError
 from scaler.kube import check, crd
@@ -1329,7 +1329,7 @@ def test_the_retrain_job_reruns_the_fleet_only_after_a_failure_that_is_not_its_v
     }
     stopped = {128 + signum for signum in retrain_cli.STOPPING}  # 143 after a drain's SIGTERM
     assert stopped.isdisjoint(verdict["onExitCodes"]["values"])  # is retried, not a verdict
-    assert cli.UNREACHABLE_EXIT not in verdict["onExitCodes"]["values"]  # an API server down
+    assert errors.UNREACHABLE_EXIT not in verdict["onExitCodes"]["values"]  # an API server down
     if job.get("completionMode") == "Indexed":
         assert verdict["action"] == "FailIndex"
         assert job["backoffLimitPerIndex"] == 1 and "backoffLimit" not in job

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cli
+from scaler import cli, errors
 from scaler.store.directory import DirectoryStore
 from tests.integration.kube_api import KubeAPI
 
@@ -61,4 +61,4 @@ def test_an_api_server_that_is_gone_exits_3(tmp_path: Path) -> None:
         kubeconfig = gone.kubeconfig(tmp_path / "kubeconfig")
     store = tmp_path / "models"
     store.mkdir()
-    assert retrain(kubeconfig, str(store)) == cli.UNREACHABLE_EXIT == 3
+    assert retrain(kubeconfig, str(store)) == errors.UNREACHABLE_EXIT == 3

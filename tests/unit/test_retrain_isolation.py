@@ -17,7 +17,7 @@ from models import artefact
 from models.base import Series
 from scaler.decision.spec import TargetSpec
 from scaler.kube import targets as manifests
-from scaler.offline import retrain, retrain_race
+from scaler.offline import retrain, retrain_race, retrain_summary
 from scaler.store.base import StoreError, StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.store_artefacts import fitted
@@ -78,7 +78,7 @@ def test_a_champion_the_store_cannot_load_is_replaced_saying_so(tmp_path: Path) 
     settings = retrain.RetrainSettings(history=3 * 86400.0, workers=0, peaks_every=None)
     store = DirectoryStore(tmp_path)
 
-    def run() -> retrain.Outcome:
+    def run() -> retrain_summary.Outcome:
         trainer = retrain.Retrainer(store, DailyLoad(), settings)  # type: ignore[arg-type]
         try:
             (outcome,) = asyncio.run(trainer.run([target], now=10 * 86400.0))
@@ -114,7 +114,7 @@ class PausedLoad(DailyLoad):
 NOW = 40 * 86400.0
 
 
-def run_28d(store: DirectoryStore, source: DailyLoad, target: Any) -> retrain.Outcome:
+def run_28d(store: DirectoryStore, source: DailyLoad, target: Any) -> retrain_summary.Outcome:
     """One `scaler retrain` of `target` at NOW on 28 days of `source`."""
     settings = retrain.RetrainSettings(history=28 * 86400.0, workers=0, peaks_every=None)
     trainer = retrain.Retrainer(store, source, settings)  # type: ignore[arg-type]
@@ -178,7 +178,7 @@ def test_a_challenger_that_loses_the_promotion_race_is_not_left_for_a_fallback_t
 
 def retrain_once(
     store: DirectoryStore, target: manifests.Target, *, step: float
-) -> retrain.Outcome:
+) -> retrain_summary.Outcome:
     """One `scaler retrain` of `target` at `--model-step step` on the daily cycle."""
     settings = retrain.RetrainSettings(
         history=3 * 86400.0, workers=0, peaks_every=None, model_step=step

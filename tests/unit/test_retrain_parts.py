@@ -12,10 +12,11 @@ import yaml
 from scaler import cli
 from scaler.errors import ConfigError
 from scaler.kube import targets
-from scaler.offline import retrain_targets
+from scaler.offline import retrain_cli, retrain_summary, retrain_targets
 from scaler.offline.retrain_race import verdict
 from scaler.offline.retrain_targets import Shard, shard_of
 from scaler.store.base import StoreKey
+from scaler.store.directory import DirectoryStore
 from tests.unit.exits import exit_code
 
 KEYS = [StoreKey("ns", f"svc-{i}", "m") for i in range(2000)]
@@ -337,3 +338,41 @@ def test_the_same_trigger_twice_is_one_target_trained_once(
     kept = retrain_targets.unique(found)
     assert [t.trigger for t in kept] == [0, 2]
     assert "trigger 1 is the same target as trigger 0" in caplog.text
+
+
+def test_a_run_no_prometheus_answered_exits_3_for_the_job_to_retry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Prometheus restarting at the CronJob's hour failed every target with exit 1, which the
+    Job's podFailurePolicy takes as a verdict: no retry, the week lost. Nothing was fitted, so a
+    retry costs only reads. The failure is still recorded, for PredictiveScalerRetrainFailed."""
+    assert exit_code(retrain_argv(tmp_path)) == 3
+    assert "could not be reached for any; exit 3" in capsys.readouterr().err
+    (status,) = DirectoryStore(tmp_path / "store").statuses().values()
+    assert status.retrain_failure is not None and status.retrain_success is None
+
+
+DOWN = retrain_summary.Outcome("web/a", "k1", failed=True, unreachable=True)
+FIT_FAILED = retrain_summary.Outcome("web/b", "k2", failed=True)
+RETRAINED = retrain_summary.Outcome("web/c", "k3")
+UNPARSED = retrain_summary.Outcome("so.yaml: web/d", "", failed=True)
+
+
+@pytest.mark.parametrize(
+    ("rows", "stopped_by", "status"),
+    [
+        ([DOWN], None, 3),
+        ([DOWN, DOWN, UNPARSED], None, 3),  # a bad trigger is reported again by the retry
+        ([DOWN, RETRAINED], None, 1),  # a retry would redo the retrained one's fit
+        ([DOWN, FIT_FAILED], None, 1),
+        ([FIT_FAILED], None, 1),
+        ([UNPARSED], None, 1),
+        ([RETRAINED], None, 0),
+        ([], None, 0),
+        ([DOWN], "SIGTERM", 143),
+    ],
+)
+def test_the_exit_status_retries_only_a_run_that_reached_no_prometheus(
+    rows: list[retrain_summary.Outcome], stopped_by: str | None, status: int
+) -> None:
+    assert retrain_cli.exit_status(rows, stopped_by) == status

@@ -15,7 +15,7 @@ from typing import Any
 
 from models.base import Series
 from scaler.kube import targets as manifests
-from scaler.offline import retrain
+from scaler.offline import retrain, retrain_summary
 from scaler.store.base import StoreKey
 from scaler.store.directory import DirectoryStore
 from tests.unit.test_retrain_isolation import DailyLoad, scaled_object
@@ -54,10 +54,10 @@ class HungChampionStore(DirectoryStore):
 
 def stopped_run(
     trainer: retrain.Retrainer, target: Any, reading: threading.Event
-) -> list[retrain.Outcome]:
+) -> list[retrain_summary.Outcome]:
     """Run `trainer` on `target` in a thread as `scaler retrain` does, set the stop once
     `reading` is set, and return the outcomes; fails if the run outlives the stop by BOUND."""
-    outcomes: list[retrain.Outcome] = []
+    outcomes: list[retrain_summary.Outcome] = []
 
     async def main() -> None:
         stop = retrain.Stop()
