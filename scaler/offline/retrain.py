@@ -183,7 +183,8 @@ class Retrainer:
                 steps,
                 champion.artefact if champion else None,
             )
-            result = await _unless(stop, self._fit(job), "during its fit (the fit was killed)")
+            ended = "killed" if self._pool is not None else "abandoned: it runs on in this process"
+            result = await _unless(stop, self._fit(job), f"during its fit (the fit was {ended})")
             result["fallback"] = await _unless(
                 stop, self._fallback(spec, now), "while the replicas' drift state was read"
             )

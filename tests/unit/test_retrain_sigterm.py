@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from models.base import Series
 from scaler.kube import targets as manifests
 from scaler.offline import retrain, retrain_summary
@@ -110,3 +112,30 @@ def test_a_stopped_run_returns_at_once_though_a_history_read_never_ends(tmp_path
     )
     status = store.statuses()[target.key]
     assert status.retrain_failure is not None and "terminated" in status.retrain_reason
+
+
+def test_a_fit_stopped_in_this_process_is_said_to_be_abandoned_not_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --workers 0 the fit runs in a thread, which a stop cannot kill: the reason said
+    "the fit was killed", and an operator read that its CPU and memory were freed."""
+    fitting, release = threading.Event(), threading.Event()
+
+    def hung_fit(*_args: Any, **_kwargs: Any) -> dict[str, Any]:
+        fitting.set()
+        release.wait(BOUND)
+        raise AssertionError("released by the test's clean-up")
+
+    monkeypatch.setattr(retrain.retrain_race, "challenge", hung_fit)
+    (target,), _ = manifests.from_objects([scaled_object("llm")])
+    settings = retrain.RetrainSettings(history=3 * 86400.0, workers=0, peaks_every=None)
+    trainer = retrain.Retrainer(DirectoryStore(tmp_path), DailyLoad(), settings)  # type: ignore[arg-type]
+    try:
+        (outcome,) = stopped_run(trainer, target, fitting)
+    finally:
+        release.set()
+        trainer.close()
+    assert outcome.failed and outcome.reason == (
+        "not retrained: the job was terminated (SIGTERM) during its fit (the fit was abandoned: "
+        "it runs on in this process)"
+    )
