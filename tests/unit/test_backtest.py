@@ -62,6 +62,24 @@ def test_writes_forecasts_csv_summary_json_and_a_png(tmp_path: Path) -> None:
     assert summary["decisions"]["policy"]["prewarm"]["max_window_share"] <= share + 1e-9
 
 
+@pytest.mark.parametrize(("quantile", "column"), [(0.8, "forecast_p80"), (0.975, "forecast_p97.5")])
+def test_forecasts_csv_names_its_band_column_after_the_quantile_graded(
+    tmp_path: Path, quantile: float, column: str
+) -> None:
+    """At --quantile 0.8 the band written is the P80, and about 80% of actuals fall under it:
+    a column named forecast_p95 (as before, whatever the quantile) told a reader it was the
+    P95 and showed them a band that missed a fifth of the load."""
+    config = backtest.BacktestConfig(
+        model="seasonal", compare=(), warmup=3 * DAY, limit=DAY, quantile=quantile
+    )
+    result = backtest.run(load(4, seed=3), config)
+    backtest.write(result, tmp_path, model="seasonal", threshold=20.0, decisions=None)
+    frame = pd.read_csv(tmp_path / "forecasts.csv")
+    assert list(frame.columns) == ["timestamp", "actual", "forecast_p50", column]
+    covered = float((frame["actual"] <= frame[column] + 1e-9).mean())
+    assert covered == pytest.approx(result.summary["models"]["seasonal"]["coverage"])
+
+
 def test_a_load_the_reference_forecasts_exactly_is_graded_with_no_ratio_to_it() -> None:
     """One day repeated (or a constant): the seasonal-naive reference's pinball loss is 0, and
     the ratio to it is NaN (null in summary.json), not a ZeroDivisionError."""
