@@ -3,7 +3,9 @@
 What is read (each is what a real export looks like; scaler/offline/trace_times.py has the times):
 - text: UTF-8 (a BOM is skipped) or UTF-16 with a BOM, gzipped or not; separator `,`, `;` or
   tab, taken from an Excel `sep=` first line or else the one that splits every line alike;
-  quotes as in RFC 4180; blank lines and lines starting with `#` are skipped.
+  quotes as in RFC 4180; blank lines, lines of empty cells (`,`: rows a spreadsheet once
+  held) and lines starting with `#` are skipped, and so is a repeat of the header line (two
+  exports joined with `cat`), with one warning naming its lines.
 - columns: a time column and a value column, with any header or none: `timestamp,value`,
   Grafana's `"Time","<series name>"` (a name that is a number too: `"Time","200"`), a
   header-less `jq @csv` of a Prometheus query_range. A header naming `time`/`timestamp`/
@@ -97,7 +99,7 @@ def read_table(path: Path) -> Table:
     names: list[str] = []
     if _is_header(rows):
         names = [n.strip().lower() for n in rows[0]]
-        rows, lines = rows[1:], lines[1:]
+        rows, lines = _without_repeats(path, rows, lines)
         if not rows:
             raise TraceError(f"{path}: has a header but no rows")
     time_col, value_col = _columns(path, names, rows, lines)
@@ -167,7 +169,9 @@ def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
     separator = separator or _sniff([line for _, line in numbered[:50]])
     lines = [number for number, _ in numbered]
     reader = csv.reader((line for _, line in numbered), delimiter=separator, skipinitialspace=True)
-    rows = list(reader)
+    rows, lines = _filled(list(reader), lines)
+    if not rows:
+        raise TraceError(f"{path}: holds no values; {_FORMAT_HELP}")
     width = len(rows[0])
     if width < 2:
         raise TraceError(
@@ -183,6 +187,21 @@ def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
     return rows, lines
 
 
+def _without_repeats(
+    path: Path, rows: list[list[str]], lines: list[int]
+) -> tuple[list[list[str]], list[int]]:
+    """The rows below the header `rows[0]`, less the lines that repeat it (`cat a.csv b.csv`:
+    before, refused as "value 'value' is not a number", the fix it named was about units)."""
+    header = [c.strip() for c in rows[0]]
+    again = {i for i in range(1, len(rows)) if [c.strip() for c in rows[i]] == header}
+    if again:
+        named = ", ".join(str(lines[i]) for i in sorted(again))
+        which = f"line {named} repeats" if len(again) == 1 else f"lines {named} repeat"
+        logger.warning("%s: %s the header line (exports joined?); skipped", path, which)
+    kept = [i for i in range(1, len(rows)) if i not in again]
+    return [rows[i] for i in kept], [lines[i] for i in kept]
+
+
 def _ragged_fix(rows: list[list[str]], lines: list[int], row: int, separator: str) -> str:
     """How to even out `row` and the first row: quote the number whose unquoted thousands
     separators (`101,727.9`) split it into cells, or else give every row the same columns."""
@@ -194,6 +213,13 @@ def _ragged_fix(rows: list[list[str]], lines: list[int], row: int, separator: st
         f"line {lines[longer]}'s {number!r} is one number split at its thousands separator: "
         f'quote it ("{number}") or drop the separator'
     )
+
+
+def _filled(rows: list[list[str]], lines: list[int]) -> tuple[list[list[str]], list[int]]:
+    """The rows with a cell that is not empty: Excel saves a row whose cells were emptied as `,`
+    (`;;`), which was refused as "timestamp '' is not a date-time"."""
+    kept = [i for i, row in enumerate(rows) if any(c.strip() for c in row)]
+    return [rows[i] for i in kept], [lines[i] for i in kept]
 
 
 def _sniff(sample: list[str]) -> str:

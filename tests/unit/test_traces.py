@@ -146,6 +146,18 @@ def spreadsheet_noise(load: pd.Series) -> str:
     return "\ufeff# exported from the ops sheet\ntimestamp , value\n" + body
 
 
+def spreadsheet_emptied_rows(load: pd.Series) -> str:
+    """Excel saves a row whose cells were cleared as a line of separators, here and at the end."""
+    text = grafana_formatted_excel(load).split("\r\n")
+    return "\r\n".join([*text[:100], ";", *text[100:-1], ";", ";", ""])
+
+
+def exports_joined(load: pd.Series) -> str:
+    """Two exports joined with `cat`: the second one's header in the middle."""
+    first, second = plain(load[:200]), plain(load[200:])
+    return first + second
+
+
 EXPORTS = [
     plain,
     grafana_raw,
@@ -162,6 +174,8 @@ EXPORTS = [
     newest_first,
     value_then_time,
     spreadsheet_noise,
+    spreadsheet_emptied_rows,
+    exports_joined,
 ]
 
 
@@ -192,6 +206,22 @@ def test_decimal_commas_are_read_once_the_file_shows_they_are_not_thousands_grou
     assert "'12,5' on line 3" in warning.getMessage()
     path.write_text('time,value\n2024-01-01 10:00:00,"1,721"\n2024-01-01 10:05:00,12\n')
     np.testing.assert_array_equal(read_trace(path).values, [1721.0, 12.0])
+
+
+def test_a_repeated_header_is_skipped_with_one_warning_naming_its_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "trace.csv"
+    load = canonical()
+    path.write_text(plain(load[:100]) + plain(load[100:250]) + plain(load[250:]))
+    with caplog.at_level(logging.WARNING):
+        same(read_trace(path), as_series(load))
+    [warning] = caplog.records
+    assert "lines 102, 253 repeat the header line (exports joined?)" in warning.getMessage()
+    path.write_text(exports_joined(load))
+    with caplog.at_level(logging.WARNING):
+        read_trace(path)
+    assert "line 202 repeats the header line" in caplog.records[-1].getMessage()
 
 
 def test_a_gzipped_export_reads_as_the_plain_one(tmp_path: Path) -> None:
