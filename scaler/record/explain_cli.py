@@ -5,7 +5,8 @@ figures, from a running scaler (`--server URL`, its GET /explain) or from a deci
 A corrupt or unreadable line is reported as FILE:LINE with the fix (the first 20 of a file; the
 rest are counted), and the rest is read; a file whose first 1000 lines hold no record is taken
 for something else and left, and one whose first line is a CSV header (a backtest's
-decisions.csv, a load export) is refused at once, naming the file to give instead.
+decisions.csv, a load export) or a JSON document's lone `{` (its summary.json) is refused at
+once, naming the file to give instead (the backtest's decisions.jsonl when it is beside it).
 Exit status: 0 explained, 1 nothing in the period, 2 an unknown target, bad arguments or no
 readable source.
 """
@@ -192,6 +193,12 @@ def not_a_log(first: str, *, name: str) -> str | None:
     decision log (a backtest's decisions.csv, a load export), with what to give instead; None
     when it may be one (its bad lines are then named one by one)."""
     text = first.strip()
+    if text in ("{", "["):  # a record is one line: this is one document (summary.json)
+        return (
+            f"--log {name}: one JSON document (its first line is {text!r} alone, as in a "
+            "backtest's summary.json), not a decision log (a JSON record a line); scaler "
+            f"explain reads {_log_beside(Path(name))}"
+        )
     if text.startswith(("{", "[")) or text.endswith("}") or "," not in text:
         return None  # JSON, or a record whose start was cut off: its lines are named one by one
     columns = {c.strip().strip('"') for c in text.split(",")}
@@ -203,8 +210,18 @@ def not_a_log(first: str, *, name: str) -> str | None:
     head = text if len(text) <= 60 else text[:57] + "..."
     return (
         f"--log {name}: a CSV file (its first line: {head!r}), not a decision log; scaler "
-        "explain reads the JSON lines `scaler serve --decision-log FILE` writes (or a "
-        "backtest's DIR/decisions.jsonl)"
+        f"explain reads {_log_beside(Path(name))}"
+    )
+
+
+def _log_beside(path: Path) -> str:
+    """The command reading the backtest's log beside `path` (another file of its folder, such
+    as forecasts.csv or summary.json), or else what file to give."""
+    if _end_records(path.with_name("decisions.jsonl"))[0] is not None:
+        return f"JSON lines, {_beside(path)}"
+    return (
+        "the JSON lines `scaler serve --decision-log FILE` writes (or a backtest's "
+        "DIR/decisions.jsonl)"
     )
 
 

@@ -463,6 +463,31 @@ def test_a_csv_of_load_is_named_at_once_as_not_a_decision_log(
     ]
 
 
+def test_a_backtest_s_summary_json_is_named_at_once_with_the_log_beside_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: 20 lines of "not JSON ... (a line cut short by a crash or an edit)", a count of
+    # hundreds more, then "no decisions of team-a/llm in summary.json; targets there: none".
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"models": {"seasonal": {"coverage": 0.95}}}, indent=2))
+    assert exit_code(["explain", "team-a/llm", "--log", str(summary)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"scaler: error: --log {summary}: one JSON document (its first line is '{{' alone, as "
+        "in a backtest's summary.json), not a decision log (a JSON record a line); scaler "
+        "explain reads the JSON lines `scaler serve --decision-log FILE` writes (or a "
+        "backtest's DIR/decisions.jsonl)"
+    ]
+    path, records = written_log(tmp_path, 50, seed=6)  # the backtest's log beside it
+    until = decisionrecord.iso(records[-1]["at"] + records[-1]["step"])
+    command = f"scaler explain team-a/llm --log {path} --since {records[0]['time']} --until {until}"
+    for other in (summary, tmp_path / "forecasts.csv"):
+        if other.suffix == ".csv":
+            other.write_text("timestamp,actual,forecast_p50,forecast_p95\n")
+        assert exit_code(["explain", "team-a/llm", "--log", str(other)]) == 2
+        [err] = capsys.readouterr().err.splitlines()
+        assert err.endswith(f"the ones the backtest wrote beside it: {command}")
+
+
 def test_a_log_whose_first_line_lost_its_start_is_still_read_after_naming_that_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
