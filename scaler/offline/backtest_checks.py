@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from models import catalog
 from models.base import DAY, HOUR, Series, observed_span
 from scaler.decision import policy, ranges
@@ -119,7 +121,8 @@ def refuse_unusable(trace: Series, name: str, model_step: float) -> None:
     model step is modelled at its own step (resolution.model_series), so its step must be one
     --step could be: at most an hour (ranges.MODEL_STEP: a coarser step has under 24 points a day
     and swallows the 10-30 minutes ahead the scaler forecasts, so the figures would grade a
-    daily mean against a cold start of minutes), and a whole fraction of a day."""
+    daily mean against a cold start of minutes), and a whole fraction of a day. A trace whose
+    every value is 0 has nothing to grade either."""
     own = format_duration(trace.step)
     fix = f"export a step of {format_duration(ranges.MODEL_STEP.high)} or finer"
     if trace.step > ranges.MODEL_STEP.high:
@@ -140,6 +143,13 @@ def refuse_unusable(trace: Series, name: str, model_step: float) -> None:
             f"{format_duration(model_step)}, so the models would run at {own}: "
             f"{model_steps.slips(trace.step)}; {fix} that divides a day, or give "
             f"{others or 'a --step that divides a day'}"
+        )
+    observed = trace.values[~np.isnan(trace.values)]
+    if observed.size and not observed.any():
+        raise ConfigError(
+            f"{name}: every value is 0, so there is no load to forecast or scale, and every "
+            "figure would be 0 or undefined (before, a frontier of 0.00 that read as a win "
+            "over headroom); export the series of the load itself, one that is not 0"
         )
     span = observed_span(trace)
     if span <= DAY:

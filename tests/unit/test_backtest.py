@@ -369,6 +369,20 @@ def test_a_percentile_threshold_of_an_idle_trace_names_the_file_and_a_threshold_
     assert not (tmp_path / "out").exists()  # refused before the output folder is made
 
 
+def test_a_trace_of_zeros_exits_2_before_the_walk_whatever_the_threshold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, with --threshold 40 it ran and printed every run at frontier 0.00 (below 1
+    beats headroom), coverage 100% and nan% against the reference, exit 0."""
+    values = np.zeros(4 * 288)
+    values[[7, 500]] = np.nan  # missing values are not load either
+    trace = write_trace(tmp_path / "zeros.csv", Series(1_700_000_000.0, 300.0, values))
+    code = cli.main(["backtest", str(trace), "--threshold", "40", "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert f"{trace}: every value is 0, so there is no load to forecast" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize(("step", "ahead"), [(300.0, "15m"), (600.0, "20m"), (1800.0, "1h")])
 def test_the_printed_grading_distance_is_the_cold_start_in_whole_steps_plus_one(
     step: float, ahead: str
