@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from models.base import Series
 from scaler import helptext
 from scaler.clock import ReplayClock
 from scaler.decision import ranges
 from scaler.decision.spec import format_duration
+from scaler.errors import ConfigError
 from scaler.offline import demo_keda, demo_report, demo_text
 from scaler.offline.demo_text import Row
 from scaler.offline.traces import read_trace
@@ -112,8 +114,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         args.steps, args.seconds_per_step = min(args.steps, 24), min(args.seconds_per_step, 0.12)
     trace_path = args.trace or bundled_trace()
     trace = read_trace(trace_path)
-    observed = trace.values[~np.isnan(trace.values)]
-    threshold = args.threshold or float(np.percentile(observed, 99)) / 20
+    threshold = args.threshold or default_threshold(trace, trace_path)
     if note := demo_text.unanswered_start(trace):
         print(note)
     rows = asyncio.run(_run(args, trace_path, trace.step, threshold))
@@ -121,6 +122,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
         rows, threshold=threshold, step=trace.step, lead=args.lead_time, out=args.out
     )
     return 0
+
+
+def default_threshold(trace: Series, path: Path) -> float:
+    """The trace's 99th percentile / 20 (the peak needs about 20 replicas); ConfigError when
+    that is no load, which the server would refuse as the trigger's threshold mid-run (before,
+    a traceback, or an IndexError for a trace with no value)."""
+    observed = trace.values[~np.isnan(trace.values)]
+    if observed.size == 0:
+        raise ConfigError(f"{path}: every value is empty, so there is no load to replay")
+    threshold = float(np.percentile(observed, 99)) / 20
+    if threshold <= 0:
+        raise ConfigError(
+            f"{path}: its 99th percentile is 0 (its load is mostly 0), so the default "
+            "threshold, that percentile / 20, is no load per replica; give the load one "
+            "replica serves, e.g. --threshold 40"
+        )
+    return threshold
 
 
 async def _run(
