@@ -33,7 +33,7 @@ class Row:
 COLUMNS = (
     ("load", "the trace's load at that step"),
     ("P95 peak", "the forecast's highest P95 over leadTime + horizon"),
-    ("reactive", "ceil(load / threshold): what an HPA would run"),
+    ("reactive", "what an HPA would run: ceil(the highest load of its last 5 minutes / threshold)"),
     ("desired", "what the scaler answered KEDA's GetMetrics"),
     ("active", "IsActive's answer (wake a pool scaled to zero)"),
     ("reason", "why desired is what it is (the reasons seen are listed at the end)"),
