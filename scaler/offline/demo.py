@@ -115,8 +115,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     trace_path = args.trace or bundled_trace()
     trace = read_trace(trace_path)
     threshold = args.threshold or default_threshold(trace, trace_path)
-    if note := demo_text.unanswered_start(trace):
-        print(note)
+    for note in (demo_text.unanswered_start(trace), demo_text.no_forecast(trace, steps=args.steps)):
+        if note:
+            print(note)
     rows = asyncio.run(_run(args, trace_path, trace.step, threshold))
     demo_report.report(
         rows, threshold=threshold, step=trace.step, lead=args.lead_time, out=args.out
