@@ -14,7 +14,7 @@ from models.base import DAY, Series
 from scaler import cli
 from scaler.decision import budget
 from scaler.errors import ConfigError
-from scaler.offline import backtest, backtest_run, replay, replay_config
+from scaler.offline import backtest, backtest_checks, backtest_run, replay, replay_config
 from tests.contract.synthetic import load
 from tests.unit.exits import exit_code
 
@@ -367,6 +367,34 @@ def test_a_percentile_threshold_of_an_idle_trace_names_the_file_and_a_threshold_
     assert f"{trace}: --threshold 'p99/20': the trace's 99th percentile is 0" in err
     assert "--threshold 40" in err
     assert not (tmp_path / "out").exists()  # refused before the output folder is made
+
+
+def test_a_value_a_thousand_times_the_trace_s_99th_percentile_is_named_before_the_walk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, one 1e9 in nasa's 5 days was read silently: the baselines' replicas were sized
+    for it (2.6 M reactive GPU-hours), the policy's capped at --max-replicas, and the frontier
+    read 0.22 where it is 0.48 without it."""
+    series = load(4, seed=4)
+    values = series.values.copy()
+    values[3 * 288 + 144] = 1e9  # the scored day's noon
+    trace = write_trace(tmp_path / "spike.csv", Series(series.start, series.step, values))
+    argv = ["backtest", str(trace), "--model", "seasonal", "--compare", "none", "--warmup", "3d",
+            "--threshold", "20", "--no-decisions", "--out", str(tmp_path / "out")]  # fmt: skip
+    assert cli.main(argv) == 0  # read as given: it may be real
+    noon = pd.Timestamp(series.start + (3 * 288 + 144) * series.step, unit="s")
+    err = capsys.readouterr().err
+    assert f"warning: {trace}: 1 value(s) over 1000 times its 99th percentile" in err
+    assert f"the largest 1e+09 at {noon:%Y-%m-%d %H:%M:%S}; if that is a bad sample" in err
+    assert "--max-replicas 100" in err
+    bursts = values.copy()
+    bursts[3 * 288 + 144] = 25 * np.nanpercentile(values, 99)  # twitter_aapl's news: 21x
+    assert (
+        backtest_checks.outlier_warning(
+            Series(series.start, series.step, bursts), "t", max_replicas=100
+        )
+        is None
+    )
 
 
 def test_a_trace_of_zeros_exits_2_before_the_walk_whatever_the_threshold(
