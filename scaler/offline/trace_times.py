@@ -12,7 +12,8 @@ Times are read as:
   The zone is unknown, and wall-clock time is what a daily load cycle follows, so keeping it
   keeps the cycle in place across a clock change.
 
-A newest-first file is reversed. Times that repeat or go back are refused, except in naive
+A newest-first file is reversed. Times that repeat or go back are refused (rows that start
+over at the first two rows' times are named as several series one after another), except in naive
 times the one pattern a clock change makes: the wall clock going back by less than an hour and
 replaying at most an hour, starting at night (21:00-04:59), at most once in MIN_CHANGE_GAP. That
 is how 5,687 of the 5,721 fall-backs in tzdata 2000-2025 look (Python's zoneinfo); the 34 that
@@ -166,16 +167,22 @@ def _repeat_runs(
         before = float(np.max(seconds[:start]))
         what = "repeats" if seconds[start] == before else "goes back from"
         where = f"{path}:{lines[start]}: timestamp {cells.iloc[start]!r} {what} an earlier row"
+        fix = "sort the trace by time and keep one row per timestamp"
+        if end - start > 1 and np.array_equal(seconds[start : start + 2], seconds[:2]):
+            fix = (  # not an overlap: the rows start over, as the next series of a query does
+                f"it starts over at line {lines[0]}'s time, as several series one after another "
+                "do (`jq '.data.result[].values[]'`): export one series, wrap the query in "
+                "sum() or max()"
+            )
         if not naive:
             raise TraceError(
                 f"{where}; times with a UTC offset or epoch times never repeat at a clock "
-                "change: sort the trace by time and keep one row per timestamp"
+                f"change: {fix}"
             )
         replay = seconds[start:end]
         if before - replay[0] >= HOUR or replay[-1] - replay[0] >= HOUR:
             raise TraceError(
-                f"{where}, by more than the hour a daylight-saving change repeats; "
-                "sort the trace by time and keep one row per timestamp"
+                f"{where}, by more than the hour a daylight-saving change repeats; {fix}"
             )
         if int(replay[0] // HOUR) % 24 not in NIGHT_HOURS:
             raise TraceError(

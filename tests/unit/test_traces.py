@@ -378,6 +378,13 @@ GARBAGE = [
         "again",
     ),
     ("off the grid", HEADER + grid([0, 5, 10, 12], ["1", "2", "3", "4"]), 5, "grid"),
+    # Before, "sort the trace by time and keep one row per timestamp": it merged two series.
+    (
+        "a jq of every series of a query",
+        "1709287200,1\n1709287500,2\n1709287800,3\n1709287200,7\n1709287500,8\n",
+        4,
+        "starts over at line 1's time, as several series one after another do",
+    ),
 ]
 
 
