@@ -447,6 +447,24 @@ def test_the_coverage_bars_show_a_coverage_far_below_half() -> None:
     plt.close(fig)
 
 
+def test_the_forecast_plot_s_title_says_how_much_it_shows() -> None:
+    """Before, "last 7 days of the backtest" over a backtest that graded half a day."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from scaler.offline import backtest_plot
+
+    result = backtest.run(load(4, seed=5), CONFIG)  # half a day graded
+    fig, (whole, tail) = plt.subplots(1, 2)
+    backtest_plot.draw_forecast(whole, result, model="seasonal", days=7.0)
+    backtest_plot.draw_forecast(tail, result, model="seasonal", days=0.25)
+    assert whole.get_title() == "seasonal: forecast vs actual (all 12h graded)"
+    assert tail.get_title() == "seasonal: forecast vs actual (the last 6h graded)"
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("flags", [["--query-step", "1m"], ["--since", "3d"], ["--query", "up"]])
 def test_a_prometheus_read_s_flags_beside_a_trace_file_are_refused_not_ignored(
     flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
