@@ -58,12 +58,16 @@ def add_parser(sub: Any) -> None:
         "decision change in plain words. Reads the running scaler's GET /explain (--server) or "
         "a decision log written with `scaler serve --decision-log FILE` (--log; FILE.1, "
         "FILE.2, ... rotated from it are read too), or a backtest's DIR/decisions.jsonl "
-        "(target backtest/NAME).",
+        "(target backtest/NAME; the backtest's last line is the command over its scored "
+        "span). Exit status: 0 explained, 1 no decision in the period (the last one before "
+        "it is named), 2 an unknown target, bad arguments or no readable source.",
         epilog="examples:\n"
         "  scaler explain inference/llm --server http://scaler.keda.svc:8080 --since 6h\n"
         "  scaler explain inference/llm --log decisions.jsonl --since 2026-11-28 "
         "--until 2026-11-29\n"
-        "  scaler explain inference/llm --log decisions.jsonl --at 2026-11-28T09:30",
+        "  scaler explain inference/llm --log decisions.jsonl --at 2026-11-28T09:30\n"
+        "  scaler explain backtest/nasa_http_5min --log backtest-nasa_http_5min/decisions.jsonl "
+        "--at 1995-07-20T09:10",
         formatter_class=helptext.Paragraphs,
     )
     p.add_argument("target", help="NAMESPACE/NAME, or NAMESPACE/NAME#FINGERPRINT for one trigger")
@@ -71,8 +75,14 @@ def add_parser(sub: Any) -> None:
     where.add_argument("--server", help="a running scaler's HTTP port, e.g. http://host:8080")
     where.add_argument("--log", type=Path, help="a decision log (its rotated files are read too)")
     p.add_argument("--since", default="24h", help="ISO time (UTC) or a duration ago (default 24h)")
-    p.add_argument("--until", default="now", help="ISO time (UTC), a duration ago, or now")
-    p.add_argument("--at", help="explain only the decision in force at this time")
+    p.add_argument(
+        "--until", default="now", help="ISO time (UTC), a duration ago, or now (default now)"
+    )
+    p.add_argument(
+        "--at",
+        help="explain only the decision in force at this time (ISO, UTC unless an offset is "
+        "given); --since and --until are then not used",
+    )
     p.set_defaults(func=cmd_explain)
 
 

@@ -496,3 +496,19 @@ def test_a_log_whose_first_line_lost_its_start_is_still_read_after_naming_that_l
     path.write_text(text[40:])  # a copy cut mid-line, as `tail -c` makes
     assert len(explain_cli.read_log(path)) == len(records) - 1
     assert capsys.readouterr().err.startswith(f"{path}:1: not JSON")
+
+
+def test_the_help_states_the_defaults_the_exit_statuses_and_a_backtest_example(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before, --until's default and the exit statuses (1: nothing in the period, which a
+    script must tell from an error) were in no help, nor how to ask about a backtest."""
+    assert exit_code(["explain", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default 24h)" in text and "(default now)" in text
+    assert "--since and --until are then not used" in text
+    assert "Exit status: 0 explained, 1 no decision in the period" in text
+    assert (
+        "scaler explain backtest/nasa_http_5min --log backtest-nasa_http_5min/decisions.jsonl"
+        in text
+    )
