@@ -34,7 +34,7 @@ from scaler.settings import EngineSettings, ServerSettings, Settings
 from scaler.sources.file import bundled_trace
 
 MAX_STEPS = 100_000
-"""--steps: a bound, not a plan (the bundled trace has 4,300 steps; 144 take about a minute)."""
+"""--steps: a bound, not a plan (the bundled trace has 2,016 steps; 144 take about a minute)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -56,7 +56,9 @@ def add_parser(sub: Any) -> None:
         "--trace",
         type=Path,
         default=None,
-        help="timestamp,value CSV to replay (default: the bundled LLM-serving trace)",
+        help="trace to replay, any export `scaler backtest` reads (docs/traces.md); its first "
+        "half, at most 14 days, is history before the first step played, and a model needs a "
+        "day of it (default: the bundled LLM-serving trace, 14 days of 10m steps)",
     )
     p.add_argument(
         "--threshold",
@@ -91,7 +93,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--out", type=_png_path, default=Path("demo.png"), help="PNG to write (default demo.png)"
     )
-    p.add_argument("--short", action="store_true", help="a 24-step run for CI")
+    p.add_argument(
+        "--short", action="store_true", help="24 steps of 0.12 s at most, a few seconds (for CI)"
+    )
     p.set_defaults(func=cmd_demo)
 
 

@@ -33,3 +33,15 @@ def test_a_trace_with_no_load_per_replica_to_derive_exits_2_naming_it(
     assert exit_code(["demo", "--trace", str(trace), "--short", "--out", str(out)]) == 2
     assert f"scaler: error: {trace}: {message}" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_help_says_which_traces_are_read_and_that_half_is_history(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: "timestamp,value CSV to replay", and not a word that the replay starts half way
+    through the trace, which a user's 2-hour export never leaves for a forecast."""
+    assert exit_code(["demo", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "any export `scaler backtest` reads (docs/traces.md)" in text
+    assert "its first half, at most 14 days, is history before the first step played" in text
+    assert "14 days of 10m steps" in text
