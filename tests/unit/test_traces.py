@@ -418,6 +418,14 @@ def test_a_prometheus_answer_names_the_line_of_a_bad_sample_and_refuses_other_sh
     path.write_text(json.dumps({"status": "success", "data": {"resultType": "vector"}}))
     with pytest.raises(TraceError, match="query_range"):
         read_trace(path)
+    # 28 days at 1m: Prometheus refuses past 11,000 points, and that answer was saved. Before,
+    # "resultType None; save the answer of /api/v1/query_range, not /api/v1/query".
+    error = "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query"
+    path.write_text(json.dumps({"status": "error", "errorType": "bad_data", "error": error}))
+    with pytest.raises(TraceError) as refused:
+        read_trace(path)
+    assert f"is Prometheus's error answer (bad_data: {error})" in str(refused.value)
+    assert "a coarser step= or a shorter range" in str(refused.value)
 
 
 @pytest.mark.parametrize(
