@@ -89,15 +89,18 @@ def add_parser(sub: Any) -> None:
 def cmd_explain(args: argparse.Namespace) -> int:
     now = time.time()
     wanted = explain_args.check_target(args.target)
+    # A log file may be a backtest's, dated as its trace: a synthetic one lies ahead of now.
+    latest = explain_args.LOG_LATEST if args.log is not None else None
     if args.at is not None:
-        since = until = explain_args.parse_time(args.at, now=now)
+        since = until = explain_args.parse_time(args.at, now=now, latest=latest)
     else:
-        since = explain_args.parse_time(args.since, now=now)
-        until = explain_args.parse_time(args.until, now=now)
-        if since >= now:
+        since = explain_args.parse_time(args.since, now=now, latest=latest)
+        until = explain_args.parse_time(args.until, now=now, latest=latest)
+        if since >= now and (latest is None or until <= since):
+            ahead = "; a backtest's log dated ahead needs an --until after it" if latest else ""
             raise explain_args.ExplainError(
                 f"--since {args.since} is not in the past; give a time before now or a "
-                "duration ago, e.g. 6h"
+                f"duration ago, e.g. 6h{ahead}"
             )
         if until <= since:
             raise explain_args.ExplainError(

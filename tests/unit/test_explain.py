@@ -401,7 +401,7 @@ def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_record(tmp_path: Pat
 @pytest.mark.parametrize(
     ("since", "until", "message"),
     [
-        ("2099-01-01", "now", "time '2099-01-01' is out of range; give one from 1970"),
+        ("2100-01-01", "now", "time '2100-01-01' is out of range; give one from 1970 to 2099"),
         ("@9999999999", "now", "out of range"),
         ("0s", "now", "--since 0s is not in the past"),
         ("2h", "6h", "--until 6h is not after --since 2h; swap them"),
@@ -512,3 +512,24 @@ def test_the_help_states_the_defaults_the_exit_statuses_and_a_backtest_example(
         "scaler explain backtest/nasa_http_5min --log backtest-nasa_http_5min/decisions.jsonl"
         in text
     )
+
+
+def test_a_backtest_log_dated_ahead_is_explained_with_the_command_the_backtest_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A synthetic trace of next year's load: its backtest printed `--since 2030-... --until
+    2030-...`, which explain refused before ("--since ... is not in the past"; a year past
+    now, "out of range")."""
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(path)
+    start = datetime(2030, 3, 1, tzinfo=UTC).timestamp()
+    write(log, schedule(200, seed=8), start=start)
+    log.close()
+    since, until = decisionrecord.iso(start), decisionrecord.iso(start + 200 * STEP)
+    argv = ["explain", "team-a/llm", "--log", str(path), "--since", since, "--until", until]
+    assert exit_code(argv) == 0
+    assert "GPU-hours (replica-hours served)" in capsys.readouterr().out
+    assert exit_code(["explain", "team-a/llm", "--log", str(path), "--at", since]) == 0
+    assert f"the decision in force since {since[:10]}" in capsys.readouterr().out
+    assert exit_code(["explain", "team-a/llm", "--log", str(path), "--since", since]) == 2
+    assert "a backtest's log dated ahead needs an --until after it" in capsys.readouterr().err
