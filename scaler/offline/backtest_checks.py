@@ -120,12 +120,32 @@ def prepare_out(out: Path) -> None:
 
 def refuse_unusable(trace: Series, name: str, model_step: float) -> None:
     """No model fits on less than a day of load (models.base.season_for), so such a trace would
-    grade nothing: refused with the fix rather than a table of nan. A trace coarser than the
-    model step is modelled at its own step (resolution.model_series), so its step must be one
-    --step could be: at most an hour (ranges.MODEL_STEP: a coarser step has under 24 points a day
-    and swallows the 10-30 minutes ahead the scaler forecasts, so the figures would grade a
-    daily mean against a cold start of minutes), and a whole fraction of a day. A trace whose
-    every value is 0 has nothing to grade either."""
+    grade nothing: refused with the fix rather than a table of nan; so is a trace too coarse
+    (refuse_coarse), and one whose every value is 0, which has nothing to grade either."""
+    refuse_coarse(trace, name, model_step=model_step)
+    observed = trace.values[~np.isnan(trace.values)]
+    if observed.size and not observed.any():
+        raise ConfigError(
+            f"{name}: every value is 0, so there is no load to forecast or scale, and every "
+            "figure would be 0 or undefined (before, a frontier of 0.00 that read as a win "
+            "over headroom); export the series of the load itself, one that is not 0"
+        )
+    span = observed_span(trace)
+    if span <= DAY:
+        held = f"{span / 60:.0f} min" if span < HOUR else f"{span / HOUR:.1f} h"
+        raise ConfigError(
+            f"{name}: holds {held} of observed load; a model needs a day of "
+            "history before its first forecast, so there is nothing to grade: export more "
+            "than a day (two weeks or more to learn a weekly cycle)"
+        )
+
+
+def refuse_coarse(trace: Series, name: str, *, model_step: float) -> None:
+    """A trace coarser than the model step is modelled at its own step
+    (resolution.model_series), so its step must be one --step could be: at most an hour
+    (ranges.MODEL_STEP: a coarser step has under 24 points a day and swallows the 10-30 minutes
+    ahead the scaler forecasts, so the figures would grade a daily mean against a cold start of
+    minutes), and a whole fraction of a day. `scaler demo` replays no other trace either."""
     own = format_duration(trace.step)
     fix = f"export a step of {format_duration(ranges.MODEL_STEP.high)} or finer"
     if trace.step > ranges.MODEL_STEP.high:
@@ -146,21 +166,6 @@ def refuse_unusable(trace: Series, name: str, model_step: float) -> None:
             f"{format_duration(model_step)}, so the models would run at {own}: "
             f"{model_steps.slips(trace.step)}; {fix} that divides a day, or give "
             f"{others or 'a --step that divides a day'}"
-        )
-    observed = trace.values[~np.isnan(trace.values)]
-    if observed.size and not observed.any():
-        raise ConfigError(
-            f"{name}: every value is 0, so there is no load to forecast or scale, and every "
-            "figure would be 0 or undefined (before, a frontier of 0.00 that read as a win "
-            "over headroom); export the series of the load itself, one that is not 0"
-        )
-    span = observed_span(trace)
-    if span <= DAY:
-        held = f"{span / 60:.0f} min" if span < HOUR else f"{span / HOUR:.1f} h"
-        raise ConfigError(
-            f"{name}: holds {held} of observed load; a model needs a day of "
-            "history before its first forecast, so there is nothing to grade: export more "
-            "than a day (two weeks or more to learn a weekly cycle)"
         )
 
 

@@ -26,7 +26,7 @@ from scaler.clock import ReplayClock
 from scaler.decision import ranges
 from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
-from scaler.offline import demo_keda, demo_report, demo_text
+from scaler.offline import backtest_checks, demo_keda, demo_report, demo_text
 from scaler.offline.demo_text import Row
 from scaler.offline.traces import read_trace
 from scaler.serving.engine import Engine
@@ -118,6 +118,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         args.steps, args.seconds_per_step = min(args.steps, 24), min(args.seconds_per_step, 0.12)
     trace_path = args.trace or bundled_trace()
     trace = read_trace(trace_path)
+    # Rows a day apart played at 720,000x: one answered step, and a yardstick over it.
+    backtest_checks.refuse_coarse(trace, str(trace_path), model_step=trace.step)
     threshold = args.threshold or default_threshold(trace, trace_path)
     for note in (demo_text.unanswered_start(trace), demo_text.no_forecast(trace, steps=args.steps)):
         if note:

@@ -45,3 +45,17 @@ def test_the_help_says_which_traces_are_read_and_that_half_is_history(
     assert "any export `scaler backtest` reads (docs/traces.md)" in text
     assert "its first half, at most 14 days, is history before the first step played" in text
     assert "14 days of 10m steps" in text
+
+
+def test_a_trace_coarser_than_an_hour_exits_2_as_the_backtest_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: daily rows played at 720,000x, one answered step among 23 'waiting' ones at
+    times off the grid, and a yardstick 'over 1 steps', exit 0."""
+    trace = tmp_path / "daily.csv"
+    trace.write_text("timestamp,value\n" + "".join(f"{1_700_006_400 + 86400 * i},{100 + i}\n"
+                                                   for i in range(60)))  # fmt: skip
+    out = tmp_path / "demo.png"
+    assert exit_code(["demo", "--trace", str(trace), "--short", "--out", str(out)]) == 2
+    assert f"{trace}: its rows are 1d apart" in capsys.readouterr().err
+    assert not out.exists()
