@@ -59,11 +59,17 @@ def looks_like_date(cell: str) -> bool:
     return bool(pd.Series([cell]).str.match(_DATE).iloc[0])
 
 
+NAIVE = "times without a UTC offset, kept as written (the local wall clock)"
+"""How naive ISO times are read (parse's `how`)."""
+
+
 def parse(
     path: Path, cells: pd.Series, values: FloatArray, lines: Lines
-) -> tuple[FloatArray, FloatArray, Lines]:
-    """(seconds, values, lines) sorted by time, one row per time (see the module docstring)."""
-    seconds, naive = _seconds(path, cells.astype(str), lines)
+) -> tuple[FloatArray, FloatArray, Lines, str]:
+    """(seconds, values, lines) sorted by time, one row per time (see the module docstring),
+    and how the times were read, in words (`epoch milliseconds`, NAIVE, ...)."""
+    seconds, how = _seconds(path, cells.astype(str), lines)
+    naive = how == NAIVE
     steps = np.diff(seconds)
     if np.count_nonzero(steps < 0) > np.count_nonzero(steps > 0):  # newest first
         seconds, values, lines, cells = seconds[::-1], values[::-1], lines[::-1], cells[::-1]
@@ -71,7 +77,7 @@ def parse(
     back = np.zeros(seconds.size, dtype=bool)
     back[1:] = seconds[1:] <= np.maximum.accumulate(seconds)[:-1]
     if not back.any():
-        return seconds, values, lines
+        return seconds, values, lines, how
     runs = _repeat_runs(path, seconds, back, lines, cells, naive=naive)
     spans = ", ".join(f"{lines[i]}-{lines[j - 1]}" if j - i > 1 else f"{lines[i]}" for i, j in runs)
     one = len(runs) == 1 and runs[0][1] - runs[0][0] == 1
@@ -89,15 +95,16 @@ def parse(
         folded.index.to_numpy(np.float64),
         folded["v"].to_numpy(np.float64),
         folded["line"].to_numpy(np.int64),
+        how,
     )
 
 
-def _seconds(path: Path, text: pd.Series, lines: Lines) -> tuple[FloatArray, bool]:
-    """Epoch seconds of every cell, and whether they are naive wall-clock times."""
+def _seconds(path: Path, text: pd.Series, lines: Lines) -> tuple[FloatArray, str]:
+    """Epoch seconds of every cell, and how they were read (NAIVE for wall-clock times)."""
     if _is_float(text.iloc[0]):
         numbers = pd.to_numeric(text, errors="coerce")
         if numbers.notna().all():
-            return _epoch(path, numbers.to_numpy(np.float64), text, lines), False
+            return _epoch(path, numbers.to_numpy(np.float64), text, lines)
     text = text.str.replace(_UTC_WORD, "Z", regex=True)  # BigQuery's `2024-03-01 10:00:00 UTC`
     aware = text.str.contains(_OFFSET, regex=True).to_numpy()
     mixed = np.flatnonzero(aware != aware[0])
@@ -119,7 +126,8 @@ def _seconds(path: Path, text: pd.Series, lines: Lines) -> tuple[FloatArray, boo
     if aware[0]:
         parsed = parsed.dt.tz_localize(None)
     whole, nanos = np.divmod(parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64), 10**9)
-    return whole.astype(np.float64) + nanos / 1e9, not bool(aware[0])  # exact whole seconds
+    how = "times with UTC offsets, converted to UTC" if aware[0] else NAIVE
+    return whole.astype(np.float64) + nanos / 1e9, how  # exact whole seconds
 
 
 def _is_float(cell: str) -> bool:
@@ -130,7 +138,9 @@ def _is_float(cell: str) -> bool:
     return True
 
 
-def _epoch(path: Path, numbers: FloatArray, text: pd.Series, lines: Lines) -> FloatArray:
+def _epoch(
+    path: Path, numbers: FloatArray, text: pd.Series, lines: Lines
+) -> tuple[FloatArray, str]:
     magnitude = float(np.median(np.abs(numbers)))
     factor = next(f for below, f in EPOCH_UNITS if magnitude < below)
     seconds = numbers * factor
@@ -142,7 +152,7 @@ def _epoch(path: Path, numbers: FloatArray, text: pd.Series, lines: Lines) -> Fl
             f"epoch {_unit(factor)} (the unit the file's other times have); write every time "
             "in one unit, epoch seconds or milliseconds, or as ISO 8601"
         )
-    return seconds
+    return seconds, f"epoch {_unit(factor)}"
 
 
 def _unit(factor: float) -> str:

@@ -21,6 +21,8 @@ What is read (each is what a real export looks like; scaler/offline/trace_times.
 - step: the most common spacing, at the trace's own resolution (never resampled here: a finer
   trace is scored at its own step, a coarser one is used as is); rows missing from that grid
   (gaps, a daylight-saving gap) and missing values become NaN.
+What was assumed (how the times were read, the step, the span, the steps without a value) is
+logged once per file at INFO.
 
 Refused with a TraceError naming the file, the line and the fix: a binary file, one column,
 more columns with no clear value column, several series, dates that are not ISO 8601, numbers
@@ -36,6 +38,7 @@ import csv
 import gzip
 import io
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +47,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from models.base import FloatArray, Series
+from scaler.decision.spec import format_duration
 from scaler.errors import TraceError
 from scaler.offline import trace_json, trace_times, trace_values
 
@@ -77,8 +81,20 @@ def read_trace(path: Path) -> Series:
     """The trace at `path` as a regular Series at its own step; TraceError on garbage."""
     table = read_table(path)
     values = trace_values.parse(path, table.values, table.lines)
-    seconds, values, lines = trace_times.parse(path, table.times, values, table.lines)
-    return on_grid(path, seconds, values, lines)
+    seconds, values, lines, how = trace_times.parse(path, table.times, values, table.lines)
+    series = on_grid(path, seconds, values, lines)
+    zone = "" if how == trace_times.NAIVE else " UTC"
+    logger.info(  # what was assumed, once per file: the unit, the zone, the step, the gaps
+        "%s: %d rows read as %s: %s steps from %s to %s%s, %d without a value",
+        path,
+        len(table.lines),
+        how,
+        format_duration(series.step),
+        *(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) for t in (series.start, series.end)),
+        zone,
+        int(np.count_nonzero(np.isnan(series.values))),
+    )
+    return series
 
 
 def read_table(path: Path) -> Table:

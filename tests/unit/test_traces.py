@@ -224,6 +224,33 @@ def test_a_repeated_header_is_skipped_with_one_warning_naming_its_line(
     assert "line 202 repeats the header line" in caplog.records[-1].getMessage()
 
 
+@pytest.mark.parametrize(
+    ("export", "how"),
+    [
+        (grafana_raw, "epoch milliseconds"),
+        (prometheus_answer, "epoch seconds"),
+        (iso_berlin, "times with UTC offsets, converted to UTC"),
+        (plain, "times without a UTC offset, kept as written (the local wall clock)"),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
+def test_what_the_reader_assumed_is_said_once_per_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, export: Callable[..., str], how: str
+) -> None:
+    """Before, nothing: a user could not tell epoch ms from seconds, or UTC from wall clock,
+    without reading decisions.csv's times."""
+    path = tmp_path / "trace.csv"
+    path.write_text(export(canonical()), encoding="utf-8")
+    with caplog.at_level(logging.INFO, logger="scaler.offline.traces"):
+        read_trace(path)
+    zone = "" if "wall clock" in how else " UTC"
+    [said] = [r.getMessage() for r in caplog.records if r.name == "scaler.offline.traces"]
+    assert said == (
+        f"{path}: {ROWS} rows read as {how}: 5m steps from 2024-03-29 18:00:00 to "
+        f"2024-03-31 03:15:00{zone}, 3 without a value"
+    )
+
+
 def test_a_gzipped_export_reads_as_the_plain_one(tmp_path: Path) -> None:
     load = canonical()
     path = tmp_path / "trace.csv.gz"
