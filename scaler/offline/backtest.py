@@ -12,8 +12,9 @@ Pipeline: load trace -> forecasts (this module) -> decisions (scaler.offline.rep
   a replica ordered then would be ready for (the replay's convention: the forecast made after
   observing step s - k - 1, at its point k, k = ceil(lead time / step));
 - files: DIR/forecasts.csv (`timestamp,actual,forecast_p50,forecast_p95`, one row per scored
-  step), DIR/summary.json (coverage, pinball, WAPE, MASE, per model and for the reference, raw
-  model intervals next to calibrated ones, fit and predict times; under `decisions`, the
+  step; the last column is named after --quantile: `forecast_p90` at 0.9), DIR/summary.json
+  (coverage, pinball, WAPE, MASE, per model and for the reference, raw model intervals next
+  to calibrated ones, fit and predict times; under `decisions`, the
   yardstick figures of the policy and its baselines), DIR/decisions.csv (one row per step:
   `timestamp,load,required,reactive,desired,ready,reason,prewarm_replica_hours`) and
   DIR/backtest.png.
@@ -50,7 +51,7 @@ WARMUP = 14 * DAY
 REFERENCE = "naive"
 """The seasonal-naive reference every model is reported against."""
 COLUMNS = ("timestamp", "actual", "forecast_p50", "forecast_p95")
-"""Columns of forecasts.csv."""
+"""Columns of forecasts.csv at the default quantile (upper_column names the last one)."""
 
 
 @dataclass(frozen=True)
@@ -260,14 +261,15 @@ def write(
     out.mkdir(parents=True, exist_ok=True)
     frame = result.frames[model]
     rows = frame[frame["actual"].notna()]
+    upper = upper_column(float(result.summary["config"]["quantile"]))
     csv = pd.DataFrame(
         {
             "timestamp": _iso_series(rows["timestamp"]),
             "actual": rows["actual"],
             "forecast_p50": rows["forecast_p50"],
-            "forecast_p95": rows["forecast_p95"],
+            upper: rows["forecast_p95"],  # the band at --quantile, not always P95
         },
-        columns=list(COLUMNS),
+        columns=[*COLUMNS[:-1], upper],
     )
     csv.to_csv(out / "forecasts.csv", index=False, float_format="%.6g")
     summary = {**result.summary, "threshold": threshold}
@@ -279,6 +281,12 @@ def write(
         (out / "decisions.jsonl").unlink(missing_ok=True)  # written by the replay when it runs
     text = json.dumps(_finite(summary), indent=2, sort_keys=True, default=str)
     (out / "summary.json").write_text(text + "\n")
+
+
+def upper_column(quantile: float) -> str:
+    """forecasts.csv's name of the calibrated band's column: `forecast_p95` at 0.95,
+    `forecast_p97.5` at 0.975 (the frames call it forecast_p95 whatever the quantile)."""
+    return f"forecast_p{quantile * 100:g}"
 
 
 def _iso(t: float) -> str:

@@ -4,16 +4,21 @@ run together, an --out that cannot be written, a trace too short or too coarse t
 warm-up or --limit that leaves nothing to score; and, after the walk, a trace whose forecasts
 all fell past its end.
 
-Each refusal is a ConfigError naming the flag or trace and the fix. It does not parse the
-command line (scaler.offline.backtest_cli) nor run anything (scaler.offline.backtest_run).
+Each refusal is a ConfigError naming the flag or trace and the fix; a trace read as given
+but with values that would swamp every figure gets a warning (outlier_warning). It does not
+parse the command line (scaler.offline.backtest_cli) nor run anything
+(scaler.offline.backtest_run).
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from models import catalog
 from models.base import DAY, HOUR, Series, observed_span
@@ -115,11 +120,32 @@ def prepare_out(out: Path) -> None:
 
 def refuse_unusable(trace: Series, name: str, model_step: float) -> None:
     """No model fits on less than a day of load (models.base.season_for), so such a trace would
-    grade nothing: refused with the fix rather than a table of nan. A trace coarser than the
-    model step is modelled at its own step (resolution.model_series), so its step must be one
-    --step could be: at most an hour (ranges.MODEL_STEP: a coarser step has under 24 points a day
-    and swallows the 10-30 minutes ahead the scaler forecasts, so the figures would grade a
-    daily mean against a cold start of minutes), and a whole fraction of a day."""
+    grade nothing: refused with the fix rather than a table of nan; so is a trace too coarse
+    (refuse_coarse), and one whose every value is 0, which has nothing to grade either."""
+    refuse_coarse(trace, name, model_step=model_step)
+    observed = trace.values[~np.isnan(trace.values)]
+    if observed.size and not observed.any():
+        raise ConfigError(
+            f"{name}: every value is 0, so there is no load to forecast or scale, and every "
+            "figure would be 0 or undefined (before, a frontier of 0.00 that read as a win "
+            "over headroom); export the series of the load itself, one that is not 0"
+        )
+    span = observed_span(trace)
+    if span <= DAY:
+        held = f"{span / 60:.0f} min" if span < HOUR else f"{span / HOUR:.1f} h"
+        raise ConfigError(
+            f"{name}: holds {held} of observed load; a model needs a day of "
+            "history before its first forecast, so there is nothing to grade: export more "
+            "than a day (two weeks or more to learn a weekly cycle)"
+        )
+
+
+def refuse_coarse(trace: Series, name: str, *, model_step: float) -> None:
+    """A trace coarser than the model step is modelled at its own step
+    (resolution.model_series), so its step must be one --step could be: at most an hour
+    (ranges.MODEL_STEP: a coarser step has under 24 points a day and swallows the 10-30 minutes
+    ahead the scaler forecasts, so the figures would grade a daily mean against a cold start of
+    minutes), and a whole fraction of a day. `scaler demo` replays no other trace either."""
     own = format_duration(trace.step)
     fix = f"export a step of {format_duration(ranges.MODEL_STEP.high)} or finer"
     if trace.step > ranges.MODEL_STEP.high:
@@ -141,14 +167,33 @@ def refuse_unusable(trace: Series, name: str, model_step: float) -> None:
             f"{model_steps.slips(trace.step)}; {fix} that divides a day, or give "
             f"{others or 'a --step that divides a day'}"
         )
-    span = observed_span(trace)
-    if span <= DAY:
-        held = f"{span / 60:.0f} min" if span < HOUR else f"{span / HOUR:.1f} h"
-        raise ConfigError(
-            f"{name}: holds {held} of observed load; a model needs a day of "
-            "history before its first forecast, so there is nothing to grade: export more "
-            "than a day (two weeks or more to learn a weekly cycle)"
-        )
+
+
+OUTLIER = 1000.0
+"""A value this many times the trace's 99th percentile is named before the walk. The shared
+traces' largest is 1.5-21 times theirs (twitter_aapl's news bursts the 21)."""
+
+
+def outlier_warning(trace: Series, name: str, *, max_replicas: int) -> str | None:
+    """A warning naming the values above OUTLIER times the trace's 99th percentile: one bad
+    sample (a counter reset, a scrape glitch; a 1e9 in nasa's 5 days) sizes the baselines'
+    replicas, which no --max-replicas caps, so the frontier flatters the policy (0.22 for
+    0.48 without it) and the models' figures turn to noise. Read as given; None without."""
+    values = trace.values[np.isfinite(trace.values)]
+    if values.size == 0 or (typical := float(np.percentile(values, 99))) <= 0:
+        return None
+    above = np.flatnonzero(trace.values > OUTLIER * typical)
+    if above.size == 0:
+        return None
+    worst = int(above[np.argmax(trace.values[above])])
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(trace.start + worst * trace.step))
+    return (
+        f"{name}: {above.size} value(s) over {OUTLIER:g} times its 99th percentile "
+        f"({typical:g}), the largest {trace.values[worst]:g} at {when}; if that is a bad "
+        "sample (a counter reset, a scrape glitch), leave it empty in the trace: the "
+        "baselines' replicas are sized for it while the policy's stop at --max-replicas "
+        f"{max_replicas}, so the frontier and GPU-hours hang on it"
+    )
 
 
 def refuse_nothing_scored(trace: Series, series: Series, name: str, config: BacktestConfig) -> None:

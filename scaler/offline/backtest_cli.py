@@ -34,10 +34,13 @@ def add_parser(sub: Any, env: prometheus_flags.Env = lambda _name: None) -> None
         "time one week earlier, level-corrected; one day earlier when the warm-up is under "
         "two weeks). Then replays the policy over the trace with those forecasts, the budget "
         "and drift fallback, and scores it with the replay yardstick against reactive, static "
-        "headroom and oracle baselines (frontier ratio). Writes DIR/forecasts.csv, "
-        "DIR/decisions.csv, DIR/decisions.jsonl (the decisions as `scaler serve "
-        "--decision-log` writes them, for `scaler explain backtest/NAME --log "
-        "DIR/decisions.jsonl`), DIR/summary.json and DIR/backtest.png.",
+        "headroom and oracle baselines (frontier ratio). Writes DIR/forecasts.csv (per "
+        "scored step: timestamp, actual, forecast_p50 and the calibrated band at --quantile, "
+        "forecast_p95 at 0.95), DIR/decisions.csv (per trace step: load, replicas required, "
+        "reactive, desired and ready, reason, prewarm charged), DIR/decisions.jsonl (the "
+        "decisions as `scaler serve --decision-log` writes them, for `scaler explain "
+        "backtest/NAME --log DIR/decisions.jsonl`), DIR/summary.json (the printed figures) "
+        "and DIR/backtest.png; docs/forecasting.md, 'What the files hold', has every column.",
         epilog="examples:\n"
         "  scaler backtest ../shared/traces/nasa_http_5min.csv --threshold p99/20 "
         "--lead-time 10m --horizon 15m --out /tmp/bt-nasa\n"

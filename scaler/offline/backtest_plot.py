@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from models.base import DAY
+from scaler.decision.spec import format_duration
 from scaler.offline.backtest import REFERENCE, Result, graded_ahead
 
 
@@ -44,7 +45,9 @@ def draw_forecast(ax: Any, result: Result, *, model: str, days: float) -> None:
     q = result.summary["config"]["quantile"]
     ax.plot(t, tail["forecast_p95"], color="tab:orange", lw=0.8, label=f"calibrated P{q * 100:g}")
     ax.plot(t, tail["raw_p95"], color="tab:red", lw=0.6, ls=":", label="model's own interval")
-    ax.set_title(f"{model}: forecast vs actual (last {days:g} days of the backtest)")
+    shown = format_duration(len(tail) * step)  # a backtest that graded less shows it all
+    span = f"all {shown} graded" if len(tail) == len(frame) else f"the last {shown} graded"
+    ax.set_title(f"{model}: forecast vs actual ({span})")
     ax.set_ylabel("load")
     ax.legend(loc="upper left", fontsize=8, ncol=4)
 

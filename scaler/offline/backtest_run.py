@@ -74,6 +74,8 @@ def _backtest(args: argparse.Namespace) -> int:
         print(f"scaler backtest: warning: {hint}", file=sys.stderr)
     trace, name = _history(args, config)  # decided and scored at its own step
     backtest_checks.refuse_unusable(trace, name, config.step)
+    if warning := backtest_checks.outlier_warning(trace, name, max_replicas=args.max_replicas):
+        print(f"scaler backtest: warning: {warning}", file=sys.stderr)
     series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
     backtest_checks.refuse_nothing_scored(trace, series, name, config)
     try:

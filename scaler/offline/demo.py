@@ -20,11 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from models.base import Series
 from scaler import helptext
 from scaler.clock import ReplayClock
 from scaler.decision import ranges
 from scaler.decision.spec import format_duration
-from scaler.offline import demo_keda, demo_report, demo_text
+from scaler.errors import ConfigError
+from scaler.offline import backtest_checks, demo_keda, demo_report, demo_text
 from scaler.offline.demo_text import Row
 from scaler.offline.traces import read_trace
 from scaler.serving.engine import Engine
@@ -32,7 +34,7 @@ from scaler.settings import EngineSettings, ServerSettings, Settings
 from scaler.sources.file import bundled_trace
 
 MAX_STEPS = 100_000
-"""--steps: a bound, not a plan (the bundled trace has 4,300 steps; 144 take about a minute)."""
+"""--steps: a bound, not a plan (the bundled trace has 2,016 steps; 144 take about a minute)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -54,7 +56,9 @@ def add_parser(sub: Any) -> None:
         "--trace",
         type=Path,
         default=None,
-        help="timestamp,value CSV to replay (default: the bundled LLM-serving trace)",
+        help="trace to replay, any export `scaler backtest` reads (docs/traces.md); its first "
+        "half, at most 14 days, is history before the first step played, and a model needs a "
+        "day of it (default: the bundled LLM-serving trace, 14 days of 10m steps)",
     )
     p.add_argument(
         "--threshold",
@@ -89,7 +93,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--out", type=_png_path, default=Path("demo.png"), help="PNG to write (default demo.png)"
     )
-    p.add_argument("--short", action="store_true", help="a 24-step run for CI")
+    p.add_argument(
+        "--short", action="store_true", help="24 steps of 0.12 s at most, a few seconds (for CI)"
+    )
     p.set_defaults(func=cmd_demo)
 
 
@@ -112,15 +118,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
         args.steps, args.seconds_per_step = min(args.steps, 24), min(args.seconds_per_step, 0.12)
     trace_path = args.trace or bundled_trace()
     trace = read_trace(trace_path)
-    observed = trace.values[~np.isnan(trace.values)]
-    threshold = args.threshold or float(np.percentile(observed, 99)) / 20
-    if note := demo_text.unanswered_start(trace):
-        print(note)
+    # Rows a day apart played at 720,000x: one answered step, and a yardstick over it.
+    backtest_checks.refuse_coarse(trace, str(trace_path), model_step=trace.step)
+    threshold = args.threshold or default_threshold(trace, trace_path)
+    for note in (demo_text.unanswered_start(trace), demo_text.no_forecast(trace, steps=args.steps)):
+        if note:
+            print(note)
     rows = asyncio.run(_run(args, trace_path, trace.step, threshold))
     demo_report.report(
         rows, threshold=threshold, step=trace.step, lead=args.lead_time, out=args.out
     )
     return 0
+
+
+def default_threshold(trace: Series, path: Path) -> float:
+    """The trace's 99th percentile / 20 (the peak needs about 20 replicas); ConfigError when
+    that is no load, which the server would refuse as the trigger's threshold mid-run (before,
+    a traceback, or an IndexError for a trace with no value)."""
+    observed = trace.values[~np.isnan(trace.values)]
+    if observed.size == 0:
+        raise ConfigError(f"{path}: every value is empty, so there is no load to replay")
+    threshold = float(np.percentile(observed, 99)) / 20
+    if threshold <= 0:
+        raise ConfigError(
+            f"{path}: its 99th percentile is 0 (its load is mostly 0), so the default "
+            "threshold, that percentile / 20, is no load per replica; give the load one "
+            "replica serves, e.g. --threshold 40"
+        )
+    return threshold
 
 
 async def _run(

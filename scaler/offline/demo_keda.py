@@ -85,12 +85,17 @@ def _row(engine: Engine, now: float, active: bool, desired: int) -> Row:
     decision = state.predictive
     assert decision is not None
     source = engine.source_for(state.spec)
-    at = state.decided_at
+    at, load = state.decided_at, decision.load
     if isinstance(source, FileSource):
-        at -= source.shift(source.trace_for(state.spec))
+        # The decision's load is the highest of the HPA's 5-minute window (its reactive
+        # floor): on a 1-minute trace not the step's own, which the table shows and the
+        # yardstick scores, as the backtest's does.
+        trace = source.trace_for(state.spec)
+        load = float(source.history(state.spec, start=at, end=at, step=trace.step).values[0])
+        at -= source.shift(trace)
     return Row(
         at=at,
-        load=decision.load,
+        load=load,
         peak=decision.forecast_peak,
         reactive=decision.reactive,
         desired=desired,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.base import Series
+from models.base import DAY, Series
 from scaler.decision.spec import format_duration
 from scaler.sources.file import default_warmup, loop_length
 
@@ -33,7 +33,7 @@ class Row:
 COLUMNS = (
     ("load", "the trace's load at that step"),
     ("P95 peak", "the forecast's highest P95 over leadTime + horizon"),
-    ("reactive", "ceil(load / threshold): what an HPA would run"),
+    ("reactive", "what an HPA would run: ceil(the highest load of its last 5 minutes / threshold)"),
     ("desired", "what the scaler answered KEDA's GetMetrics"),
     ("active", "IsActive's answer (wake a pool scaled to zero)"),
     ("reason", "why desired is what it is (the reasons seen are listed at the end)"),
@@ -115,6 +115,22 @@ def unanswered_start(trace: Series) -> str | None:
         f"note: the replay starts where the trace has no value ({_day(start)} to {_day(stop)}, "
         f"after the history before it, half the trace or 14 days): its first {empty} steps go "
         f"unanswered and count in --steps; give --steps over {empty} to see its load\n"
+    )
+
+
+def no_forecast(trace: Series, *, steps: int) -> str | None:
+    """A note, said once before the table, when no step played can have a forecast: a model
+    needs a day of load (models.base.season_for), and the replay starts with default_warmup of
+    the trace as history, a step more per step played. Before, a trace of an hour or two played
+    every step as no_model, its clock running past the trace's end as the loop restarted."""
+    warmup, played = default_warmup(trace), steps * trace.step
+    if warmup + played > DAY:
+        return None
+    return (
+        f"note: the replay starts with {format_duration(warmup)} of the trace as history (half "
+        f"of it) and plays {format_duration(played)};\na model needs a day of load before its "
+        "first forecast, so every step stays no_model (reactive,\nplus the hold): give a "
+        "trace of two days or more to see forecasts\n"
     )
 
 

@@ -2,9 +2,10 @@
 time and value cells of its one series, each with the line it is on. Used by offline/traces.py.
 
 The answer must be a successful range query (`resultType` matrix) holding exactly one series;
-anything else (none: a query that matched nothing; several) is refused naming the file and the
-fix. Grafana's DataFrame JSON is refused by name: the CSV download of the same panel is read,
-while its frames keep NaN and Inf apart from the values (`entities`) and no line per sample.
+anything else (an error answer, named with Prometheus's words; none: a query that matched
+nothing; several) is refused naming the file and the fix. Grafana's DataFrame JSON is refused
+by name: the CSV download of the same panel is read, while its frames keep NaN and Inf apart
+from the values (`entities`) and no line per sample.
 Samples keep Prometheus's text (`"NaN"`, `"+Inf"`), so traces.py judges them like CSV cells.
 """
 
@@ -52,6 +53,12 @@ def cells(path: Path, text: str) -> tuple[npt.NDArray[np.int64], pd.Series, pd.S
         raise TraceError(
             f"{path}: is Grafana's DataFrame JSON (Inspect > JSON), not a Prometheus answer; "
             "export the panel as CSV instead (Inspect > Data > Download CSV)"
+        )
+    if isinstance(answer, dict) and answer.get("status") == "error":
+        raise TraceError(
+            f"{path}: is Prometheus's error answer ({answer.get('errorType')}: "
+            f"{answer.get('error')}), not a load; fix the request (past 11,000 points per "
+            "series, a coarser step= or a shorter range) and save its answer again"
         )
     data = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(data, dict) or data.get("resultType") != "matrix":

@@ -12,7 +12,8 @@ Times are read as:
   The zone is unknown, and wall-clock time is what a daily load cycle follows, so keeping it
   keeps the cycle in place across a clock change.
 
-A newest-first file is reversed. Times that repeat or go back are refused, except in naive
+A newest-first file is reversed. Times that repeat or go back are refused (rows that start
+over at the first two rows' times are named as several series one after another), except in naive
 times the one pattern a clock change makes: the wall clock going back by less than an hour and
 replaying at most an hour, starting at night (21:00-04:59), at most once in MIN_CHANGE_GAP. That
 is how 5,687 of the 5,721 fall-backs in tzdata 2000-2025 look (Python's zoneinfo); the 34 that
@@ -58,11 +59,17 @@ def looks_like_date(cell: str) -> bool:
     return bool(pd.Series([cell]).str.match(_DATE).iloc[0])
 
 
+NAIVE = "times without a UTC offset, kept as written (the local wall clock)"
+"""How naive ISO times are read (parse's `how`)."""
+
+
 def parse(
     path: Path, cells: pd.Series, values: FloatArray, lines: Lines
-) -> tuple[FloatArray, FloatArray, Lines]:
-    """(seconds, values, lines) sorted by time, one row per time (see the module docstring)."""
-    seconds, naive = _seconds(path, cells.astype(str), lines)
+) -> tuple[FloatArray, FloatArray, Lines, str]:
+    """(seconds, values, lines) sorted by time, one row per time (see the module docstring),
+    and how the times were read, in words (`epoch milliseconds`, NAIVE, ...)."""
+    seconds, how = _seconds(path, cells.astype(str), lines)
+    naive = how == NAIVE
     steps = np.diff(seconds)
     if np.count_nonzero(steps < 0) > np.count_nonzero(steps > 0):  # newest first
         seconds, values, lines, cells = seconds[::-1], values[::-1], lines[::-1], cells[::-1]
@@ -70,7 +77,7 @@ def parse(
     back = np.zeros(seconds.size, dtype=bool)
     back[1:] = seconds[1:] <= np.maximum.accumulate(seconds)[:-1]
     if not back.any():
-        return seconds, values, lines
+        return seconds, values, lines, how
     runs = _repeat_runs(path, seconds, back, lines, cells, naive=naive)
     spans = ", ".join(f"{lines[i]}-{lines[j - 1]}" if j - i > 1 else f"{lines[i]}" for i, j in runs)
     one = len(runs) == 1 and runs[0][1] - runs[0][0] == 1
@@ -88,15 +95,16 @@ def parse(
         folded.index.to_numpy(np.float64),
         folded["v"].to_numpy(np.float64),
         folded["line"].to_numpy(np.int64),
+        how,
     )
 
 
-def _seconds(path: Path, text: pd.Series, lines: Lines) -> tuple[FloatArray, bool]:
-    """Epoch seconds of every cell, and whether they are naive wall-clock times."""
+def _seconds(path: Path, text: pd.Series, lines: Lines) -> tuple[FloatArray, str]:
+    """Epoch seconds of every cell, and how they were read (NAIVE for wall-clock times)."""
     if _is_float(text.iloc[0]):
         numbers = pd.to_numeric(text, errors="coerce")
         if numbers.notna().all():
-            return _epoch(path, numbers.to_numpy(np.float64), text, lines), False
+            return _epoch(path, numbers.to_numpy(np.float64), text, lines)
     text = text.str.replace(_UTC_WORD, "Z", regex=True)  # BigQuery's `2024-03-01 10:00:00 UTC`
     aware = text.str.contains(_OFFSET, regex=True).to_numpy()
     mixed = np.flatnonzero(aware != aware[0])
@@ -118,7 +126,8 @@ def _seconds(path: Path, text: pd.Series, lines: Lines) -> tuple[FloatArray, boo
     if aware[0]:
         parsed = parsed.dt.tz_localize(None)
     whole, nanos = np.divmod(parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64), 10**9)
-    return whole.astype(np.float64) + nanos / 1e9, not bool(aware[0])  # exact whole seconds
+    how = "times with UTC offsets, converted to UTC" if aware[0] else NAIVE
+    return whole.astype(np.float64) + nanos / 1e9, how  # exact whole seconds
 
 
 def _is_float(cell: str) -> bool:
@@ -129,7 +138,9 @@ def _is_float(cell: str) -> bool:
     return True
 
 
-def _epoch(path: Path, numbers: FloatArray, text: pd.Series, lines: Lines) -> FloatArray:
+def _epoch(
+    path: Path, numbers: FloatArray, text: pd.Series, lines: Lines
+) -> tuple[FloatArray, str]:
     magnitude = float(np.median(np.abs(numbers)))
     factor = next(f for below, f in EPOCH_UNITS if magnitude < below)
     seconds = numbers * factor
@@ -141,7 +152,7 @@ def _epoch(path: Path, numbers: FloatArray, text: pd.Series, lines: Lines) -> Fl
             f"epoch {_unit(factor)} (the unit the file's other times have); write every time "
             "in one unit, epoch seconds or milliseconds, or as ISO 8601"
         )
-    return seconds
+    return seconds, f"epoch {_unit(factor)}"
 
 
 def _unit(factor: float) -> str:
@@ -166,16 +177,22 @@ def _repeat_runs(
         before = float(np.max(seconds[:start]))
         what = "repeats" if seconds[start] == before else "goes back from"
         where = f"{path}:{lines[start]}: timestamp {cells.iloc[start]!r} {what} an earlier row"
+        fix = "sort the trace by time and keep one row per timestamp"
+        if end - start > 1 and np.array_equal(seconds[start : start + 2], seconds[:2]):
+            fix = (  # not an overlap: the rows start over, as the next series of a query does
+                f"it starts over at line {lines[0]}'s time, as several series one after another "
+                "do (`jq '.data.result[].values[]'`): export one series, wrap the query in "
+                "sum() or max()"
+            )
         if not naive:
             raise TraceError(
                 f"{where}; times with a UTC offset or epoch times never repeat at a clock "
-                "change: sort the trace by time and keep one row per timestamp"
+                f"change: {fix}"
             )
         replay = seconds[start:end]
         if before - replay[0] >= HOUR or replay[-1] - replay[0] >= HOUR:
             raise TraceError(
-                f"{where}, by more than the hour a daylight-saving change repeats; "
-                "sort the trace by time and keep one row per timestamp"
+                f"{where}, by more than the hour a daylight-saving change repeats; {fix}"
             )
         if int(replay[0] // HOUR) % 24 not in NIGHT_HOURS:
             raise TraceError(

@@ -3,7 +3,9 @@
 What is read (each is what a real export looks like; scaler/offline/trace_times.py has the times):
 - text: UTF-8 (a BOM is skipped) or UTF-16 with a BOM, gzipped or not; separator `,`, `;` or
   tab, taken from an Excel `sep=` first line or else the one that splits every line alike;
-  quotes as in RFC 4180; blank lines and lines starting with `#` are skipped.
+  quotes as in RFC 4180; blank lines, lines of empty cells (`,`: rows a spreadsheet once
+  held) and lines starting with `#` are skipped, and so is a repeat of the header line (two
+  exports joined with `cat`), with one warning naming its lines.
 - columns: a time column and a value column, with any header or none: `timestamp,value`,
   Grafana's `"Time","<series name>"` (a name that is a number too: `"Time","200"`), a
   header-less `jq @csv` of a Prometheus query_range. A header naming `time`/`timestamp`/
@@ -12,16 +14,15 @@ What is read (each is what a real export looks like; scaler/offline/trace_times.
   `"Series";"Time";"Value"`, InfluxDB's `table`) are dropped when they name one series. A
   saved Prometheus answer (`curl .../api/v1/query_range > trace.json`) is read too
   (scaler/offline/trace_json.py).
-- values: plain numbers; empty, `NaN`, `null` and `None` are missing data. A comma is read as a
-  thousands separator only in 3-digit groups (`1,721,992.5`). A file with no `.` in any value
-  and a comma that is not such a group (`809,76`: a spreadsheet in a German or French locale) is
-  read with every comma as the decimal point, and one warning says so. Any other comma is
-  refused. A decimal-comma file whose every value has exactly three decimals cannot be told
-  from grouping and would be misread: export with decimal points. A negative that is float
-  noise (scaler/offline/negatives.py) is read as 0.
+- values: plain numbers, thousands groups (`1,721,992.5`) and a decimal-comma file's commas;
+  empty, `NaN`, `null` and `None` are missing data (scaler/offline/trace_values.py). A
+  decimal-comma file whose every value has exactly three decimals cannot be told from
+  grouping and would be misread: export with decimal points.
 - step: the most common spacing, at the trace's own resolution (never resampled here: a finer
   trace is scored at its own step, a coarser one is used as is); rows missing from that grid
   (gaps, a daylight-saving gap) and missing values become NaN.
+What was assumed (how the times were read, the step, the span, the steps without a value) is
+logged once per file at INFO.
 
 Refused with a TraceError naming the file, the line and the fix: a binary file, one column,
 more columns with no clear value column, several series, dates that are not ISO 8601, numbers
@@ -37,7 +38,7 @@ import csv
 import gzip
 import io
 import logging
-import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +47,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from models.base import FloatArray, Series
+from scaler.decision.spec import format_duration
 from scaler.errors import TraceError
-from scaler.offline import negatives, trace_json, trace_times
-from scaler.sources import load_bound
+from scaler.offline import trace_json, trace_times, trace_values
 
 MAX_POINTS = 20_000_000
 """Longest grid read (160 MB of float64): 38 years at one minute, 231 days at one second."""
@@ -58,13 +59,10 @@ MAX_BYTES = 1 << 30
 SEPARATORS = ("\t", ";", ",")
 """Tried in this order: a `;` file may hold commas in its numbers (Grafana 5's `1,721.5`)."""
 
-MISSING = frozenset({"", "nan", "null", "none"})
 TIME_NAMES = frozenset({"time", "timestamp", "date", "datetime", "ds", "ts", "_time"})
 VALUE_NAMES = frozenset({"value", "values", "y", "load", "_value"})
 SERIES_NAMES = frozenset({"series", "metric", "name", "table", "_field", "_measurement"})
 """Columns that name the series a row belongs to (Grafana's Series, InfluxDB's table/_field)."""
-_GROUPED = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?$")
-_DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+$")
 logger = logging.getLogger(__name__)
 _FORMAT_HELP = "expected two columns, time and value, e.g. `2024-03-01T10:00:00Z,12.5`"
 
@@ -82,9 +80,21 @@ class Table:
 def read_trace(path: Path) -> Series:
     """The trace at `path` as a regular Series at its own step; TraceError on garbage."""
     table = read_table(path)
-    values = parse_values(path, table)
-    seconds, values, lines = trace_times.parse(path, table.times, values, table.lines)
-    return on_grid(path, seconds, values, lines)
+    values = trace_values.parse(path, table.values, table.lines)
+    seconds, values, lines, how = trace_times.parse(path, table.times, values, table.lines)
+    series = on_grid(path, seconds, values, lines)
+    zone = "" if how == trace_times.NAIVE else " UTC"
+    logger.info(  # what was assumed, once per file: the unit, the zone, the step, the gaps
+        "%s: %d rows read as %s: %s steps from %s to %s%s, %d without a value",
+        path,
+        len(table.lines),
+        how,
+        format_duration(series.step),
+        *(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) for t in (series.start, series.end)),
+        zone,
+        int(np.count_nonzero(np.isnan(series.values))),
+    )
+    return series
 
 
 def read_table(path: Path) -> Table:
@@ -97,7 +107,7 @@ def read_table(path: Path) -> Table:
     names: list[str] = []
     if _is_header(rows):
         names = [n.strip().lower() for n in rows[0]]
-        rows, lines = rows[1:], lines[1:]
+        rows, lines = _without_repeats(path, rows, lines)
         if not rows:
             raise TraceError(f"{path}: has a header but no rows")
     time_col, value_col = _columns(path, names, rows, lines)
@@ -167,7 +177,9 @@ def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
     separator = separator or _sniff([line for _, line in numbered[:50]])
     lines = [number for number, _ in numbered]
     reader = csv.reader((line for _, line in numbered), delimiter=separator, skipinitialspace=True)
-    rows = list(reader)
+    rows, lines = _filled(list(reader), lines)
+    if not rows:
+        raise TraceError(f"{path}: holds no values; {_FORMAT_HELP}")
     width = len(rows[0])
     if width < 2:
         raise TraceError(
@@ -183,17 +195,39 @@ def _rows(path: Path, text: str) -> tuple[list[list[str]], list[int]]:
     return rows, lines
 
 
+def _without_repeats(
+    path: Path, rows: list[list[str]], lines: list[int]
+) -> tuple[list[list[str]], list[int]]:
+    """The rows below the header `rows[0]`, less the lines that repeat it (`cat a.csv b.csv`:
+    before, refused as "value 'value' is not a number", the fix it named was about units)."""
+    header = [c.strip() for c in rows[0]]
+    again = {i for i in range(1, len(rows)) if [c.strip() for c in rows[i]] == header}
+    if again:
+        named = ", ".join(str(lines[i]) for i in sorted(again))
+        which = f"line {named} repeats" if len(again) == 1 else f"lines {named} repeat"
+        logger.warning("%s: %s the header line (exports joined?); skipped", path, which)
+    kept = [i for i in range(1, len(rows)) if i not in again]
+    return [rows[i] for i in kept], [lines[i] for i in kept]
+
+
 def _ragged_fix(rows: list[list[str]], lines: list[int], row: int, separator: str) -> str:
     """How to even out `row` and the first row: quote the number whose unquoted thousands
     separators (`101,727.9`) split it into cells, or else give every row the same columns."""
     longer, shorter = (row, 0) if len(rows[row]) > len(rows[0]) else (0, row)
     number = ",".join(cell.strip() for cell in rows[longer][len(rows[shorter]) - 1 :])
-    if separator != "," or not _GROUPED.match(number):
+    if separator != "," or not trace_values.GROUPED.match(number):
         return "give every row the same columns"
     return (
         f"line {lines[longer]}'s {number!r} is one number split at its thousands separator: "
         f'quote it ("{number}") or drop the separator'
     )
+
+
+def _filled(rows: list[list[str]], lines: list[int]) -> tuple[list[list[str]], list[int]]:
+    """The rows with a cell that is not empty: Excel saves a row whose cells were emptied as `,`
+    (`;;`), which was refused as "timestamp '' is not a date-time"."""
+    kept = [i for i, row in enumerate(rows) if any(c.strip() for c in row)]
+    return [rows[i] for i in kept], [lines[i] for i in kept]
 
 
 def _sniff(sample: list[str]) -> str:
@@ -264,93 +298,6 @@ def _check_one_series(
                 f"{path}:{lines[row]}: column {name} names a second series {labels[1]!r} after "
                 f"{labels[0]!r}; export one series (wrap the query in sum() or max())"
             )
-
-
-def parse_values(path: Path, table: Table) -> FloatArray:
-    """Values as floats (NaN = missing); TraceError naming the first cell that is not a load."""
-    values = pd.to_numeric(table.values, errors="coerce").to_numpy(np.float64)
-    unread = np.flatnonzero(np.isnan(values))  # missing, grouped or garbage: usually few
-    if unread.size and (decimal := _decimal_commas(path, table, unread)) is not table:
-        table = decimal
-        values = pd.to_numeric(table.values, errors="coerce").to_numpy(np.float64)
-        unread = np.flatnonzero(np.isnan(values))
-    if unread.size:
-        values[unread] = _unusual(path, table, unread)
-    _refuse(
-        path,
-        table,
-        np.flatnonzero(np.isinf(values)),
-        "is not a load (must be finite); leave it empty where there is no data",
-    )
-    _refuse(
-        path,
-        table,
-        load_bound.too_large(values),
-        f"is not a plausible load (above {load_bound.MAX_LOAD:g}, more than any fleet serves); "
-        "export the load itself (a rate, not a counter's total) and leave a value empty where "
-        "there is no data",
-    )
-    _refuse(
-        path,
-        table,
-        negatives.real(values),
-        f"is not a load (must be >= 0; a negative under {negatives.NOISE:g} of the trace's "
-        "largest value is float noise, read as 0); a trace holds loads: export the load "
-        "itself, e.g. clamp its query with clamp_min(..., 0) or fix the subtraction in it",
-    )
-    return negatives.zeroed(values)
-
-
-def _decimal_commas(path: Path, table: Table, unread: npt.NDArray[np.intp]) -> Table:
-    """`table` with every comma in its values read as the decimal point, when one of the cells
-    that did not read as a number (`unread`) has a comma that is not a thousands group and no
-    value in the file has a point (a decimal-comma spreadsheet export); otherwise `table`."""
-    text = table.values.iloc[unread].astype(str)
-    decimal = (text.str.match(_DECIMAL_COMMA) & ~text.str.match(_GROUPED)).to_numpy()
-    if not decimal.any() or table.values.astype(str).str.contains(".", regex=False).any():
-        return table
-    row = int(unread[np.flatnonzero(decimal)[0]])
-    logger.warning(
-        "%s: read ',' as the decimal point: no value has a '.', and %r on line %d is not a "
-        "thousands group",
-        path,
-        table.values.iloc[row],
-        int(table.lines[row]),
-    )
-    return Table(
-        lines=table.lines,
-        times=table.times,
-        values=table.values.str.replace(",", ".", regex=False),
-    )
-
-
-def _unusual(path: Path, table: Table, rows: npt.NDArray[np.intp]) -> FloatArray:
-    """The values of cells that are not plain numbers: missing, or in thousands groups."""
-    text = table.values.iloc[rows].astype(str)
-    missing = text.str.lower().isin(MISSING).to_numpy()
-    grouped = text.str.match(_GROUPED).to_numpy()
-    text = text.where(~grouped, text.str.replace(",", "", regex=False))
-    _refuse(
-        path,
-        table,
-        rows[text.str.contains(",", regex=False).to_numpy()],
-        "has a comma that is not a thousands separator; write decimals with a point (1.5)",
-    )
-    values = pd.to_numeric(text.where(~missing, "nan"), errors="coerce").to_numpy(np.float64)
-    _refuse(
-        path,
-        table,
-        rows[np.isnan(values) & ~missing],
-        "is not a number; export raw numbers (no units: turn off Grafana's Formatted data) "
-        "and leave a value empty where there is no data",
-    )
-    return values
-
-
-def _refuse(path: Path, table: Table, rows: npt.NDArray[np.intp], why: str) -> None:
-    if rows.size:
-        row = int(rows[0])
-        raise TraceError(f"{path}:{table.lines[row]}: value {table.values.iloc[row]!r} {why}")
 
 
 def on_grid(

@@ -18,15 +18,20 @@ class ExplainError(ScalerError):
     """A bad argument or an unknown target; the message names it and the fix."""
 
 
-def parse_time(text: str, *, now: float) -> float:
+LOG_LATEST = 4.1e9
+"""Latest time asked of a decision log file (2099-12-02): a backtest's log is dated as its
+trace, which may be any time to 2099 (offline/trace_times.LATEST), a synthetic one ahead."""
+
+
+def parse_time(text: str, *, now: float, latest: float | None = None) -> float:
     """An ISO time (UTC when no offset is given), `now`, a duration before now (`6h`), or
-    `@EPOCH` seconds; from 1970 to a year after `now` (a duration of 1e320s was minus
-    infinity, and /explain answered 500)."""
+    `@EPOCH` seconds; from 1970 to a year after `now`, or to `latest` when given (a duration
+    of 1e320s was minus infinity, and /explain answered 500)."""
     value = _parse_time(text.strip(), now=now)
-    if not 0 <= value <= now + 366 * 86400:
-        raise ExplainError(
-            f"time {text.strip()!r} is out of range; give one from 1970 to a year from now"
-        )
+    bound = now + 366 * 86400 if latest is None else latest
+    if not 0 <= value <= bound:
+        until = "a year from now" if latest is None else datetime.fromtimestamp(bound, UTC).year
+        raise ExplainError(f"time {text.strip()!r} is out of range; give one from 1970 to {until}")
     return value
 
 

@@ -5,7 +5,8 @@ figures, from a running scaler (`--server URL`, its GET /explain) or from a deci
 A corrupt or unreadable line is reported as FILE:LINE with the fix (the first 20 of a file; the
 rest are counted), and the rest is read; a file whose first 1000 lines hold no record is taken
 for something else and left, and one whose first line is a CSV header (a backtest's
-decisions.csv, a load export) is refused at once, naming the file to give instead.
+decisions.csv, a load export) or a JSON document's lone `{` (its summary.json) is refused at
+once, naming the file to give instead (the backtest's decisions.jsonl when it is beside it).
 Exit status: 0 explained, 1 nothing in the period, 2 an unknown target, bad arguments or no
 readable source.
 """
@@ -57,12 +58,16 @@ def add_parser(sub: Any) -> None:
         "decision change in plain words. Reads the running scaler's GET /explain (--server) or "
         "a decision log written with `scaler serve --decision-log FILE` (--log; FILE.1, "
         "FILE.2, ... rotated from it are read too), or a backtest's DIR/decisions.jsonl "
-        "(target backtest/NAME).",
+        "(target backtest/NAME; the backtest's last line is the command over its scored "
+        "span). Exit status: 0 explained, 1 no decision in the period (the last one before "
+        "it is named), 2 an unknown target, bad arguments or no readable source.",
         epilog="examples:\n"
         "  scaler explain inference/llm --server http://scaler.keda.svc:8080 --since 6h\n"
         "  scaler explain inference/llm --log decisions.jsonl --since 2026-11-28 "
         "--until 2026-11-29\n"
-        "  scaler explain inference/llm --log decisions.jsonl --at 2026-11-28T09:30",
+        "  scaler explain inference/llm --log decisions.jsonl --at 2026-11-28T09:30\n"
+        "  scaler explain backtest/nasa_http_5min --log backtest-nasa_http_5min/decisions.jsonl "
+        "--at 1995-07-20T09:10",
         formatter_class=helptext.Paragraphs,
     )
     p.add_argument("target", help="NAMESPACE/NAME, or NAMESPACE/NAME#FINGERPRINT for one trigger")
@@ -70,23 +75,32 @@ def add_parser(sub: Any) -> None:
     where.add_argument("--server", help="a running scaler's HTTP port, e.g. http://host:8080")
     where.add_argument("--log", type=Path, help="a decision log (its rotated files are read too)")
     p.add_argument("--since", default="24h", help="ISO time (UTC) or a duration ago (default 24h)")
-    p.add_argument("--until", default="now", help="ISO time (UTC), a duration ago, or now")
-    p.add_argument("--at", help="explain only the decision in force at this time")
+    p.add_argument(
+        "--until", default="now", help="ISO time (UTC), a duration ago, or now (default now)"
+    )
+    p.add_argument(
+        "--at",
+        help="explain only the decision in force at this time (ISO, UTC unless an offset is "
+        "given); --since and --until are then not used",
+    )
     p.set_defaults(func=cmd_explain)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     now = time.time()
     wanted = explain_args.check_target(args.target)
+    # A log file may be a backtest's, dated as its trace: a synthetic one lies ahead of now.
+    latest = explain_args.LOG_LATEST if args.log is not None else None
     if args.at is not None:
-        since = until = explain_args.parse_time(args.at, now=now)
+        since = until = explain_args.parse_time(args.at, now=now, latest=latest)
     else:
-        since = explain_args.parse_time(args.since, now=now)
-        until = explain_args.parse_time(args.until, now=now)
-        if since >= now:
+        since = explain_args.parse_time(args.since, now=now, latest=latest)
+        until = explain_args.parse_time(args.until, now=now, latest=latest)
+        if since >= now and (latest is None or until <= since):
+            ahead = "; a backtest's log dated ahead needs an --until after it" if latest else ""
             raise explain_args.ExplainError(
                 f"--since {args.since} is not in the past; give a time before now or a "
-                "duration ago, e.g. 6h"
+                f"duration ago, e.g. 6h{ahead}"
             )
         if until <= since:
             raise explain_args.ExplainError(
@@ -192,6 +206,12 @@ def not_a_log(first: str, *, name: str) -> str | None:
     decision log (a backtest's decisions.csv, a load export), with what to give instead; None
     when it may be one (its bad lines are then named one by one)."""
     text = first.strip()
+    if text in ("{", "["):  # a record is one line: this is one document (summary.json)
+        return (
+            f"--log {name}: one JSON document (its first line is {text!r} alone, as in a "
+            "backtest's summary.json), not a decision log (a JSON record a line); scaler "
+            f"explain reads {_log_beside(Path(name))}"
+        )
     if text.startswith(("{", "[")) or text.endswith("}") or "," not in text:
         return None  # JSON, or a record whose start was cut off: its lines are named one by one
     columns = {c.strip().strip('"') for c in text.split(",")}
@@ -203,8 +223,18 @@ def not_a_log(first: str, *, name: str) -> str | None:
     head = text if len(text) <= 60 else text[:57] + "..."
     return (
         f"--log {name}: a CSV file (its first line: {head!r}), not a decision log; scaler "
-        "explain reads the JSON lines `scaler serve --decision-log FILE` writes (or a "
-        "backtest's DIR/decisions.jsonl)"
+        f"explain reads {_log_beside(Path(name))}"
+    )
+
+
+def _log_beside(path: Path) -> str:
+    """The command reading the backtest's log beside `path` (another file of its folder, such
+    as forecasts.csv or summary.json), or else what file to give."""
+    if _end_records(path.with_name("decisions.jsonl"))[0] is not None:
+        return f"JSON lines, {_beside(path)}"
+    return (
+        "the JSON lines `scaler serve --decision-log FILE` writes (or a backtest's "
+        "DIR/decisions.jsonl)"
     )
 
 

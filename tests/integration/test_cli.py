@@ -193,3 +193,31 @@ def test_demo_short_in_a_stretch_without_values_plays_its_24_steps_and_says_so_o
     assert proc.stdout.count("waiting: UNAVAILABLE") == 1
     assert "... the same for 24 steps" in proc.stdout
     assert "no decisions were made: the server answered none of the steps played" in proc.stdout
+
+
+@pytest.mark.slow
+def test_demo_on_a_one_minute_trace_shows_and_scores_each_step_s_own_load(tmp_path: Path) -> None:
+    # The load cycles through 7 levels minute by minute, so the highest of the last 5 minutes
+    # (the reactive floor the decision keeps as its `load`) is rarely the minute's own. Before,
+    # the table's `load`, "the trace's load at that step", and the yardstick were that peak.
+    start = 1_709_251_200  # 2024-03-01T00:00:00Z
+
+    def level(minute: int) -> float:  # by the minute of the day
+        return 100.0 + 50.0 * ((minute % 1440 * 3) % 7)
+
+    trace = tmp_path / "minutes.csv"
+    lines = (f"{start + 60 * i},{level(i)}\n" for i in range(int(2.5 * 1440)))
+    trace.write_text("timestamp,value\n" + "".join(lines))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scaler", "demo", "--trace", str(trace), "--steps", "12",
+         "--seconds-per-step", "0.3", "--threshold", "40", "--out", str(tmp_path / "d.png")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line[:3] in ("Fri", "Sat")]
+    assert len(rows) >= 6, proc.stdout
+    for row in rows:
+        hour, minute = map(int, row[1].split(":"))
+        assert float(row[2]) == level(60 * hour + minute), row

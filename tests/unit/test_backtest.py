@@ -14,7 +14,7 @@ from models.base import DAY, Series
 from scaler import cli
 from scaler.decision import budget
 from scaler.errors import ConfigError
-from scaler.offline import backtest, backtest_run, replay, replay_config
+from scaler.offline import backtest, backtest_checks, backtest_run, replay, replay_config
 from tests.contract.synthetic import load
 from tests.unit.exits import exit_code
 
@@ -60,6 +60,24 @@ def test_writes_forecasts_csv_summary_json_and_a_png(tmp_path: Path) -> None:
     share = budget.parse_budget(budget.DEFAULT_BUDGET)[1]
     assert share is not None
     assert summary["decisions"]["policy"]["prewarm"]["max_window_share"] <= share + 1e-9
+
+
+@pytest.mark.parametrize(("quantile", "column"), [(0.8, "forecast_p80"), (0.975, "forecast_p97.5")])
+def test_forecasts_csv_names_its_band_column_after_the_quantile_graded(
+    tmp_path: Path, quantile: float, column: str
+) -> None:
+    """At --quantile 0.8 the band written is the P80, and about 80% of actuals fall under it:
+    a column named forecast_p95 (as before, whatever the quantile) told a reader it was the
+    P95 and showed them a band that missed a fifth of the load."""
+    config = backtest.BacktestConfig(
+        model="seasonal", compare=(), warmup=3 * DAY, limit=DAY, quantile=quantile
+    )
+    result = backtest.run(load(4, seed=3), config)
+    backtest.write(result, tmp_path, model="seasonal", threshold=20.0, decisions=None)
+    frame = pd.read_csv(tmp_path / "forecasts.csv")
+    assert list(frame.columns) == ["timestamp", "actual", "forecast_p50", column]
+    covered = float((frame["actual"] <= frame[column] + 1e-9).mean())
+    assert covered == pytest.approx(result.summary["models"]["seasonal"]["coverage"])
 
 
 def test_a_load_the_reference_forecasts_exactly_is_graded_with_no_ratio_to_it() -> None:
@@ -351,6 +369,48 @@ def test_a_percentile_threshold_of_an_idle_trace_names_the_file_and_a_threshold_
     assert not (tmp_path / "out").exists()  # refused before the output folder is made
 
 
+def test_a_value_a_thousand_times_the_trace_s_99th_percentile_is_named_before_the_walk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, one 1e9 in nasa's 5 days was read silently: the baselines' replicas were sized
+    for it (2.6 M reactive GPU-hours), the policy's capped at --max-replicas, and the frontier
+    read 0.22 where it is 0.48 without it."""
+    series = load(4, seed=4)
+    values = series.values.copy()
+    values[3 * 288 + 144] = 1e9  # the scored day's noon
+    trace = write_trace(tmp_path / "spike.csv", Series(series.start, series.step, values))
+    argv = ["backtest", str(trace), "--model", "seasonal", "--compare", "none", "--warmup", "3d",
+            "--threshold", "20", "--no-decisions", "--out", str(tmp_path / "out")]  # fmt: skip
+    assert cli.main(argv) == 0  # read as given: it may be real
+    noon = pd.Timestamp(series.start + (3 * 288 + 144) * series.step, unit="s")
+    err = capsys.readouterr().err
+    assert f"warning: {trace}: 1 value(s) over 1000 times its 99th percentile" in err
+    assert f"the largest 1e+09 at {noon:%Y-%m-%d %H:%M:%S}; if that is a bad sample" in err
+    assert "--max-replicas 100" in err
+    bursts = values.copy()
+    bursts[3 * 288 + 144] = 25 * np.nanpercentile(values, 99)  # twitter_aapl's news: 21x
+    assert (
+        backtest_checks.outlier_warning(
+            Series(series.start, series.step, bursts), "t", max_replicas=100
+        )
+        is None
+    )
+
+
+def test_a_trace_of_zeros_exits_2_before_the_walk_whatever_the_threshold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, with --threshold 40 it ran and printed every run at frontier 0.00 (below 1
+    beats headroom), coverage 100% and nan% against the reference, exit 0."""
+    values = np.zeros(4 * 288)
+    values[[7, 500]] = np.nan  # missing values are not load either
+    trace = write_trace(tmp_path / "zeros.csv", Series(1_700_000_000.0, 300.0, values))
+    code = cli.main(["backtest", str(trace), "--threshold", "40", "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert f"{trace}: every value is 0, so there is no load to forecast" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize(("step", "ahead"), [(300.0, "15m"), (600.0, "20m"), (1800.0, "1h")])
 def test_the_printed_grading_distance_is_the_cold_start_in_whole_steps_plus_one(
     step: float, ahead: str
@@ -384,6 +444,24 @@ def test_the_coverage_bars_show_a_coverage_far_below_half() -> None:
     fig, (loss, cov) = plt.subplots(1, 2)
     backtest_plot.draw_comparison(loss, cov, result)
     assert cov.get_ylim()[0] <= 33.7
+    plt.close(fig)
+
+
+def test_the_forecast_plot_s_title_says_how_much_it_shows() -> None:
+    """Before, "last 7 days of the backtest" over a backtest that graded half a day."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from scaler.offline import backtest_plot
+
+    result = backtest.run(load(4, seed=5), CONFIG)  # half a day graded
+    fig, (whole, tail) = plt.subplots(1, 2)
+    backtest_plot.draw_forecast(whole, result, model="seasonal", days=7.0)
+    backtest_plot.draw_forecast(tail, result, model="seasonal", days=0.25)
+    assert whole.get_title() == "seasonal: forecast vs actual (all 12h graded)"
+    assert tail.get_title() == "seasonal: forecast vs actual (the last 6h graded)"
     plt.close(fig)
 
 

@@ -70,3 +70,16 @@ def test_a_replay_that_starts_in_a_stretch_without_values_is_said_once_before_th
     assert "no value (2024-03-05 12:00 to 2024-03-08 00:00" in note  # the loop's week ends
     assert "its first 720 steps go unanswered and count in --steps" in note
     assert demo_text.unanswered_start(Series(1_709_251_200.0, 300.0, np.tile(day, 9))) is None
+
+
+def test_a_replay_that_cannot_reach_a_day_of_history_says_no_step_will_have_a_forecast() -> None:
+    two_hours = Series(1_709_251_200.0, 300.0, np.full(24, 100.0))
+    note = demo_text.no_forecast(two_hours, steps=24)
+    assert note is not None and "plays 2h;\na model needs a day of load" in note
+    assert "give a trace of two days or more" in note
+    assert max(map(len, note.splitlines())) <= 100
+    # 1.5 days: 18h of history, then 144 steps of 5 minutes reach 30h, so a model fits.
+    assert (
+        demo_text.no_forecast(Series(1_709_251_200.0, 300.0, np.full(432, 1.0)), steps=144) is None
+    )
+    assert demo_text.no_forecast(Series(1_709_251_200.0, 300.0, np.full(432, 1.0)), steps=24)

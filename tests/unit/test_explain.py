@@ -401,7 +401,7 @@ def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_record(tmp_path: Pat
 @pytest.mark.parametrize(
     ("since", "until", "message"),
     [
-        ("2099-01-01", "now", "time '2099-01-01' is out of range; give one from 1970"),
+        ("2100-01-01", "now", "time '2100-01-01' is out of range; give one from 1970 to 2099"),
         ("@9999999999", "now", "out of range"),
         ("0s", "now", "--since 0s is not in the past"),
         ("2h", "6h", "--until 6h is not after --since 2h; swap them"),
@@ -463,6 +463,31 @@ def test_a_csv_of_load_is_named_at_once_as_not_a_decision_log(
     ]
 
 
+def test_a_backtest_s_summary_json_is_named_at_once_with_the_log_beside_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: 20 lines of "not JSON ... (a line cut short by a crash or an edit)", a count of
+    # hundreds more, then "no decisions of team-a/llm in summary.json; targets there: none".
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"models": {"seasonal": {"coverage": 0.95}}}, indent=2))
+    assert exit_code(["explain", "team-a/llm", "--log", str(summary)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"scaler: error: --log {summary}: one JSON document (its first line is '{{' alone, as "
+        "in a backtest's summary.json), not a decision log (a JSON record a line); scaler "
+        "explain reads the JSON lines `scaler serve --decision-log FILE` writes (or a "
+        "backtest's DIR/decisions.jsonl)"
+    ]
+    path, records = written_log(tmp_path, 50, seed=6)  # the backtest's log beside it
+    until = decisionrecord.iso(records[-1]["at"] + records[-1]["step"])
+    command = f"scaler explain team-a/llm --log {path} --since {records[0]['time']} --until {until}"
+    for other in (summary, tmp_path / "forecasts.csv"):
+        if other.suffix == ".csv":
+            other.write_text("timestamp,actual,forecast_p50,forecast_p95\n")
+        assert exit_code(["explain", "team-a/llm", "--log", str(other)]) == 2
+        [err] = capsys.readouterr().err.splitlines()
+        assert err.endswith(f"the ones the backtest wrote beside it: {command}")
+
+
 def test_a_log_whose_first_line_lost_its_start_is_still_read_after_naming_that_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -471,3 +496,40 @@ def test_a_log_whose_first_line_lost_its_start_is_still_read_after_naming_that_l
     path.write_text(text[40:])  # a copy cut mid-line, as `tail -c` makes
     assert len(explain_cli.read_log(path)) == len(records) - 1
     assert capsys.readouterr().err.startswith(f"{path}:1: not JSON")
+
+
+def test_the_help_states_the_defaults_the_exit_statuses_and_a_backtest_example(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before, --until's default and the exit statuses (1: nothing in the period, which a
+    script must tell from an error) were in no help, nor how to ask about a backtest."""
+    assert exit_code(["explain", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default 24h)" in text and "(default now)" in text
+    assert "--since and --until are then not used" in text
+    assert "Exit status: 0 explained, 1 no decision in the period" in text
+    assert (
+        "scaler explain backtest/nasa_http_5min --log backtest-nasa_http_5min/decisions.jsonl"
+        in text
+    )
+
+
+def test_a_backtest_log_dated_ahead_is_explained_with_the_command_the_backtest_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A synthetic trace of next year's load: its backtest printed `--since 2030-... --until
+    2030-...`, which explain refused before ("--since ... is not in the past"; a year past
+    now, "out of range")."""
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(path)
+    start = datetime(2030, 3, 1, tzinfo=UTC).timestamp()
+    write(log, schedule(200, seed=8), start=start)
+    log.close()
+    since, until = decisionrecord.iso(start), decisionrecord.iso(start + 200 * STEP)
+    argv = ["explain", "team-a/llm", "--log", str(path), "--since", since, "--until", until]
+    assert exit_code(argv) == 0
+    assert "GPU-hours (replica-hours served)" in capsys.readouterr().out
+    assert exit_code(["explain", "team-a/llm", "--log", str(path), "--at", since]) == 0
+    assert f"the decision in force since {since[:10]}" in capsys.readouterr().out
+    assert exit_code(["explain", "team-a/llm", "--log", str(path), "--since", since]) == 2
+    assert "a backtest's log dated ahead needs an --until after it" in capsys.readouterr().err

@@ -146,6 +146,18 @@ def spreadsheet_noise(load: pd.Series) -> str:
     return "\ufeff# exported from the ops sheet\ntimestamp , value\n" + body
 
 
+def spreadsheet_emptied_rows(load: pd.Series) -> str:
+    """Excel saves a row whose cells were cleared as a line of separators, here and at the end."""
+    text = grafana_formatted_excel(load).split("\r\n")
+    return "\r\n".join([*text[:100], ";", *text[100:-1], ";", ";", ""])
+
+
+def exports_joined(load: pd.Series) -> str:
+    """Two exports joined with `cat`: the second one's header in the middle."""
+    first, second = plain(load[:200]), plain(load[200:])
+    return first + second
+
+
 EXPORTS = [
     plain,
     grafana_raw,
@@ -162,6 +174,8 @@ EXPORTS = [
     newest_first,
     value_then_time,
     spreadsheet_noise,
+    spreadsheet_emptied_rows,
+    exports_joined,
 ]
 
 
@@ -192,6 +206,49 @@ def test_decimal_commas_are_read_once_the_file_shows_they_are_not_thousands_grou
     assert "'12,5' on line 3" in warning.getMessage()
     path.write_text('time,value\n2024-01-01 10:00:00,"1,721"\n2024-01-01 10:05:00,12\n')
     np.testing.assert_array_equal(read_trace(path).values, [1721.0, 12.0])
+
+
+def test_a_repeated_header_is_skipped_with_one_warning_naming_its_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "trace.csv"
+    load = canonical()
+    path.write_text(plain(load[:100]) + plain(load[100:250]) + plain(load[250:]))
+    with caplog.at_level(logging.WARNING):
+        same(read_trace(path), as_series(load))
+    [warning] = caplog.records
+    assert "lines 102, 253 repeat the header line (exports joined?)" in warning.getMessage()
+    path.write_text(exports_joined(load))
+    with caplog.at_level(logging.WARNING):
+        read_trace(path)
+    assert "line 202 repeats the header line" in caplog.records[-1].getMessage()
+
+
+@pytest.mark.parametrize(
+    ("export", "how"),
+    [
+        (grafana_raw, "epoch milliseconds"),
+        (prometheus_answer, "epoch seconds"),
+        (iso_berlin, "times with UTC offsets, converted to UTC"),
+        (plain, "times without a UTC offset, kept as written (the local wall clock)"),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
+def test_what_the_reader_assumed_is_said_once_per_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, export: Callable[..., str], how: str
+) -> None:
+    """Before, nothing: a user could not tell epoch ms from seconds, or UTC from wall clock,
+    without reading decisions.csv's times."""
+    path = tmp_path / "trace.csv"
+    path.write_text(export(canonical()), encoding="utf-8")
+    with caplog.at_level(logging.INFO, logger="scaler.offline.traces"):
+        read_trace(path)
+    zone = "" if "wall clock" in how else " UTC"
+    [said] = [r.getMessage() for r in caplog.records if r.name == "scaler.offline.traces"]
+    assert said == (
+        f"{path}: {ROWS} rows read as {how}: 5m steps from 2024-03-29 18:00:00 to "
+        f"2024-03-31 03:15:00{zone}, 3 without a value"
+    )
 
 
 def test_a_gzipped_export_reads_as_the_plain_one(tmp_path: Path) -> None:
@@ -348,6 +405,13 @@ GARBAGE = [
         "again",
     ),
     ("off the grid", HEADER + grid([0, 5, 10, 12], ["1", "2", "3", "4"]), 5, "grid"),
+    # Before, "sort the trace by time and keep one row per timestamp": it merged two series.
+    (
+        "a jq of every series of a query",
+        "1709287200,1\n1709287500,2\n1709287800,3\n1709287200,7\n1709287500,8\n",
+        4,
+        "starts over at line 1's time, as several series one after another do",
+    ),
 ]
 
 
@@ -381,6 +445,14 @@ def test_a_prometheus_answer_names_the_line_of_a_bad_sample_and_refuses_other_sh
     path.write_text(json.dumps({"status": "success", "data": {"resultType": "vector"}}))
     with pytest.raises(TraceError, match="query_range"):
         read_trace(path)
+    # 28 days at 1m: Prometheus refuses past 11,000 points, and that answer was saved. Before,
+    # "resultType None; save the answer of /api/v1/query_range, not /api/v1/query".
+    error = "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query"
+    path.write_text(json.dumps({"status": "error", "errorType": "bad_data", "error": error}))
+    with pytest.raises(TraceError) as refused:
+        read_trace(path)
+    assert f"is Prometheus's error answer (bad_data: {error})" in str(refused.value)
+    assert "a coarser step= or a shorter range" in str(refused.value)
 
 
 @pytest.mark.parametrize(
