@@ -132,13 +132,14 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         self, request: pb.ScaledObjectRef, context: Context
     ) -> AsyncIterator[pb.IsActiveResponse]:
         state = await self._state(request, context)
-        # The first message is the current state, once known. A target without data yet is
-        # silent, on purpose: `false` would be a made-up answer (KEDA takes a pushed false as
-        # inactive: to zero once cooldownPeriod has passed since it was last active), and an
-        # UNAVAILABLE would end the stream, which KEDA reopens after a backoff growing to a
-        # minute, delaying the wake-up `true` by as much once data comes. Its errors reach KEDA
-        # on the polling path (IsActive, GetMetrics), where `fallback` applies.
-        while state.decision is None and state.bad_query is None:
+        # The first message is the current state, once known. A target without a trustworthy
+        # answer (no data yet, or data older than --staleness: Prometheus down) is silent, on
+        # purpose: `false` would be a made-up answer (KEDA takes a pushed false as inactive: to
+        # zero once cooldownPeriod has passed since it was last active), and an UNAVAILABLE
+        # would end the stream, which KEDA reopens after a backoff growing to a minute,
+        # delaying the wake-up `true` by as much once data comes. Its errors reach KEDA on the
+        # polling path (IsActive, GetMetrics), where `fallback` applies. A bad query ends it.
+        while self._unavailable(state):
             await self._updated(state, context)
         answer = await self._answer(state, context)
         yield pb.IsActiveResponse(result=answer.active)
@@ -153,6 +154,16 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
             if now_active and not was_active:
                 yield pb.IsActiveResponse(result=True)
             was_active = now_active
+
+    def _unavailable(self, state: TargetState) -> bool:
+        """Whether the target has no answer to trust now (a bad query is an answer: an error)."""
+        try:
+            self.engine.answer(state)
+        except Unavailable:
+            return True
+        except SpecError:
+            return False
+        return False
 
     async def _updated(self, state: TargetState, context: Context) -> None:
         """Until the engine updates `state`. NOT_FOUND once it has dropped the target (its
