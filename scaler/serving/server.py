@@ -35,6 +35,12 @@ from scaler.settings import ServerSettings, TLSSettings
 logger = logging.getLogger(__name__)
 
 SERVICE_NAME = "externalscaler.ExternalScaler"
+LIVENESS_SERVICE = "liveness"
+"""A grpc.health.v1 service SERVING while the server's event loop answers, warm or not: what
+kubelet's startup and liveness probes ask (deploy/base/scaler.yaml). The overall status ("")
+says SERVING only once warm, which is readiness: probed for liveness, a warm-up longer than
+the startup probe's budget (120 s: about 500 targets, or fewer while Prometheus hangs) got the
+replica killed and started over, for ever."""
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -278,9 +284,10 @@ async def create_server(
             f"could not bind the gRPC port {address}; is it in use, or --host not an address "
             "of this machine? Pick another --grpc-port (SCALER_GRPC_PORT) or --host"
         )
-    # NOT_SERVING until the engine is warm (`set_serving`): ready means warm.
+    # NOT_SERVING until the engine is warm (`set_serving`): ready means warm. Alive at once.
     for name in ("", SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await health.set(LIVENESS_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     return server, port, health
 
 
