@@ -93,16 +93,17 @@ class MalformedAnswer(SourceUnavailable):
 class CircuitOpen(SourceUnavailable):
     """The endpoint failed too often in a row; its targets are refused without a request until
     a probe succeeds (scaler.serving.isolation). The message names the endpoint only; `problem`
-    is the endpoint's last failure, which may be another target's (its name, its query): for the
-    scaler's log, never for a target's answer."""
+    is the failure that opened the breaker, which may be another target's (its name, its query):
+    for the scaler's log, never for a target's answer. It stays the same while the breaker stays
+    open, so a refused target logs the outage once, not once per failed probe."""
 
     def __init__(self, message: str, problem: str) -> None:
         super().__init__(message)
         self.problem = problem
 
     def for_log(self) -> str:
-        """The message and the last failure behind it: for the scaler's log only."""
-        return f"{self}; the last failure: {self.problem}"
+        """The message and the failure that opened the breaker: for the scaler's log only."""
+        return f"{self}; the failure that opened it: {self.problem}"
 
 
 class BadQuery(SpecError, SourceError):

@@ -65,6 +65,9 @@ class Breaker:
     """Times it has opened without a success between (0 when closed)."""
     probing: bool = False
     last_error: str = ""
+    opened_by: str = ""
+    """The failure that opened it, kept until it closes: each failed probe is another
+    target's failure, and the refused targets log a problem once, not once per probe."""
 
     def __post_init__(self) -> None:
         if self.min_failures < 1:
@@ -104,6 +107,7 @@ class Breaker:
     def success(self) -> None:
         self.failures, self.failing_since = 0, math.nan
         self.opened, self.open_until, self.probing = 0, -math.inf, False
+        self.opened_by = ""
 
     def failure(self, now: float, error: str) -> None:
         self.failures += 1
@@ -117,7 +121,7 @@ class Breaker:
                 self.open_until = now + self.current_cooldown
             return
         if self.failures >= self.min_failures and now - self.failing_since >= self.window:
-            self.opened = 1
+            self.opened, self.opened_by = 1, error
             self.open_until = now + self.current_cooldown
 
 
@@ -178,7 +182,7 @@ class Isolation:
         refusal = breaker.refusal(self._now())
         if refusal is not None:
             raise CircuitOpen(
-                f"source endpoint {endpoint} is failing: {refusal}", breaker.last_error
+                f"source endpoint {endpoint} is failing: {refusal}", breaker.opened_by
             )
         try:
             result = await self._in_thread(endpoint, call)

@@ -35,6 +35,12 @@ from scaler.settings import ServerSettings, TLSSettings
 logger = logging.getLogger(__name__)
 
 SERVICE_NAME = "externalscaler.ExternalScaler"
+LIVENESS_SERVICE = "liveness"
+"""A grpc.health.v1 service SERVING while the server's event loop answers, warm or not: what
+kubelet's startup and liveness probes ask (deploy/base/scaler.yaml). The overall status ("")
+says SERVING only once warm, which is readiness: probed for liveness, a warm-up longer than
+the startup probe's budget (120 s: about 500 targets, or fewer while Prometheus hangs) got the
+replica killed and started over, for ever."""
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -132,13 +138,14 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
         self, request: pb.ScaledObjectRef, context: Context
     ) -> AsyncIterator[pb.IsActiveResponse]:
         state = await self._state(request, context)
-        # The first message is the current state, once known. A target without data yet is
-        # silent, on purpose: `false` would be a made-up answer (KEDA takes a pushed false as
-        # inactive: to zero once cooldownPeriod has passed since it was last active), and an
-        # UNAVAILABLE would end the stream, which KEDA reopens after a backoff growing to a
-        # minute, delaying the wake-up `true` by as much once data comes. Its errors reach KEDA
-        # on the polling path (IsActive, GetMetrics), where `fallback` applies.
-        while state.decision is None and state.bad_query is None:
+        # The first message is the current state, once known. A target without a trustworthy
+        # answer (no data yet, or data older than --staleness: Prometheus down) is silent, on
+        # purpose: `false` would be a made-up answer (KEDA takes a pushed false as inactive: to
+        # zero once cooldownPeriod has passed since it was last active), and an UNAVAILABLE
+        # would end the stream, which KEDA reopens after a backoff growing to a minute,
+        # delaying the wake-up `true` by as much once data comes. Its errors reach KEDA on the
+        # polling path (IsActive, GetMetrics), where `fallback` applies. A bad query ends it.
+        while self._unavailable(state):
             await self._updated(state, context)
         answer = await self._answer(state, context)
         yield pb.IsActiveResponse(result=answer.active)
@@ -153,6 +160,16 @@ class ExternalScalerServicer(pb_grpc.ExternalScalerServicer):
             if now_active and not was_active:
                 yield pb.IsActiveResponse(result=True)
             was_active = now_active
+
+    def _unavailable(self, state: TargetState) -> bool:
+        """Whether the target has no answer to trust now (a bad query is an answer: an error)."""
+        try:
+            self.engine.answer(state)
+        except Unavailable:
+            return True
+        except SpecError:
+            return False
+        return False
 
     async def _updated(self, state: TargetState, context: Context) -> None:
         """Until the engine updates `state`. NOT_FOUND once it has dropped the target (its
@@ -267,9 +284,10 @@ async def create_server(
             f"could not bind the gRPC port {address}; is it in use, or --host not an address "
             "of this machine? Pick another --grpc-port (SCALER_GRPC_PORT) or --host"
         )
-    # NOT_SERVING until the engine is warm (`set_serving`): ready means warm.
+    # NOT_SERVING until the engine is warm (`set_serving`): ready means warm. Alive at once.
     for name in ("", SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await health.set(LIVENESS_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     return server, port, health
 
 

@@ -1,6 +1,7 @@
 """What a Prometheus answer says, read and judged: the sample values (strings, "NaN"/"+Inf"/"-Inf"
 read as NaN), the one series of a range result, the one number of an instant answer (a range
-vector, a scalar or a string is a BadQuery saying so; several series a BadQuery naming sum()),
+vector, a scalar, a string or a native histogram is a BadQuery saying so; several series a
+BadQuery naming sum()),
 a ledger series' samples as rows, and the newest value as a load: a negative one float noise
 read as 0 (`NEGATIVE_NOISE`) or else NegativeLoad, one above scaler/sources/load_bound.py's
 bound ImplausibleLoad (both NoData). Messages name the query, the target and the URL.
@@ -39,9 +40,12 @@ a share of its largest value (one newest value has no scale of its own, the thre
 
 
 def single_series(spec: TargetSpec, url: str, result: list[Any]) -> dict[str, Any] | None:
-    """The only series of a range result, None when there is none; BadQuery for several."""
+    """The only series of a range result, None when there is none; BadQuery for several, or
+    for a series of native histograms."""
     if len(result) > 1:
         raise _several_series(spec, url, len(result))
+    if result and _histograms_only(result[0], "histograms", "values"):
+        raise _native_histogram(spec, url)
     return result[0] if result else None
 
 
@@ -90,6 +94,8 @@ def instant_value(spec: TargetSpec, url: str, data: dict[str, Any]) -> float | N
         return None
     if len(result) > 1:
         raise _several_series(spec, url, len(result))
+    if _histograms_only(result[0], "histogram", "value"):
+        raise _native_histogram(spec, url)
     _, text = result[0]["value"]
     return to_float(text)
 
@@ -119,6 +125,22 @@ def load(spec: TargetSpec, url: str, value: float) -> float:
         "noise, read as 0); wrap the query in clamp_min(..., 0) or fix the subtraction in it"
     )
     raise NegativeLoad(problem.replace("a negative load", f"{value:g}", 1), problem=problem)
+
+
+def _histograms_only(series: Any, histogram: str, number: str) -> bool:
+    return isinstance(series, dict) and histogram in series and number not in series
+
+
+def _native_histogram(spec: TargetSpec, url: str) -> BadQuery:
+    """A query over native histograms returns histograms, not numbers. It used to be read as
+    an answer of the wrong shape from the endpoint: UNAVAILABLE telling the user to check
+    serverAddress, and a failure counted against every target sharing that Prometheus."""
+    return BadQuery(
+        spec.query,
+        f"Prometheus at {url} returned a native histogram, not a number; take one number from "
+        "it, e.g. histogram_count(sum(rate(x[5m]))) for the rate of observations (requests/s), "
+        "or histogram_quantile(0.95, sum(rate(x[5m])))",
+    )
 
 
 def _several_series(spec: TargetSpec, url: str, count: int) -> BadQuery:

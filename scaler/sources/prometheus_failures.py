@@ -1,9 +1,10 @@
 """Why a request to Prometheus failed, in the scaler's errors: every HTTP, transport and
 answer-shape failure becomes `SourceUnavailable`, `MalformedAnswer` or `BadQuery`, with a
 message naming the URL and the fix (the target's serverAddress, the ledger's URL, the
-credentials, the CA file, or the PromQL), here and nowhere else. Also which failures a second
-try may not meet (`retryable`): a refused or reset connection, HTTP 429/502/503/504; never a
-timeout (an outage the breaker must see) nor TLS (a config).
+credentials, the CA file, the client certificate, http:// for a server without TLS, or the
+PromQL), here and nowhere else. Also which failures a second try may not meet (`retryable`): a
+refused or reset connection, HTTP 429/502/503/504; never a timeout (an outage the breaker must
+see) nor TLS (a config).
 
 Messages carry no timestamps and no request query strings (`_short`), so that the engine can
 log a problem once per change.
@@ -89,7 +90,7 @@ class Translator:
                 f"be Prometheus' HTTP API, not a UI page, a proxy or another service)"
             )
         if isinstance(e, requests.exceptions.SSLError):
-            fix = "check --prometheus-ca-file (the CA that signed Prometheus' certificate)"
+            fix = tls_fix(url, str(e))
         # Refused connections, DNS, TLS, and bytes that are not HTTP at all.
         return SourceUnavailable(
             f"Prometheus at {url} is unavailable for {spec.label}{tries} "
@@ -111,6 +112,34 @@ class Translator:
                 "--prometheus-username/--prometheus-password-file or --prometheus-client-cert)"
             )
         return fix
+
+
+CA_FIX = "check --prometheus-ca-file (the CA that signed Prometheus' certificate)"
+_PLAIN_HTTP = ("WRONG_VERSION_NUMBER", "record layer failure", "HTTP_REQUEST")
+"""OpenSSL's words for a handshake answered in plain HTTP (1.1, 3.x, a server's side)."""
+_CLIENT_CERT = ("CERTIFICATE_REQUIRED", "certificate required", "EOF occurred in violation")
+"""A server that wants a client certificate: TLS 1.3 alerts it, or just closes the handshake."""
+
+
+def tls_fix(url: str, error: str) -> str:
+    """What to do about a TLS failure with `url`: only a certificate that does not verify is
+    about the CA file, and telling everyone to check it sent a user whose serverAddress said
+    https:// to a plain-HTTP Prometheus after the wrong file."""
+    if any(word in error for word in _PLAIN_HTTP):
+        plain = "http://" + url.removeprefix("https://")
+        return (
+            f"{url} does not speak TLS (it answered the handshake in plain HTTP); write "
+            f"serverAddress / --prometheus-url as {plain}"
+        )
+    if any(word in error for word in _CLIENT_CERT):
+        return (
+            "Prometheus ended the TLS handshake, as a server requiring a client certificate "
+            "does when it gets none it trusts: give the scaler --prometheus-client-cert and "
+            "--prometheus-client-key, signed by a CA Prometheus trusts (sent to --prometheus-url "
+            "and --prometheus-trusted-url only, and only when the trigger's authModes is empty "
+            "or includes tls)"
+        )
+    return CA_FIX
 
 
 def retryable(e: requests.RequestException) -> bool:

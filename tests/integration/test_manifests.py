@@ -45,6 +45,7 @@ from scaler.decision import metakeys, spec
 from scaler.errors import SpecError
 from scaler.kube import check, crd
 from scaler.offline import retrain_cli
+from scaler.serving import server as grpc_server
 from scaler.store.directory import DirectoryStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -641,7 +642,8 @@ def test_the_liveness_probes_are_native_grpc_on_a_port_kubelet_can_speak_to(
         grpc_probe = container[probe]["grpc"]
         # kubelet's grpc probe speaks no TLS: the mTLS port would fail it for ever.
         assert grpc_probe["port"] == settings.server.health_port != settings.server.grpc_port
-        assert grpc_probe.get("service", "") in ("", "externalscaler.ExternalScaler")
+        # alive, not warm: the overall status "" is readiness (tests/integration/test_liveness.py)
+        assert grpc_probe.get("service") == grpc_server.LIVENESS_SERVICE
 
 
 def test_readiness_waits_for_the_engines_first_refresh_on_readyz() -> None:

@@ -222,8 +222,21 @@ def test_mtls_presents_the_client_certificate_prometheus_requires(
         )
         assert an_hour(source(url, auth), llm, authModes="tls") == 7
         assert state.seen and all(s.client_cert for s in state.seen)
-        with pytest.raises(SourceUnavailable):
+        with pytest.raises(SourceUnavailable) as refused:
             an_hour(source(url, PrometheusAuth(ca_file=pki.ca)), llm)
+    told = str(refused.value)  # the CA is right: the missing client certificate is the fix
+    assert "--prometheus-client-cert" in told and "--prometheus-ca-file" not in told, told
+
+
+def test_https_to_a_prometheus_that_speaks_plain_http_says_to_use_http(
+    prometheus_server: PrometheusServer, llm: BackfilledTrace
+) -> None:
+    url = prometheus_server.url.replace("http://", "https://")
+    with pytest.raises(SourceUnavailable) as refused:
+        an_hour(source(url, PrometheusAuth()), llm)
+    told = str(refused.value)
+    assert "does not speak TLS" in told and prometheus_server.url in told, told
+    assert "--prometheus-ca-file" not in told, told
 
 
 def test_a_ca_or_client_pair_that_is_not_pem_fails_at_start_up_naming_the_flag(

@@ -436,3 +436,31 @@ def test_a_sample_value_that_is_not_a_string_is_a_malformed_answer_not_a_load(
         with pytest.raises(MalformedAnswer, match=f"a sample value is {read}, not a string"):
             source.latest(probe, at=1_700_000_000.0)
         source.close()
+
+
+NATIVE = '{"count":"10","sum":"3.5","buckets":[[0,"0.5","1","10"]]}'
+"""A native histogram sample as Prometheus' HTTP API writes it."""
+
+
+@pytest.mark.parametrize(
+    ("kind", "series"),
+    [
+        ("vector", f'{{"metric":{{}},"histogram":[1700000000,{NATIVE}]}}'),
+        ("matrix", f'{{"metric":{{}},"histograms":[[1699999700,{NATIVE}],[1700000000,{NATIVE}]]}}'),
+    ],
+)
+def test_a_query_returning_native_histograms_is_a_bad_query_naming_the_fix(
+    kind: str, series: str
+) -> None:
+    """It was an answer of the wrong shape from the endpoint: UNAVAILABLE saying to check
+    serverAddress, and a failure counted against every target of that Prometheus."""
+    body = f'{{"status":"success","data":{{"resultType":"{kind}","result":[{series}]}}}}'
+    with sick_endpoints.answering(200, body.encode()) as endpoint:
+        source = PrometheusSource(endpoint.url, timeout=5.0)
+        probe = spec.parse("gpu", "llm", {"query": "sum(rate(latency[5m]))", "threshold": "1"})
+        with pytest.raises(BadQuery, match=r"native histogram.*histogram_count\("):
+            if kind == "vector":
+                source.latest(probe, at=1_700_000_000.0)
+            else:
+                source.history(probe, start=1_699_999_700.0, end=1_700_000_000.0, step=300.0)
+        source.close()

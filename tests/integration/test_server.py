@@ -124,6 +124,40 @@ def test_stream_is_active_sends_the_state_then_true_when_the_pool_wakes(tmp_path
         stream.cancel()
 
 
+def test_a_stream_opened_while_the_data_is_stale_waits_for_fresh_data_instead_of_ending(
+    tmp_path: Path,
+) -> None:
+    """KEDA reopens an ended stream after a backoff that grows to a minute: a stream ended
+    with UNAVAILABLE while Prometheus is down delays the wake-up `true` once it is back."""
+    rows = ["timestamp,value"]  # replayed from row 600: load for 12 s, none for 10 s, load
+    for i in range(1200):
+        value = "" if 612 <= i < 622 else "100"
+        rows.append(f"2024-01-01 00:{i // 60:02d}:{i % 60:02d},{value}")
+    (tmp_path / "gap.csv").write_text("\n".join(rows) + "\n")
+    settings = fast_settings(f"file:{tmp_path}")
+    settings = replace(settings, engine=replace(settings.engine, staleness=2.0))
+    target = ref(name="gap", query="gap", activationThreshold="50", threshold="10")
+    with (
+        RunningScaler(settings) as running,
+        grpc.insecure_channel(running.address) as channel,
+    ):
+        stub = pb_grpc.ExternalScalerStub(channel)
+        assert eventually(lambda: stub.IsActive(target)).result is True
+        deadline = time.monotonic() + 20
+        while True:  # until the last decision is older than the staleness: UNAVAILABLE
+            try:
+                stub.IsActive(target)
+            except grpc.RpcError as exc:
+                if "old" in str(exc.details()):
+                    break
+            assert time.monotonic() < deadline, "the answers never went stale"
+            time.sleep(0.1)
+        stream = stub.StreamIsActive(target, timeout=30)
+        first = next(stream)  # sent once the data is back, not an UNAVAILABLE that ends it
+        assert first.result is True
+        stream.cancel()
+
+
 def test_bad_metadata_is_invalid_argument_naming_the_key_and_others_keep_serving(
     stub: pb_grpc.ExternalScalerStub,
 ) -> None:
