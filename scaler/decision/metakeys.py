@@ -103,6 +103,26 @@ TriggerAuthentication to an external scaler, so here they could only come in cle
 ScaledObject: refused, naming the scaler flag that reads them from a mounted Secret instead."""
 
 
+FROM_ENV = "FromEnv"
+
+
+def from_env_fix(stem: str) -> str:
+    """Why `<stem>FromEnv` is refused. KEDA resolves such a key from the scaled workload's
+    container env for the gRPC call only (and drops it when unset); `scaler retrain` and
+    `scaler check` read the ScaledObject itself and cannot, so serve and the retrain job would
+    disagree on the target."""
+    if stem in SECRET_KEYS:
+        return (
+            f"a credential sent by KEDA in clear text; mount the Secret in the scaler's pod and "
+            f"set {SECRET_KEYS[stem]} instead"
+        )
+    return (
+        f"*FromEnv keys are not read: KEDA resolves them from the workload's env for its calls "
+        f"only, and `scaler retrain` reads the ScaledObject, which holds the variable's name; "
+        f"write the value itself as {stem!r} (a Helm or Kustomize value if it varies)"
+    )
+
+
 def closest_key(key: str) -> str | None:
     """The known key a misspelt one most likely meant (`maxReplica`, `leadtime`,
     KEDA's `maxReplicaCount` -> `maxReplicas`), or None when none is close."""
@@ -140,6 +160,10 @@ def check_shape(meta: Mapping[str, str]) -> None:
                 f"unknown metadata key: KEDA's Prometheus scaler reads it, this scaler does "
                 f"not; {KEDA_PROMETHEUS_KEYS[key]}",
             )
+        stem = key.removesuffix(FROM_ENV)
+        if stem != key and stem in KNOWN_KEYS | set(SECRET_KEYS):
+            shown = "<hidden>" if stem in SECRET_KEYS else quoting.echo(meta[key])
+            raise SpecError(key, shown, from_env_fix(stem))
         near = closest_key(key)
         hint = f"did you mean {near!r}? " if near else ""
         raise SpecError(

@@ -387,6 +387,23 @@ def test_a_key_of_kedas_prometheus_scaler_is_refused_saying_what_to_do_instead(
     assert says in err.fix
 
 
+def test_a_from_env_key_is_refused_saying_to_write_the_value_itself() -> None:
+    """KEDA sends `queryFromEnv` resolved from the workload's env to the scaler, but `scaler
+    retrain` reads the ScaledObject, which holds the variable's name: the two would disagree."""
+    err = refusal(queryFromEnv="sum(rate(requests_total[1m]))")
+    assert err.key == "queryFromEnv"
+    assert "*FromEnv keys are not read" in err.fix
+    assert "write the value itself as 'query'" in err.fix
+    assert "did you mean" not in err.fix
+
+
+def test_a_credential_from_env_is_refused_without_echoing_it() -> None:
+    err = refusal(bearerTokenFromEnv="s3cr3t-token")
+    assert err.key == "bearerTokenFromEnv" and err.value == "<hidden>"
+    assert "s3cr3t-token" not in str(err)
+    assert "--prometheus-token-file" in err.fix
+
+
 def test_an_unknown_key_like_no_known_one_suggests_none() -> None:
     err = refusal(scaleFactor="2")
     assert "did you mean" not in err.fix
