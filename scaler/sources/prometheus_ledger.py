@@ -2,7 +2,9 @@
 budget.spent_per_step), read from the Prometheus that scrapes the scaler: one (n, 2) float
 array of (time, value) rows per series (per scaler pod and trigger key), many ScaledObjects
 in one range query per connection (`spent_samples_of`), chunked under MAX_POINTS and decoded by
-sources/matrix.py on the transport's own uncompressed request (`Client.matrix`).
+sources/matrix.py on the transport's own uncompressed request (`Client.matrix`). A ledger
+read back in money (budget.read_in_money) has each trigger's series priced in the query, at
+the `costPerReplicaHour` that trigger exported.
 
 Must not: ask a target's serverAddress (the ledger lives in the scaler's Prometheus, the
 transport's default URL), or turn samples into spend (budget.py does).
@@ -18,6 +20,7 @@ from functools import partial
 import numpy as np
 
 from models.base import FloatArray
+from scaler.decision import budget
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError
 from scaler.sources import prometheus_answers, prometheus_failures, prometheus_range
@@ -30,6 +33,11 @@ SHADOW_COUNTER = "scaler_shadow_prewarm_replica_hours_total"
 REACTIVE_COUNTER = "scaler_reactive_replica_hours_total"
 """The spend counters every scaler replica exports (telemetry.Telemetry.prewarm_spent, and
 shadow_prewarm: what a `mode: shadow` trigger would have spent, its ledger's record)."""
+UNPRICED = "scaler_unpriced"
+"""The label a money read puts on a series of a trigger that exported no price."""
+PRICE_GAUGE = "scaler_cost_per_replica_hour"
+"""The `costPerReplicaHour` each trigger exports (target_metrics.py): the price its spend was
+paid at, for a ledger read back in money."""
 
 
 def spent_samples_of(
@@ -44,7 +52,7 @@ def spent_samples_of(
     """prometheus.PrometheusSource.spent_samples_of: each of `specs`' samples, keyed by
     spec.key, in one range query per connection and counter; a target whose connection is
     misconfigured (ConfigError) is left out when asked with others."""
-    groups: dict[tuple[Connection, str], list[TargetSpec]] = {}
+    groups: dict[tuple[Connection, str, bool], list[TargetSpec]] = {}
     for spec in specs:
         try:
             connection = transport.credentials.connection(spec, transport.default_url)
@@ -52,13 +60,36 @@ def spent_samples_of(
             if len(specs) == 1:
                 raise
             continue
-        groups.setdefault((connection, _counter(spec, reactive=reactive)), []).append(spec)
+        money = not reactive and _in_money(spec)
+        groups.setdefault((connection, _counter(spec, reactive=reactive), money), []).append(spec)
     found: dict[str, list[FloatArray]] = {}
-    for (_, counter), members in groups.items():
+    for (_, counter, money), members in groups.items():
         found.update(
-            _spent_of(transport, members, start=start, end=end, step=step, counter=counter)
+            _spent_of(
+                transport, members, start=start, end=end, step=step, counter=counter, money=money
+            )
         )
     return found
+
+
+def _in_money(spec: TargetSpec) -> bool:
+    """Whether `spec`'s ledger is read back in money (budget.read_in_money)."""
+    share, cost = spec.prewarm_budget_share, spec.cost_per_replica_hour
+    return budget.read_in_money(cost_per_replica_hour=cost, share=share)
+
+
+def _query(counter: str, selector: str, *, money: bool, window: float) -> str:
+    """The query of `counter{selector}`; in `money`, each trigger's series at the
+    `costPerReplicaHour` it exported (PRICE_GAUGE, seen within `window`), and one that exported
+    none (a trigger budgeted in replica-hours before an edit) marked UNPRICED, for the reader
+    to price at the asking trigger's own price. A price is part of a trigger's key, so a series
+    has one price, and stays a counter."""
+    series = f"{counter}{{{selector}}}"
+    if not money:
+        return series
+    seen = f"max by (target) (max_over_time({PRICE_GAUGE}{{{selector}}}[{int(window) + 1}s]))"
+    unpriced = f'label_replace({series} unless on (target) {seen}, "{UNPRICED}", "1", "", "")'
+    return f"({series} * on (target) group_left () {seen}) or {unpriced}"
 
 
 def _spent_of(
@@ -69,6 +100,7 @@ def _spent_of(
     end: float,
     step: float,
     counter: str,
+    money: bool,
 ) -> dict[str, list[FloatArray]]:
     # Every trigger key of these ScaledObjects (`namespace/name#<metadata hash>`): editing
     # a trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
@@ -79,8 +111,9 @@ def _spent_of(
     group = alternatives if len(objects) == 1 else f"(?:{alternatives})"
     pattern = group + re.escape("#") + "[0-9a-f]+"
     target = pattern.replace("\\", "\\\\").replace('"', '\\"')
-    query = f'{counter}{{target=~"{target}"}}'
+    query = _query(counter, f'target=~"{target}"', money=money, window=end - start)
     series: dict[str, dict[str, list[FloatArray]]] = {key: {} for key in objects}
+    unpriced: set[str] = set()
     began = time.monotonic()
     first, url = specs[0], transport.default_url
     grid = Grid(start, step, prometheus_range.grid_size(start, end, step))
@@ -93,12 +126,26 @@ def _spent_of(
                 if owner not in series:  # not one of ours: another object's prefix
                     continue
                 name = repr(sorted(found["metric"].items()))
+                if UNPRICED in found["metric"]:
+                    unpriced.add(name)
                 chunks = series[owner].setdefault(name, [])
                 chunks.append(prometheus_answers.counter_samples(found["values"]))
-    return {
-        spec.key: [np.concatenate(chunks) for chunks in series[spend_key(spec)].values()]
-        for spec in specs
-    }
+    return {spec.key: _samples(spec, series[spend_key(spec)], unpriced) for spec in specs}
+
+
+def _samples(
+    spec: TargetSpec, series: dict[str, list[FloatArray]], unpriced: set[str]
+) -> list[FloatArray]:
+    """`spec`'s series, each one array; one marked UNPRICED in replica-hours priced at `spec`'s
+    own price."""
+    price = spec.cost_per_replica_hour
+    out = []
+    for name, chunks in series.items():
+        rows = np.concatenate(chunks)
+        if name in unpriced and price is not None:
+            rows = rows * np.array([1.0, price])
+        out.append(rows)
+    return out
 
 
 def _counter(spec: TargetSpec, *, reactive: bool) -> str:

@@ -116,9 +116,10 @@ def test_the_samples_decoded_as_arrays_are_the_standard_parses_bit_for_bit(
             assert any(fast.values())
     finally:
         source.close()
-    # Prometheus' answers were decoded, not left to json: the spend of the active triggers and
-    # of the shadow one (its own counter), then the reactive hours of all.
-    assert decoded == [True, True, True]
+    # Prometheus' answers were decoded, not left to json: the spend of the active triggers (in
+    # replica-hours, and in money for the priced amount budget) and of the shadow one (its own
+    # counter), then the reactive hours of all.
+    assert decoded == [True, True, True, True]
 
 
 def test_targets_first_refreshed_in_one_step_share_one_ledger_query_and_get_the_same_ledgers(
@@ -133,9 +134,9 @@ def test_targets_first_refreshed_in_one_step_share_one_ledger_query_and_get_the_
     assert any(spent > 0 for spent, _limit in batched.values())
     shares = sum(1 for s in specs if s.prewarm_budget_share is not None)
     assert asked_alone.count("ledger") == len(specs) + shares
-    # the spend of the active triggers, of the shadow ones (their own counter), and the
-    # reactive hours of the shares
-    assert asked.count("ledger") == 3
+    # the spend of the active triggers (in replica-hours, and in money for the priced amount
+    # budget), of the shadow ones (their own counter), and the reactive hours of the shares
+    assert asked.count("ledger") == 4
 
 
 def test_a_failed_batch_leaves_each_target_to_read_its_own_ledger(
@@ -169,4 +170,4 @@ def test_a_target_without_the_credentials_it_asks_for_fails_alone_not_its_batch(
     assert seen == ledgers(prometheus_server, specs)[0]
     assert list(notes) == [broken.key]
     assert "authModes asks for bearer" in str(notes[broken.key])
-    assert asked.count("ledger") == 3  # the batch's three; the broken read sent nothing
+    assert asked.count("ledger") == 4  # the batch's four; the broken read sent nothing
