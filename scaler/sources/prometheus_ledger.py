@@ -3,8 +3,8 @@ budget.spent_per_step), read from the Prometheus that scrapes the scaler: one (n
 array of (time, value) rows per series (per scaler pod and trigger key), many ScaledObjects
 in one range query per connection (`spent_samples_of`), chunked under MAX_POINTS and decoded by
 sources/matrix.py on the transport's own uncompressed request (`Client.matrix`). A ledger
-read back in money (budget.read_in_money) has each trigger's series priced in the query, at
-the `costPerReplicaHour` that trigger exported.
+read back in money (budget.read_in_money) has each trigger's series priced at the
+`costPerReplicaHour` that trigger exported (one instant query of PRICE_GAUGE per read).
 
 Must not: ask a target's serverAddress (the ledger lives in the scaler's Prometheus, the
 transport's default URL), or turn samples into spend (budget.py does).
@@ -12,6 +12,7 @@ transport's default URL), or turn samples into spend (budget.py does).
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -23,7 +24,12 @@ from models.base import FloatArray
 from scaler.decision import budget
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError
-from scaler.sources import prometheus_answers, prometheus_failures, prometheus_range
+from scaler.sources import (
+    prometheus_answers,
+    prometheus_failures,
+    prometheus_range,
+    prometheus_transport,
+)
 from scaler.sources.credentials import Connection
 from scaler.sources.prometheus_range import Grid
 from scaler.sources.prometheus_transport import Transport
@@ -33,8 +39,6 @@ SHADOW_COUNTER = "scaler_shadow_prewarm_replica_hours_total"
 REACTIVE_COUNTER = "scaler_reactive_replica_hours_total"
 """The spend counters every scaler replica exports (telemetry.Telemetry.prewarm_spent, and
 shadow_prewarm: what a `mode: shadow` trigger would have spent, its ledger's record)."""
-UNPRICED = "scaler_unpriced"
-"""The label a money read puts on a series of a trigger that exported no price."""
 PRICE_GAUGE = "scaler_cost_per_replica_hour"
 """The `costPerReplicaHour` each trigger exports (target_metrics.py): the price its spend was
 paid at, for a ledger read back in money."""
@@ -52,7 +56,7 @@ def spent_samples_of(
     """prometheus.PrometheusSource.spent_samples_of: each of `specs`' samples, keyed by
     spec.key, in one range query per connection and counter; a target whose connection is
     misconfigured (ConfigError) is left out when asked with others."""
-    groups: dict[tuple[Connection, str, bool], list[TargetSpec]] = {}
+    groups: dict[tuple[Connection, str], list[TargetSpec]] = {}
     for spec in specs:
         try:
             connection = transport.credentials.connection(spec, transport.default_url)
@@ -60,13 +64,18 @@ def spent_samples_of(
             if len(specs) == 1:
                 raise
             continue
-        money = not reactive and _in_money(spec)
-        groups.setdefault((connection, _counter(spec, reactive=reactive), money), []).append(spec)
+        groups.setdefault((connection, _counter(spec, reactive=reactive)), []).append(spec)
     found: dict[str, list[FloatArray]] = {}
-    for (_, counter, money), members in groups.items():
+    for (_, counter), members in groups.items():
         found.update(
             _spent_of(
-                transport, members, start=start, end=end, step=step, counter=counter, money=money
+                transport,
+                members,
+                start=start,
+                end=end,
+                step=step,
+                counter=counter,
+                priced=not reactive,
             )
         )
     return found
@@ -78,20 +87,6 @@ def _in_money(spec: TargetSpec) -> bool:
     return budget.read_in_money(cost_per_replica_hour=cost, share=share)
 
 
-def _query(counter: str, selector: str, *, money: bool, window: float) -> str:
-    """The query of `counter{selector}`; in `money`, each trigger's series at the
-    `costPerReplicaHour` it exported (PRICE_GAUGE, seen within `window`), and one that exported
-    none (a trigger budgeted in replica-hours before an edit) marked UNPRICED, for the reader
-    to price at the asking trigger's own price. A price is part of a trigger's key, so a series
-    has one price, and stays a counter."""
-    series = f"{counter}{{{selector}}}"
-    if not money:
-        return series
-    seen = f"max by (target) (max_over_time({PRICE_GAUGE}{{{selector}}}[{int(window) + 1}s]))"
-    unpriced = f'label_replace({series} unless on (target) {seen}, "{UNPRICED}", "1", "", "")'
-    return f"({series} * on (target) group_left () {seen}) or {unpriced}"
-
-
 def _spent_of(
     transport: Transport,
     specs: list[TargetSpec],
@@ -100,7 +95,7 @@ def _spent_of(
     end: float,
     step: float,
     counter: str,
-    money: bool,
+    priced: bool,
 ) -> dict[str, list[FloatArray]]:
     # Every trigger key of these ScaledObjects (`namespace/name#<metadata hash>`): editing
     # a trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
@@ -111,9 +106,10 @@ def _spent_of(
     group = alternatives if len(objects) == 1 else f"(?:{alternatives})"
     pattern = group + re.escape("#") + "[0-9a-f]+"
     target = pattern.replace("\\", "\\\\").replace('"', '\\"')
-    query = _query(counter, f'target=~"{target}"', money=money, window=end - start)
+    selector = f'target=~"{target}"'
+    query = f"{counter}{{{selector}}}"
     series: dict[str, dict[str, list[FloatArray]]] = {key: {} for key in objects}
-    unpriced: set[str] = set()
+    triggers: dict[str, str] = {}  # each series' trigger key, by the series' name
     began = time.monotonic()
     first, url = specs[0], transport.default_url
     grid = Grid(start, step, prometheus_range.grid_size(start, end, step))
@@ -122,30 +118,62 @@ def _spent_of(
         result = transport.ask(first, call, url=url, query=query, kind="ledger", began=began)
         with prometheus_failures.expecting(first, url, prometheus_answers.RANGE_SHAPE):
             for found in result:
-                owner = str(found["metric"]["target"]).rsplit("#", 1)[0]
+                trigger = str(found["metric"]["target"])
+                owner = trigger.rsplit("#", 1)[0]
                 if owner not in series:  # not one of ours: another object's prefix
                     continue
                 name = repr(sorted(found["metric"].items()))
-                if UNPRICED in found["metric"]:
-                    unpriced.add(name)
+                triggers[name] = trigger
                 chunks = series[owner].setdefault(name, [])
                 chunks.append(prometheus_answers.counter_samples(found["values"]))
-    return {spec.key: _samples(spec, series[spend_key(spec)], unpriced) for spec in specs}
-
-
-def _samples(
-    spec: TargetSpec, series: dict[str, list[FloatArray]], unpriced: set[str]
-) -> list[FloatArray]:
-    """`spec`'s series, each one array; one marked UNPRICED in replica-hours priced at `spec`'s
-    own price."""
-    price = spec.cost_per_replica_hour
-    out = []
-    for name, chunks in series.items():
-        rows = np.concatenate(chunks)
-        if name in unpriced and price is not None:
-            rows = rows * np.array([1.0, price])
-        out.append(rows)
+    prices: dict[str, float] = {}
+    if priced and triggers and any(_in_money(spec) for spec in specs):
+        prices = _prices(transport, first, selector, at=end, window=end - start, began=began)
+    out: dict[str, list[FloatArray]] = {}
+    for spec in specs:
+        own = series[spend_key(spec)]
+        arrays = {name: np.concatenate(chunks) for name, chunks in own.items()}
+        if _in_money(spec):
+            arrays = {
+                name: _at_price(rows, prices, triggers[name], spec) for name, rows in arrays.items()
+            }
+        out[spec.key] = list(arrays.values())
     return out
+
+
+def _prices(
+    transport: Transport,
+    first: TargetSpec,
+    selector: str,
+    *,
+    at: float,
+    window: float,
+    began: float,
+) -> dict[str, float]:
+    """The `costPerReplicaHour` each trigger of `selector` exported within `window` before
+    `at` (PRICE_GAUGE), by trigger key: one instant query."""
+    query = f"max by (target) (max_over_time({PRICE_GAUGE}{{{selector}}}[{int(window) + 1}s]))"
+    url = transport.default_url
+    call = partial(prometheus_transport.query_instant, query=query, at=at)
+    data = transport.ask(first, call, url=url, query=query, kind="ledger", began=began)
+    with prometheus_failures.expecting(first, url, prometheus_answers.INSTANT_SHAPE):
+        return {
+            str(item["metric"]["target"]): prometheus_answers.to_float(item["value"][1])
+            for item in data["result"]
+        }
+
+
+def _at_price(
+    rows: FloatArray, prices: dict[str, float], trigger: str, spec: TargetSpec
+) -> FloatArray:
+    """A series of replica-hours in money: at the price its trigger exported, or at `spec`'s
+    own when it exported none (a trigger budgeted in replica-hours before an edit) or one not
+    finite and positive. A price is part of a trigger's key, so a series has one price."""
+    price = prices.get(trigger, math.nan)
+    if not (math.isfinite(price) and price > 0):
+        price = spec.cost_per_replica_hour or 0.0
+    priced: FloatArray = rows * np.array([1.0, price])
+    return priced
 
 
 def _counter(spec: TargetSpec, *, reactive: bool) -> str:
