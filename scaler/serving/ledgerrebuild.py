@@ -79,7 +79,11 @@ class Rebuilds:
             sample_step=LEDGER_STEP,
         )
         spent = budget.spent_per_step(samples, start=start)
-        budget.seed(state.ledger, [*spent, (now, reserve)])
+        money = budget.read_in_money(
+            cost_per_replica_hour=spec.cost_per_replica_hour, share=spec.prewarm_budget_share
+        )  # then the record is each trigger's spend at its own price (an edit's old one)
+        reserve_amount = state.ledger.price(reserve) if money else reserve
+        budget.seed(state.ledger, [*spent, (now, reserve_amount)], money=money)
         budget.seed_reactive(state.ledger, budget.reactive_per_step(used, start=start))
         state.ledger_known, state.ledger_note = True, None
         logger.info(

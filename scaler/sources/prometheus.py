@@ -184,7 +184,9 @@ class PrometheusSource:
         """(time, value) samples of SPENT_COUNTER (SHADOW_COUNTER for a shadow trigger,
         REACTIVE_COUNTER if `reactive`; prometheus_ledger.py) for spec's
         ScaledObject at start, start + step, ... <= end: one (n, 2) array of rows per series
-        (per scaler pod and trigger key), none when nothing was ever recorded.
+        (per scaler pod and trigger key), none when nothing was ever recorded. In money, each
+        trigger's at the price it exported, for an amount budget with a price
+        (budget.read_in_money): an edited price does not reprice what was spent before.
 
         Asks the default URL, never spec.server_address: the ledger lives in the Prometheus
         that scrapes the scaler, not in the one holding the target's load.

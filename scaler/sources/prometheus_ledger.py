@@ -2,7 +2,9 @@
 budget.spent_per_step), read from the Prometheus that scrapes the scaler: one (n, 2) float
 array of (time, value) rows per series (per scaler pod and trigger key), many ScaledObjects
 in one range query per connection (`spent_samples_of`), chunked under MAX_POINTS and decoded by
-sources/matrix.py on the transport's own uncompressed request (`Client.matrix`).
+sources/matrix.py on the transport's own uncompressed request (`Client.matrix`). A ledger
+read back in money (budget.read_in_money) has each trigger's series priced at the
+`costPerReplicaHour` that trigger exported (one instant query of PRICE_GAUGE per read).
 
 Must not: ask a target's serverAddress (the ledger lives in the scaler's Prometheus, the
 transport's default URL), or turn samples into spend (budget.py does).
@@ -10,6 +12,7 @@ transport's default URL), or turn samples into spend (budget.py does).
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -18,9 +21,15 @@ from functools import partial
 import numpy as np
 
 from models.base import FloatArray
+from scaler.decision import budget
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError
-from scaler.sources import prometheus_answers, prometheus_failures, prometheus_range
+from scaler.sources import (
+    prometheus_answers,
+    prometheus_failures,
+    prometheus_range,
+    prometheus_transport,
+)
 from scaler.sources.credentials import Connection
 from scaler.sources.prometheus_range import Grid
 from scaler.sources.prometheus_transport import Transport
@@ -30,6 +39,9 @@ SHADOW_COUNTER = "scaler_shadow_prewarm_replica_hours_total"
 REACTIVE_COUNTER = "scaler_reactive_replica_hours_total"
 """The spend counters every scaler replica exports (telemetry.Telemetry.prewarm_spent, and
 shadow_prewarm: what a `mode: shadow` trigger would have spent, its ledger's record)."""
+PRICE_GAUGE = "scaler_cost_per_replica_hour"
+"""The `costPerReplicaHour` each trigger exports (target_metrics.py): the price its spend was
+paid at, for a ledger read back in money."""
 
 
 def spent_samples_of(
@@ -56,9 +68,23 @@ def spent_samples_of(
     found: dict[str, list[FloatArray]] = {}
     for (_, counter), members in groups.items():
         found.update(
-            _spent_of(transport, members, start=start, end=end, step=step, counter=counter)
+            _spent_of(
+                transport,
+                members,
+                start=start,
+                end=end,
+                step=step,
+                counter=counter,
+                priced=not reactive,
+            )
         )
     return found
+
+
+def _in_money(spec: TargetSpec) -> bool:
+    """Whether `spec`'s ledger is read back in money (budget.read_in_money)."""
+    share, cost = spec.prewarm_budget_share, spec.cost_per_replica_hour
+    return budget.read_in_money(cost_per_replica_hour=cost, share=share)
 
 
 def _spent_of(
@@ -69,6 +95,7 @@ def _spent_of(
     end: float,
     step: float,
     counter: str,
+    priced: bool,
 ) -> dict[str, list[FloatArray]]:
     # Every trigger key of these ScaledObjects (`namespace/name#<metadata hash>`): editing
     # a trigger's metadata changes its hash, and must not hand it a fresh budget. Spend of
@@ -79,8 +106,10 @@ def _spent_of(
     group = alternatives if len(objects) == 1 else f"(?:{alternatives})"
     pattern = group + re.escape("#") + "[0-9a-f]+"
     target = pattern.replace("\\", "\\\\").replace('"', '\\"')
-    query = f'{counter}{{target=~"{target}"}}'
+    selector = f'target=~"{target}"'
+    query = f"{counter}{{{selector}}}"
     series: dict[str, dict[str, list[FloatArray]]] = {key: {} for key in objects}
+    triggers: dict[str, str] = {}  # each series' trigger key, by the series' name
     began = time.monotonic()
     first, url = specs[0], transport.default_url
     grid = Grid(start, step, prometheus_range.grid_size(start, end, step))
@@ -89,16 +118,62 @@ def _spent_of(
         result = transport.ask(first, call, url=url, query=query, kind="ledger", began=began)
         with prometheus_failures.expecting(first, url, prometheus_answers.RANGE_SHAPE):
             for found in result:
-                owner = str(found["metric"]["target"]).rsplit("#", 1)[0]
+                trigger = str(found["metric"]["target"])
+                owner = trigger.rsplit("#", 1)[0]
                 if owner not in series:  # not one of ours: another object's prefix
                     continue
                 name = repr(sorted(found["metric"].items()))
+                triggers[name] = trigger
                 chunks = series[owner].setdefault(name, [])
                 chunks.append(prometheus_answers.counter_samples(found["values"]))
-    return {
-        spec.key: [np.concatenate(chunks) for chunks in series[spend_key(spec)].values()]
-        for spec in specs
-    }
+    prices: dict[str, float] = {}
+    if priced and triggers and any(_in_money(spec) for spec in specs):
+        prices = _prices(transport, first, selector, at=end, window=end - start, began=began)
+    out: dict[str, list[FloatArray]] = {}
+    for spec in specs:
+        own = series[spend_key(spec)]
+        arrays = {name: np.concatenate(chunks) for name, chunks in own.items()}
+        if _in_money(spec):
+            arrays = {
+                name: _at_price(rows, prices, triggers[name], spec) for name, rows in arrays.items()
+            }
+        out[spec.key] = list(arrays.values())
+    return out
+
+
+def _prices(
+    transport: Transport,
+    first: TargetSpec,
+    selector: str,
+    *,
+    at: float,
+    window: float,
+    began: float,
+) -> dict[str, float]:
+    """The `costPerReplicaHour` each trigger of `selector` exported within `window` before
+    `at` (PRICE_GAUGE), by trigger key: one instant query."""
+    query = f"max by (target) (max_over_time({PRICE_GAUGE}{{{selector}}}[{int(window) + 1}s]))"
+    url = transport.default_url
+    call = partial(prometheus_transport.query_instant, query=query, at=at)
+    data = transport.ask(first, call, url=url, query=query, kind="ledger", began=began)
+    with prometheus_failures.expecting(first, url, prometheus_answers.INSTANT_SHAPE):
+        return {
+            str(item["metric"]["target"]): prometheus_answers.to_float(item["value"][1])
+            for item in data["result"]
+        }
+
+
+def _at_price(
+    rows: FloatArray, prices: dict[str, float], trigger: str, spec: TargetSpec
+) -> FloatArray:
+    """A series of replica-hours in money: at the price its trigger exported, or at `spec`'s
+    own when it exported none (a trigger budgeted in replica-hours before an edit) or one not
+    finite and positive. A price is part of a trigger's key, so a series has one price."""
+    price = prices.get(trigger, math.nan)
+    if not (math.isfinite(price) and price > 0):
+        price = spec.cost_per_replica_hour or 0.0
+    priced: FloatArray = rows * np.array([1.0, price])
+    return priced
 
 
 def _counter(spec: TargetSpec, *, reactive: bool) -> str:

@@ -4,7 +4,8 @@ record a freshly started scaler rebuilds its prewarm ledger from.
 Two triggers on the llm trace, each with a 24-unit daily budget; both spent 20 replica-hours
 over the last 5 hours, recorded by two scaler pods, one of which restarted 2 hours before the
 end (a counter reset). `HOURS` is budgeted in replica-hours (4 left); `MONEY` at 1.2 USD per
-replica-hour, so the 20 replica-hours cost the whole 24 USD (nothing left). `SHADOW` is `HOURS` in
+replica-hour, so the 20 replica-hours cost the whole 24 USD (nothing left), as its exported
+price says. `SHADOW` is `HOURS` in
 `mode: shadow`, its spend in the shadow counter. `SHARE` is budgeted
 at 10 % of the reactive replica-hours, which the same pods recorded at REACTIVE_PER_HOUR for
 longer than a day: 10 % of 300 replica-hours in the window, 10 left.
@@ -43,7 +44,8 @@ def key(name: str) -> str:
 
 def counters(*, end: float) -> list[CounterSeries]:
     """Both pods' `scaler_prewarm_replica_hours_total` and
-    `scaler_reactive_replica_hours_total` for every trigger of NAMES, up to `end`."""
+    `scaler_reactive_replica_hours_total` for every trigger of NAMES, up to `end`, and the
+    `scaler_cost_per_replica_hour` gauge of a priced one (the price its spend was paid at)."""
     times = np.arange(end - RECORDED, end + 1e-6, SCRAPE)
     spent = np.clip((times - (end - SPENDING)) / SPENDING, 0.0, 1.0) * SPENT_HOURS
     used = (times - times[0]) / 3600.0 * REACTIVE_PER_HOUR
@@ -55,6 +57,17 @@ def counters(*, end: float) -> list[CounterSeries]:
             ("scaler_reactive_replica_hours", used),
         )
         for pod, values in _pods(times, total, end=end).items()
+    ] + [
+        CounterSeries(
+            "scaler_cost_per_replica_hour",
+            {"job": "scaler", "pod": pod, "target": key(name)},
+            times,
+            np.full_like(times, float(meta["costPerReplicaHour"])),
+            kind="gauge",
+        )
+        for name, meta in NAMES.items()
+        if "costPerReplicaHour" in meta
+        for pod in ("scaler-a", "scaler-b")
     ]
 
 

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from models.base import DAY
 from scaler.clock import ManualClock
-from scaler.decision import spec
+from scaler.decision import budget, spec
 from scaler.decision.spec import TargetSpec
 from scaler.errors import SourceUnavailable
 from scaler.serving import ledgerreads
@@ -35,6 +35,18 @@ def targets() -> list[TargetSpec]:
     meta = {**spend_history.HOURS, "prewarmBudget": "10%"}
     new = [spec.parse("fresh", f"llm-{i}", meta) for i in range(NEWCOMERS)]
     return known + new
+
+
+def priced(specs: list[TargetSpec]) -> int:
+    """Targets whose ledger is in money: each read alone asks the prices its spend was paid at
+    too (one instant query)."""
+    return sum(
+        1
+        for s in specs
+        if budget.read_in_money(
+            cost_per_replica_hour=s.cost_per_replica_hour, share=s.prewarm_budget_share
+        )
+    )
 
 
 def ledgers(
@@ -132,10 +144,11 @@ def test_targets_first_refreshed_in_one_step_share_one_ledger_query_and_get_the_
     assert batched == alone
     assert any(spent > 0 for spent, _limit in batched.values())
     shares = sum(1 for s in specs if s.prewarm_budget_share is not None)
-    assert asked_alone.count("ledger") == len(specs) + shares
-    # the spend of the active triggers, of the shadow ones (their own counter), and the
-    # reactive hours of the shares
-    assert asked.count("ledger") == 3
+    assert asked_alone.count("ledger") == len(specs) + shares + priced(specs)
+    # the spend of the active triggers and the prices they were paid at (an instant query, for
+    # the priced amount budget), of the shadow ones (their own counter), and the reactive
+    # hours of the shares
+    assert asked.count("ledger") == 4
 
 
 def test_a_failed_batch_leaves_each_target_to_read_its_own_ledger(
@@ -155,7 +168,7 @@ def test_a_failed_batch_leaves_each_target_to_read_its_own_ledger(
 
     assert seen == alone
     shares = sum(1 for s in specs if s.prewarm_budget_share is not None)
-    assert asked.count("ledger") == len(specs) + shares
+    assert asked.count("ledger") == len(specs) + shares + priced(specs)
 
 
 def test_a_target_without_the_credentials_it_asks_for_fails_alone_not_its_batch(
@@ -169,4 +182,4 @@ def test_a_target_without_the_credentials_it_asks_for_fails_alone_not_its_batch(
     assert seen == ledgers(prometheus_server, specs)[0]
     assert list(notes) == [broken.key]
     assert "authModes asks for bearer" in str(notes[broken.key])
-    assert asked.count("ledger") == 3  # the batch's three; the broken read sent nothing
+    assert asked.count("ledger") == 4  # the batch's four; the broken read sent nothing

@@ -185,3 +185,41 @@ def test_editing_a_triggers_metadata_does_not_hand_it_a_fresh_budget(
         assert state.ledger_known
         left = spend_history.BUDGET - spend_history.SPENT_HOURS
         assert state.ledger.remaining(scaler.clock.now()) <= left + 1e-6
+
+
+def test_cutting_a_triggers_price_does_not_hand_back_money_spent_at_the_old_one(
+    prometheus_server: PrometheusServer,
+) -> None:
+    """The spend record is in replica-hours, and was priced at the edited trigger's new price:
+    the 24 USD spent at 1.2 became 12 USD at 0.6, and 12 USD more could be spent in the same
+    window (36 USD of a 24 USD budget)."""
+    cheaper = {**spend_history.MONEY, "costPerReplicaHour": "0.6"}  # a new target key
+    # and a trigger budgeted in replica-hours, given a price: its spend at the new one
+    priced = {**spend_history.HOURS, "costPerReplicaHour": "1.5", "prewarmBudget": "36"}
+    with fresh_scaler(prometheus_server) as (scaler, stub):
+        for name, meta in (("spender-money", cheaper), ("spender", priced)):
+            ref = pb.ScaledObjectRef(
+                namespace=spend_history.NAMESPACE, name=name, scalerMetadata=meta
+            )
+            stub.GetMetricSpec(ref)
+            request = pb.GetMetricsRequest(scaledObjectRef=ref, metricName="m")
+            eventually(lambda r=request: stub.GetMetrics(r), timeout=30)
+        assert scaler.engine is not None
+        states = {s.spec.cost_per_replica_hour: s for s in scaler.engine.targets.values()}
+        now = scaler.clock.now()
+        state = states[0.6]
+        assert state.spec.key != spend_history.key("spender-money") and state.ledger_known
+        # 20 replica-hours at the 1.2 USD they were paid at: the whole 24 USD.
+        assert state.ledger.spent(now) >= spend_history.BUDGET - 1e-6
+        assert state.ledger.remaining(now) < 1e-6
+        assert state.ledger.allowance(now, scaler.settings.engine.step) == 0
+        # 20 replica-hours at 1.5 are 30 of 36 USD, and the reserve for unscraped spend.
+        reserve = unrecorded.unrecorded_spend(
+            max_prewarm_replicas=state.spec.max_prewarm_replicas,
+            step=scaler.settings.engine.step,
+            scrape_interval=scaler.settings.engine.ledger_scrape_interval,
+            sample_step=LEDGER_STEP,
+        )
+        expected = (spend_history.SPENT_HOURS + reserve) * 1.5
+        assert states[1.5].ledger_known
+        assert expected - 1e-6 <= states[1.5].ledger.spent(now) <= expected + 0.05
