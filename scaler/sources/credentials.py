@@ -2,8 +2,9 @@
 custom headers and the tenant `namespace` parameter.
 
 Owns: which Prometheus URLs may receive the scaler's credentials (the default and ledger URLs
-and `PrometheusAuth.trusted`, compared by origin), the header each KEDA authMode adds, read from
-its file and read again when the file changes (a rotated token is used on the next request),
+and `PrometheusAuth.trusted`, compared by origin; a redirect elsewhere is sent none), the
+header each KEDA authMode adds, read from its file and read again when the file changes (a
+rotated token is used on the next request),
 and the check that a target's `authModes` are ones the scaler can serve.
 Must not: import requests (sources/prometheus_transport.py sends them), put a secret into a message
 or a log line, or take a secret from trigger metadata (spec.py refuses them).
@@ -183,6 +184,11 @@ class Credentials:
             params=params,
             modes=modes,
         )
+
+    def secret_header_names(self) -> tuple[str, ...]:
+        """The names of every header that can carry one of the scaler's credentials."""
+        custom = self.auth.custom_auth_header
+        return ("Authorization", custom) if custom else ("Authorization",)
 
     def secret_headers(self, modes: tuple[str, ...]) -> dict[str, str]:
         """The headers carrying the credentials of `modes`, read from their files now."""

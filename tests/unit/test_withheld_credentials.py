@@ -1,10 +1,12 @@
 """A 401 or 403 from a trigger's serverAddress that is not trusted with the scaler's
 credentials says that none were sent, and why, instead of pointing at the credentials: the
-scaler withheld them on purpose (sources/credentials.py), so checking them would not help."""
+scaler withheld them on purpose (sources/credentials.py), so checking them would not help.
+And a trusted Prometheus that redirects elsewhere does not pass the credentials on."""
 
 from __future__ import annotations
 
 import http.server
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,3 +90,69 @@ def test_a_refusal_by_a_trusted_server_points_at_the_credentials(refusing: str) 
         "--prometheus-username/--prometheus-password-file, --prometheus-client-cert) and the "
         "target's authModes"
     )
+
+
+class _Answers(http.server.BaseHTTPRequestHandler):
+    """A server that answers every query with load 3 and keeps the headers it was sent."""
+
+    seen: list[dict[str, str]]
+
+    def do_GET(self) -> None:
+        self.seen.append(dict(self.headers))
+        result = [{"metric": {}, "value": [1.7e9, "3"]}]
+        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _serve(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.HTTPServer:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize(
+    "auth",
+    [
+        {"bearer_token_file": "secret"},
+        {"username": "scaler", "password_file": "secret"},
+        {"custom_auth_header": "X-Api-Key", "custom_auth_value_file": "secret"},
+    ],
+    ids=["bearer", "basic", "custom"],
+)
+def test_a_trusted_prometheus_redirecting_elsewhere_does_not_pass_the_credentials_on(
+    auth: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "secret").write_text("s3cret\n")
+    seen: list[dict[str, str]] = []
+    stranger = _serve(type("Stranger", (_Answers,), {"seen": seen}))
+    elsewhere = f"http://localhost:{stranger.server_address[1]}"
+
+    class Redirects(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", elsewhere + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    trusted = _serve(Redirects)
+    url = f"http://127.0.0.1:{trusted.server_address[1]}"
+    files = {k: tmp_path / v if k.endswith("_file") else v for k, v in auth.items()}
+    source = PrometheusSource(
+        url, credentials=Credentials(PrometheusAuth(**files), trusted_urls=(url,))
+    )
+    target = spec.parse("gpu", "llm", {"query": "up", "threshold": "1"})
+    try:
+        source.latest(target, at=1.7e9)
+    finally:
+        for server in (trusted, stranger):
+            server.shutdown()
+            server.server_close()
+    assert len(seen) == 1
+    assert not {"Authorization", "X-Api-Key"} & set(seen[0]), seen[0]
