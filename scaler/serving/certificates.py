@@ -15,9 +15,13 @@ file's stamp is taken before it is read, so that a swap during the read is seen 
 
 Checked with Python's ssl: a certificate and key that do not make a pair, or a client CA that is
 not a certificate, are refused at start-up naming the files (grpcio reported either as a gRPC
-port it could not bind). An expired certificate is refused too (at start-up, and as a renewal):
-every KEDA handshake would fail while health said SERVING. The expiry of the certificate in use
-is exported (`scaler_tls_certificate_expiry_timestamp_seconds`) for an alert well before then.
+port it could not bind). An encrypted key is refused saying so (gRPC takes no passphrase), and
+never prompts for one: OpenSSL asked on the terminal, so `scaler serve` hung there, and in a pod
+the error blamed the pair. An expired certificate is refused too (at start-up, and as a renewal):
+every KEDA handshake would fail while health said SERVING; so is one not valid yet (a clock
+behind the issuer's), which as a renewal is read again once it is valid. The expiry of the
+certificate in use is exported (`scaler_tls_certificate_expiry_timestamp_seconds`) for an alert
+well before then.
 
 Must not: decide who may connect (grpcio verifies clients against the client CA).
 """
@@ -26,7 +30,9 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import os
+import re
 import ssl
 import threading
 import time
@@ -58,6 +64,14 @@ class Material:
         )
 
 
+class NotYetValid(ConfigError):
+    """A certificate whose validity starts at `starts` (epoch seconds), after now."""
+
+    def __init__(self, message: str, *, starts: float) -> None:
+        super().__init__(message)
+        self.starts = starts
+
+
 Stamp = tuple[tuple[int, int, int], ...]
 """(inode, size, mtime in ns) of each file: what changes when a file is replaced or written."""
 
@@ -79,6 +93,8 @@ class Certificates:
         self.material = load(tls)  # its errors name the file and the fix
         self._stamp: Stamp = stamp
         self._refused: Stamp | None = None
+        self._retry_at = math.inf
+        """When files refused as not valid yet are read again (epoch seconds)."""
 
     def credentials(self) -> grpc.ServerCredentials:
         return grpc.dynamic_ssl_server_credentials(
@@ -103,13 +119,17 @@ class Certificates:
             stamp = self._stamps()
         except OSError:
             return None  # mid-swap: a file is briefly missing
-        if stamp == self._stamp or stamp == self._refused:
+        if stamp == self._stamp or (stamp == self._refused and time.time() < self._retry_at):
             return None
         try:
             material = load(self.tls)
         except ConfigError as exc:
+            if stamp != self._refused:
+                logger.warning(
+                    "TLS files changed but do not check out, the ones in use stay: %s", exc
+                )
             self._refused = stamp
-            logger.warning("TLS files changed but do not check out, the ones in use stay: %s", exc)
+            self._retry_at = exc.starts if isinstance(exc, NotYetValid) else math.inf
             return None
         self._stamp, self._refused = stamp, None
         if material == self.material:
@@ -186,9 +206,14 @@ def _load(tls: TLSSettings) -> Material:
     """One read of the files of `tls`, checked (their bytes may be of two generations)."""
     assert tls.cert is not None and tls.key is not None
     cert, key, ca = _contents(tls)
+    if _ENCRYPTED.search(key):
+        raise ConfigError(
+            f"TLS key {tls.key} is encrypted with a passphrase, which gRPC cannot take; give "
+            f"it unencrypted (`openssl pkey -in {tls.key} -out tls.key`; cert-manager's are)"
+        )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    try:
-        context.load_cert_chain(tls.cert, tls.key)
+    try:  # a passphrase given, empty: without one, OpenSSL asks for it on the terminal
+        context.load_cert_chain(tls.cert, tls.key, password=b"")
     except (ssl.SSLError, OSError) as exc:
         raise ConfigError(
             f"TLS certificate {tls.cert} and key {tls.key} cannot be used together "
@@ -202,26 +227,39 @@ def _load(tls: TLSSettings) -> Material:
                 f"client CA {tls.client_ca} cannot be loaded ({_reason(exc)}); give the PEM "
                 "certificate of the CA that signs KEDA's client certificate"
             ) from None
-    expires = expiry(cert, tls.cert)
-    if expires <= time.time():
+    starts, expires = validity(cert, tls.cert)
+    now = time.time()
+    if expires <= now:
         raise ConfigError(
             f"TLS certificate {tls.cert} expired at {_utc(expires)}, so KEDA would refuse every "
             "handshake; renew it (cert-manager: `kubectl describe certificate` says why it did "
             "not) or give the renewed file"
         )
+    if starts > now:
+        raise NotYetValid(
+            f"TLS certificate {tls.cert} is not valid before {_utc(starts)} "
+            f"({starts - now:.0f} s from now by this clock), so KEDA would refuse every "
+            "handshake until then; check this node's clock (NTP) against the issuer's, or "
+            "give a certificate valid now",
+            starts=starts,
+        )
     return Material(cert=cert, key=key, ca=ca, expires=expires)
 
 
-def expiry(cert: bytes, path: Path) -> float:
-    """The end of the validity of the first certificate in the PEM `cert` (the server's own;
-    its chain follows it), epoch seconds."""
+_ENCRYPTED = re.compile(rb"-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: *4, *ENCRYPTED")
+"""PKCS#8 and OpenSSL's traditional headers of a key encrypted with a passphrase."""
+
+
+def validity(cert: bytes, path: Path) -> tuple[float, float]:
+    """The start and end of the validity of the first certificate in the PEM `cert` (the
+    server's own; its chain follows it), epoch seconds."""
     try:
         first = x509.load_pem_x509_certificates(cert)[0]
     except ValueError as exc:
         raise ConfigError(
             f"TLS certificate {path} cannot be parsed ({exc}); give a PEM certificate chain"
         ) from None
-    return first.not_valid_after_utc.timestamp()
+    return first.not_valid_before_utc.timestamp(), first.not_valid_after_utc.timestamp()
 
 
 def _utc(epoch: float) -> str:
