@@ -4,10 +4,11 @@ custom headers and the tenant `namespace` parameter.
 Owns: which Prometheus URLs may receive the scaler's credentials (the default and ledger URLs
 and `PrometheusAuth.trusted`, compared by origin; a redirect elsewhere is sent none), the
 header each KEDA authMode adds, read from its file and read again when the file changes (a
-rotated token is used on the next request),
-and the check that a target's `authModes` are ones the scaler can serve.
-Must not: import requests (sources/prometheus_transport.py sends them), put a secret into a message
-or a log line, or take a secret from trigger metadata (spec.py refuses them).
+rotated token is used on the next request), and the check that a target's `authModes` are
+ones the scaler can serve.
+Must not: import requests (sources/prometheus_transport.py sends them), put a secret into a
+message or a log line (`redact` takes the scaler's own out of a server's answer that echoes
+one), or take a secret from trigger metadata (spec.py refuses them).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ FLAGS = {
 """The scaler flags that give each KEDA authMode its credentials."""
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+
+MIN_REDACTED = 4
+"""Shortest secret hidden from quoted answers: a shorter one would blank out common letters."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,11 @@ class SecretFile:
             if not self._value:
                 raise ConfigError(f"{self.flag} {self.path} is empty; put the secret in it")
             return self._value
+
+    @property
+    def last(self) -> str:
+        """The secret last read ("" before the first read), without reading the file."""
+        return self._value
 
 
 class Credentials:
@@ -189,6 +198,20 @@ class Credentials:
         """The names of every header that can carry one of the scaler's credentials."""
         custom = self.auth.custom_auth_header
         return ("Authorization", custom) if custom else ("Authorization",)
+
+    def redact(self, text: str) -> str:
+        """`text` (a server's answer quoted in an error) with each secret last read, and the
+        basic auth pair as sent, shown as ***: a server that echoes a rejected header put the
+        scaler's token into the error KEDA logs and the target's owner reads."""
+        secrets = [secret.last for secret in self._files.values()]
+        basic = self._files.get("basic")
+        if basic is not None and basic.last:
+            pair = f"{self.auth.username}:{basic.last}".encode()
+            secrets.append(base64.b64encode(pair).decode())
+        for secret in secrets:
+            if len(secret) >= MIN_REDACTED:
+                text = text.replace(secret, "***")
+        return text
 
     def secret_headers(self, modes: tuple[str, ...]) -> dict[str, str]:
         """The headers carrying the credentials of `modes`, read from their files now."""

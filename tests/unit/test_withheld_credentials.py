@@ -156,3 +156,50 @@ def test_a_trusted_prometheus_redirecting_elsewhere_does_not_pass_the_credential
             server.server_close()
     assert len(seen) == 1
     assert not {"Authorization", "X-Api-Key"} & set(seen[0]), seen[0]
+
+
+class _Echoes(http.server.BaseHTTPRequestHandler):
+    """A gateway that quotes the credential it rejects in its answer."""
+
+    def do_GET(self) -> None:
+        sent = self.headers.get("Authorization") or self.headers.get("X-Api-Key")
+        body = json.dumps({"status": "error", "error": f"invalid credential {sent!r}"}).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "auth",
+    [
+        {"bearer_token_file": "secret"},
+        {"username": "scaler", "password_file": "secret"},
+        {"custom_auth_header": "X-Api-Key", "custom_auth_value_file": "secret"},
+    ],
+    ids=["bearer", "basic", "custom"],
+)
+def test_a_server_echoing_the_rejected_credential_does_not_get_it_quoted(
+    auth: dict[str, str], tmp_path: Path
+) -> None:
+    """The error reaches KEDA's log and the ScaledObject's status, which its owner reads."""
+    (tmp_path / "secret").write_text("s3cret\n")
+    echoing = _serve(_Echoes)
+    url = f"http://127.0.0.1:{echoing.server_address[1]}"
+    files = {k: tmp_path / v if k.endswith("_file") else v for k, v in auth.items()}
+    source = PrometheusSource(
+        url, credentials=Credentials(PrometheusAuth(**files), trusted_urls=(url,))
+    )
+    try:
+        message = refusal(source, url)
+    finally:
+        echoing.shutdown()
+        echoing.server_close()
+    assert "invalid credential '" in message
+    assert "s3cret" not in message
+    assert "czNjcmV0" not in message  # "s3cret" in base64, as a basic pair's end
+    assert "c2NhbGVyOnMzY3JldA" not in message  # "scaler:s3cret"
