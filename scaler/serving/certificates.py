@@ -23,6 +23,12 @@ behind the issuer's), which as a renewal is read again once it is valid. The exp
 certificate in use is exported (`scaler_tls_certificate_expiry_timestamp_seconds`) for an alert
 well before then.
 
+At start-up and on each renewal it logs what it presents (the names, the issuer, the end of
+validity) and whom it lets in (any client, or those with a certificate from the client CA's
+subjects). Given the address KEDA dials (--scaler-address), a certificate whose names do not
+cover its host is a warning: KEDA checks that host against them and refuses the handshake,
+which the scaler never sees ("Hostname Verification Check failed" is only in KEDA's log).
+
 Must not: decide who may connect (grpcio verifies clients against the client CA).
 """
 
@@ -81,9 +87,11 @@ class Certificates:
     naming the file and the fix), and the gRPC server credentials that read them again when
     they change."""
 
-    def __init__(self, tls: TLSSettings) -> None:
+    def __init__(self, tls: TLSSettings, *, address: str | None = None) -> None:
         check_flags(tls)
         self.tls = tls
+        self.address = address
+        """HOST:PORT that KEDA dials (--scaler-address), whose host the names must cover."""
         self._paths = [p for p in (tls.cert, tls.key, tls.client_ca) if p is not None]
         self._lock = threading.Lock()
         try:  # before the read: a renewal during it is read again on the next connection
@@ -95,6 +103,7 @@ class Certificates:
         self._refused: Stamp | None = None
         self._retry_at = math.inf
         """When files refused as not valid yet are read again (epoch seconds)."""
+        self._tell("serving TLS")
 
     def credentials(self) -> grpc.ServerCredentials:
         return grpc.dynamic_ssl_server_credentials(
@@ -135,8 +144,37 @@ class Certificates:
         if material == self.material:
             return None
         self.material = material
-        logger.info("TLS files changed: new connections get the renewed certificate")
+        self._tell("TLS files changed, new connections get the renewed certificate")
         return material.configuration()
+
+    def _tell(self, event: str) -> None:
+        """Log what the server presents and whom it lets in; warn when the certificate's names
+        do not cover the host KEDA dials."""
+        leaf = x509.load_pem_x509_certificates(self.material.cert)[0]
+        names = subject_names(leaf)
+        clients = "any client (no client certificate asked)"
+        if self.tls.client_ca is not None:
+            clients = f"only clients with a certificate from {_subjects(self.material.ca)}"
+            clients += f" ({self.tls.client_ca})"
+        logger.info(
+            "%s: %s names %s, issued by %s, valid until %s; lets in %s",
+            event,
+            self.tls.cert,
+            ", ".join(names) or "nothing (no subjectAltName)",
+            leaf.issuer.rfc4514_string(),
+            _utc(self.material.expires),
+            clients,
+        )
+        host = _host(self.address) if self.address else None
+        if host is not None and not covers(names, host):
+            logger.warning(
+                "TLS certificate %s does not name %s, the host of --scaler-address %s: KEDA "
+                "checks that host against the certificate and refuses the handshake; add it to "
+                "the certificate's dnsNames (deploy/cert-manager) or dial a name it has",
+                self.tls.cert,
+                host,
+                self.address,
+            )
 
     def _stamps(self) -> Stamp:
         stats = [os.stat(p) for p in self._paths]
@@ -260,6 +298,43 @@ def validity(cert: bytes, path: Path) -> tuple[float, float]:
             f"TLS certificate {path} cannot be parsed ({exc}); give a PEM certificate chain"
         ) from None
     return first.not_valid_before_utc.timestamp(), first.not_valid_after_utc.timestamp()
+
+
+def subject_names(cert: x509.Certificate) -> list[str]:
+    """The DNS names and IP addresses of `cert`'s subjectAltName, which TLS clients (KEDA's
+    Go client among them) check the host they dialled against; the common name is not."""
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    ips = [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
+    return [*san.get_values_for_type(x509.DNSName), *ips]
+
+
+def covers(names: list[str], host: str) -> bool:
+    """Whether a certificate with `names` is valid for `host`, as Go's crypto/x509 decides: an
+    exact name, or a wildcard standing for the host's first label."""
+    host = host.lower().rstrip(".")
+    for name in (n.lower().rstrip(".") for n in names):
+        if name == host:
+            return True
+        if name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:]:
+            return True
+    return False
+
+
+def _subjects(pem: bytes | None) -> str:
+    """The subjects of the certificates in a CA bundle (Python's ssl has read it already)."""
+    try:
+        cas = x509.load_pem_x509_certificates(pem or b"")
+    except ValueError:  # OpenSSL reads more than cryptography parses: say less, never fail
+        return "its CA bundle"
+    return "; ".join(ca.subject.rfc4514_string() for ca in cas)
+
+
+def _host(address: str) -> str:
+    """The host of HOST:PORT, without the brackets of an IPv6 address."""
+    return address.rpartition(":")[0].strip("[]")
 
 
 def _utc(epoch: float) -> str:

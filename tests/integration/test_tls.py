@@ -399,6 +399,51 @@ def test_a_certificate_not_valid_yet_is_refused_and_a_renewal_is_served_once_val
             _call(running.address, old_trust)
 
 
+def test_start_up_says_what_is_presented_and_warns_when_it_does_not_name_the_dialled_host(
+    pki: PKI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A certificate without the scalerAddress host failed every KEDA handshake, and only KEDA's
+    log said so ("Hostname Verification Check failed"); the scaler logged "TLS" and no more."""
+    tls = TLSSettings(
+        cert=pki.paths["cert"],
+        key=pki.paths["key"],
+        client_ca=pki.paths["ca"],
+        require_client_cert=True,
+    )
+    with caplog.at_level("INFO", logger="scaler.serving.certificates"):
+        server_credentials(tls, address="localhost:9000")
+    (told,) = caplog.messages
+    assert "tls.crt names localhost, 127.0.0.1, issued by CN=test-ca, valid until 20" in told
+    assert told.endswith(
+        f"lets in only clients with a certificate from CN=test-ca ({tls.client_ca})"
+    )
+    caplog.clear()
+    with caplog.at_level("INFO", logger="scaler.serving.certificates"):
+        server_credentials(tls, address="predictive-scaler.keda.svc:9000")
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1
+    assert "does not name predictive-scaler.keda.svc, the host of --scaler-address" in warned[0]
+    assert "dnsNames" in warned[0]
+
+
+@pytest.mark.parametrize(
+    ("host", "covered"),
+    [
+        ("predictive-scaler.keda.svc", True),
+        ("PREDICTIVE-SCALER.keda.svc.", True),
+        ("x.keda.svc.cluster.local", True),  # the wildcard
+        ("a.b.keda.svc.cluster.local", False),  # a wildcard stands for one label
+        ("keda.svc.cluster.local", False),
+        ("predictive-scaler", False),
+        ("10.0.0.7", True),
+        ("10.0.0.8", False),
+    ],
+)
+def test_certificate_names_cover_a_host_as_tls_clients_check_it(host: str, covered: bool) -> None:
+    names = ["predictive-scaler.keda.svc", "*.keda.svc.cluster.local", "10.0.0.7"]
+    assert certificates.covers(names, host) is covered
+
+
 def _a_pair(cert: bytes, key: bytes) -> bool:
     """Whether the PEM certificate was issued for the PEM private key."""
     public = x509.load_pem_x509_certificate(cert).public_key()
