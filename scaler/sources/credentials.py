@@ -5,7 +5,7 @@ Owns: which Prometheus URLs may receive the scaler's credentials (the default an
 and `PrometheusAuth.trusted`, compared by origin; a redirect elsewhere is sent none), the
 header each KEDA authMode adds, read from its file and read again when the file changes (a
 rotated token is used on the next request), and the check that a target's `authModes` are
-ones the scaler can serve.
+ones the scaler can serve, and that its `prometheusUnsafeSsl` does not expose them.
 Must not: import requests (sources/prometheus_transport.py sends them), put a secret into a
 message or a log line (`redact` takes the scaler's own out of a server's answer that echoes
 one), or take a secret from trigger metadata (spec.py refuses them).
@@ -177,6 +177,16 @@ class Credentials:
                 f"credentials; add it to --prometheus-trusted-url, or drop authModes"
             )
         modes = (spec.auth_modes or configured) if trusted else ()
+        secrets = [mode for mode in modes if mode != "tls"]  # a client key never leaves
+        unverified = spec.prometheus_unsafe_ssl and not self.auth.insecure_skip_verify
+        if unverified and secrets and url.lower().startswith("https://"):
+            raise ConfigError(
+                f"{spec.label}: prometheusUnsafeSsl would send the scaler's Prometheus "
+                f"credentials to {url} without verifying its certificate, so anyone on the path "
+                "could take them; give the scaler --prometheus-ca-file (the CA of Prometheus' "
+                "certificate), or drop prometheusUnsafeSsl (an operator who accepts the risk "
+                "for every target sets --prometheus-insecure-skip-verify)"
+            )
         if self.auth.insecure_skip_verify or spec.prometheus_unsafe_ssl:
             verify: bool | str = False
         else:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from scaler.decision import spec
-from scaler.errors import SourceUnavailable
+from scaler.errors import ConfigError, SourceUnavailable
 from scaler.settings import PrometheusAuth
 from scaler.sources.credentials import Credentials
 from scaler.sources.prometheus import PrometheusSource
@@ -203,3 +203,32 @@ def test_a_server_echoing_the_rejected_credential_does_not_get_it_quoted(
     assert "s3cret" not in message
     assert "czNjcmV0" not in message  # "s3cret" in base64, as a basic pair's end
     assert "c2NhbGVyOnMzY3JldA" not in message  # "scaler:s3cret"
+
+
+def test_a_target_cannot_turn_off_verifying_a_prometheus_that_gets_the_credentials(
+    tmp_path: Path,
+) -> None:
+    """prometheusUnsafeSsl is a ScaledObject author's key; the token is the scaler's, shared by
+    every target: it went unverified to whoever answered for the trusted URL."""
+    (tmp_path / "token").write_text("s3cret\n")
+    auth = PrometheusAuth(bearer_token_file=tmp_path / "token")
+    trusted = "https://prometheus.monitoring:9090"
+    credentials = Credentials(auth, trusted_urls=(trusted,))
+    unsafe = spec.parse(
+        "gpu", "llm", {"query": "up", "threshold": "1", "prometheusUnsafeSsl": "true"}
+    )
+    with pytest.raises(
+        ConfigError, match=r"gpu/llm: prometheusUnsafeSsl would send .*--prometheus-ca-file"
+    ):
+        credentials.connection(unsafe, trusted)
+    # Allowed where no secret goes: a URL not trusted with them, or a scaler without any.
+    assert credentials.connection(unsafe, "https://elsewhere:9090").verify is False
+    assert (
+        Credentials(PrometheusAuth(), trusted_urls=(trusted,)).connection(unsafe, trusted).verify
+        is False
+    )
+    # And where the operator skips verification for every target anyway.
+    skipping = PrometheusAuth(bearer_token_file=tmp_path / "token", insecure_skip_verify=True)
+    assert Credentials(skipping, trusted_urls=(trusted,)).connection(unsafe, trusted).modes == (
+        "bearer",
+    )
