@@ -22,17 +22,22 @@ from scaler.sources.prometheus import PrometheusSource
 DEFAULT = "http://prometheus.monitoring:9090"
 
 
-class _Refuses(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b'{"status":"error","error":"unauthorized"}'
-        self.send_response(401)
+class _Json(http.server.BaseHTTPRequestHandler):
+    def reply(self, status: int, body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(body)
+        self.wfile.write(data)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+class _Refuses(_Json):
+    def do_GET(self) -> None:
+        self.reply(401, {"status": "error", "error": "unauthorized"})
 
 
 @pytest.fixture
@@ -92,7 +97,7 @@ def test_a_refusal_by_a_trusted_server_points_at_the_credentials(refusing: str) 
     )
 
 
-class _Answers(http.server.BaseHTTPRequestHandler):
+class _Answers(_Json):
     """A server that answers every query with load 3 and keeps the headers it was sent."""
 
     seen: list[dict[str, str]]
@@ -100,15 +105,15 @@ class _Answers(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.seen.append(dict(self.headers))
         result = [{"metric": {}, "value": [1.7e9, "3"]}]
-        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body.encode())
+        self.reply(200, {"status": "success", "data": {"resultType": "vector", "result": result}})
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+
+class _Echoes(_Json):
+    """A gateway that quotes the credential it rejects in its answer."""
+
+    def do_GET(self) -> None:
+        sent = self.headers.get("Authorization") or self.headers.get("X-Api-Key")
+        self.reply(401, {"status": "error", "error": f"invalid credential {sent!r}"})
 
 
 def _serve(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.HTTPServer:
@@ -117,7 +122,7 @@ def _serve(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.HTT
     return server
 
 
-@pytest.mark.parametrize(
+each_secret = pytest.mark.parametrize(
     "auth",
     [
         {"bearer_token_file": "secret"},
@@ -126,10 +131,22 @@ def _serve(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.HTT
     ],
     ids=["bearer", "basic", "custom"],
 )
+"""The credentials sent as a header, their file `secret` holding "s3cret"."""
+
+
+def _trusting(url: str, auth: dict[str, str], folder: Path) -> PrometheusSource:
+    """A source whose default (trusted) Prometheus is `url`, with the credentials `auth`."""
+    (folder / "secret").write_text("s3cret\n")
+    files = {k: folder / v if k.endswith("_file") else v for k, v in auth.items()}
+    return PrometheusSource(
+        url, credentials=Credentials(PrometheusAuth(**files), trusted_urls=(url,))
+    )
+
+
+@each_secret
 def test_a_trusted_prometheus_redirecting_elsewhere_does_not_pass_the_credentials_on(
     auth: dict[str, str], tmp_path: Path
 ) -> None:
-    (tmp_path / "secret").write_text("s3cret\n")
     seen: list[dict[str, str]] = []
     stranger = _serve(type("Stranger", (_Answers,), {"seen": seen}))
     elsewhere = f"http://localhost:{stranger.server_address[1]}"
@@ -142,11 +159,7 @@ def test_a_trusted_prometheus_redirecting_elsewhere_does_not_pass_the_credential
             self.end_headers()
 
     trusted = _serve(Redirects)
-    url = f"http://127.0.0.1:{trusted.server_address[1]}"
-    files = {k: tmp_path / v if k.endswith("_file") else v for k, v in auth.items()}
-    source = PrometheusSource(
-        url, credentials=Credentials(PrometheusAuth(**files), trusted_urls=(url,))
-    )
+    source = _trusting(f"http://127.0.0.1:{trusted.server_address[1]}", auth, tmp_path)
     target = spec.parse("gpu", "llm", {"query": "up", "threshold": "1"})
     try:
         source.latest(target, at=1.7e9)
@@ -158,44 +171,15 @@ def test_a_trusted_prometheus_redirecting_elsewhere_does_not_pass_the_credential
     assert not {"Authorization", "X-Api-Key"} & set(seen[0]), seen[0]
 
 
-class _Echoes(http.server.BaseHTTPRequestHandler):
-    """A gateway that quotes the credential it rejects in its answer."""
-
-    def do_GET(self) -> None:
-        sent = self.headers.get("Authorization") or self.headers.get("X-Api-Key")
-        body = json.dumps({"status": "error", "error": f"invalid credential {sent!r}"}).encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.mark.parametrize(
-    "auth",
-    [
-        {"bearer_token_file": "secret"},
-        {"username": "scaler", "password_file": "secret"},
-        {"custom_auth_header": "X-Api-Key", "custom_auth_value_file": "secret"},
-    ],
-    ids=["bearer", "basic", "custom"],
-)
+@each_secret
 def test_a_server_echoing_the_rejected_credential_does_not_get_it_quoted(
     auth: dict[str, str], tmp_path: Path
 ) -> None:
     """The error reaches KEDA's log and the ScaledObject's status, which its owner reads."""
-    (tmp_path / "secret").write_text("s3cret\n")
     echoing = _serve(_Echoes)
     url = f"http://127.0.0.1:{echoing.server_address[1]}"
-    files = {k: tmp_path / v if k.endswith("_file") else v for k, v in auth.items()}
-    source = PrometheusSource(
-        url, credentials=Credentials(PrometheusAuth(**files), trusted_urls=(url,))
-    )
     try:
-        message = refusal(source, url)
+        message = refusal(_trusting(url, auth, tmp_path), url)
     finally:
         echoing.shutdown()
         echoing.server_close()
