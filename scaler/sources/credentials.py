@@ -72,12 +72,13 @@ def origin(url: str) -> str:
 
 
 class SecretFile:
-    """A secret read from a file, again whenever the file's size or mtime changes; thread-safe.
-    Errors name the file and the flag, never the secret."""
+    """A secret read from a file, again whenever the file is replaced (another inode: a
+    Secret volume's symlink swap, a rename) or its size or mtime changes; thread-safe. Errors
+    name the file and the flag, never the secret."""
 
     def __init__(self, path: Path, flag: str) -> None:
         self.path, self.flag = path, flag
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, int, int] | None = None
         self._value = ""
         self._lock = threading.Lock()
 
@@ -85,7 +86,9 @@ class SecretFile:
         with self._lock:
             try:
                 info = os.stat(self.path)
-                stamp = (info.st_mtime_ns, info.st_size)
+                # The inode too: a rotated token is often of the same length, and a mount
+                # that keeps one mtime (or a copy that preserves it) hid the new one.
+                stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
                 if stamp != self._stamp:
                     if info.st_size > MAX_SECRET_BYTES:
                         raise ConfigError(
