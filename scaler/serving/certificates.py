@@ -20,8 +20,9 @@ never prompts for one: OpenSSL asked on the terminal, so `scaler serve` hung the
 the error blamed the pair. An expired certificate is refused too (at start-up, and as a renewal):
 every KEDA handshake would fail while health said SERVING; so is one not valid yet (a clock
 behind the issuer's), which as a renewal is read again once it is valid. The expiry of the
-certificate in use is exported (`scaler_tls_certificate_expiry_timestamp_seconds`) for an alert
-well before then.
+certificate new connections get is exported (`scaler_tls_certificate_expiry_timestamp_seconds`)
+for an alert well before then; a scrape reads the files again too, as KEDA may hold its one
+connection for days.
 
 At start-up and on each renewal it logs what it presents (the names, the issuer, the end of
 validity) and whom it lets in (any client, or those with a certificate from the client CA's
@@ -103,6 +104,8 @@ class Certificates:
         self._refused: Stamp | None = None
         self._retry_at = math.inf
         """When files refused as not valid yet are read again (epoch seconds)."""
+        self._given = self.material
+        """The material gRPC was last handed."""
         self._tell("serving TLS")
 
     def credentials(self) -> grpc.ServerCredentials:
@@ -118,18 +121,35 @@ class Certificates:
         Never raises: a fetcher's exception would fail the handshake."""
         try:
             with self._lock:
-                return self._fetch()
+                self._refresh()
+                if self.material is self._given:
+                    return None
+                self._given = self.material
+                return self.material.configuration()
         except Exception:  # a bug here must cost a renewal, not every connection
             logger.exception("TLS files: re-reading them failed; the ones in use stay")
             return None
 
-    def _fetch(self) -> grpc.ServerCertificateConfiguration | None:
+    def expires(self) -> float:
+        """When the certificate new connections get stops being valid (epoch seconds): the
+        files are read again for it too. KEDA holds one connection for days, so a gauge that
+        waited for the next one kept the renewed certificate's predecessor, and the expiry
+        alert fired over a renewal that had worked. Never raises (a scrape calls it)."""
+        try:
+            with self._lock:
+                self._refresh()
+        except Exception:
+            logger.exception("TLS files: re-reading them failed; the ones in use stay")
+        return self.material.expires
+
+    def _refresh(self) -> None:
+        """`material` := the files, when they changed and check out."""
         try:
             stamp = self._stamps()
         except OSError:
-            return None  # mid-swap: a file is briefly missing
+            return  # mid-swap: a file is briefly missing
         if stamp == self._stamp or (stamp == self._refused and time.time() < self._retry_at):
-            return None
+            return
         try:
             material = load(self.tls)
         except ConfigError as exc:
@@ -139,13 +159,11 @@ class Certificates:
                 )
             self._refused = stamp
             self._retry_at = exc.starts if isinstance(exc, NotYetValid) else math.inf
-            return None
+            return
         self._stamp, self._refused = stamp, None
-        if material == self.material:
-            return None
-        self.material = material
-        self._tell("TLS files changed, new connections get the renewed certificate")
-        return material.configuration()
+        if material != self.material:
+            self.material = material
+            self._tell("TLS files changed, new connections get the renewed certificate")
 
     def _tell(self, event: str) -> None:
         """Log what the server presents and whom it lets in; warn when the certificate's names

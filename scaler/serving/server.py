@@ -258,9 +258,7 @@ def server_credentials(
     `telemetry`; ConfigError names a bad file. `address`: the HOST:PORT KEDA dials, if known."""
     certificates = Certificates(tls, address=address)
     if telemetry is not None:
-        telemetry.tls_expiry.labels(str(tls.cert)).set_function(
-            lambda: certificates.material.expires
-        )
+        telemetry.tls_expiry.labels(str(tls.cert)).set_function(certificates.expires)
     return certificates.credentials()
 
 

@@ -444,6 +444,34 @@ def test_certificate_names_cover_a_host_as_tls_clients_check_it(host: str, cover
     assert certificates.covers(names, host) is covered
 
 
+def test_the_expiry_gauge_follows_a_renewal_while_keda_keeps_its_connection(
+    pki: PKI, tmp_path: Path
+) -> None:
+    """The gauge changed only when a new connection made gRPC read the files; KEDA holds one
+    for days, so after a renewal the alert 7 days before the old expiry still fired."""
+    ca, renewed_ca = _issue("ca", issuer=None, ca=True), _issue("ca2", issuer=None, ca=True)
+    first = _issue("scaler", issuer=ca, ca=False, days=2)
+    renewed = _issue("scaler", issuer=renewed_ca, ca=False, days=30)
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(_pair(*first).cert)
+    key.write_bytes(_pair(*first).key)
+    trust, new_trust = (
+        grpc.ssl_channel_credentials(root_certificates=c.public_bytes(serialization.Encoding.PEM))
+        for c, _ in (ca, renewed_ca)
+    )
+    settings = fast_settings(f"file:{bundled_trace()}", tls=TLSSettings(cert=cert, key=key))
+    with RunningScaler(settings) as running, grpc.secure_channel(running.address, trust) as keda:
+        stub = pb_grpc.ExternalScalerStub(keda)
+        assert len(stub.GetMetricSpec(ref(), timeout=5).metricSpecs) == 1
+        cert.write_bytes(_pair(*renewed).cert)
+        key.write_bytes(_pair(*renewed).key)
+        assert _expiry_gauge(running, cert) == renewed[0].not_valid_after_utc.timestamp()
+        assert len(stub.GetMetricSpec(ref(), timeout=5).metricSpecs) == 1  # the same connection
+        assert _call(running.address, new_trust) == 1  # and new connections get the renewal
+        with pytest.raises(grpc.RpcError):
+            _call(running.address, trust)
+
+
 def _a_pair(cert: bytes, key: bytes) -> bool:
     """Whether the PEM certificate was issued for the PEM private key."""
     public = x509.load_pem_x509_certificate(cert).public_key()
