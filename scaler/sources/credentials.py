@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import ssl
 import threading
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ FLAGS = {
 """The scaler flags that give each KEDA authMode its credentials."""
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+"""Characters no header value (nor a password) holds: a file of two lines, say."""
 
 MIN_REDACTED = 4
 """Shortest secret hidden from quoted answers: a shorter one would blank out common letters."""
@@ -105,6 +109,13 @@ class SecretFile:
                 ) from None
             if not self._value:
                 raise ConfigError(f"{self.flag} {self.path} is empty; put the secret in it")
+            if _CONTROL.search(self._value):
+                # requests refuses such a header with the value in its message, which went
+                # to the log and to KEDA: say what is wrong without it
+                raise ConfigError(
+                    f"{self.flag} {self.path} holds a line break or another control character "
+                    "inside the secret; put the secret alone on one line (a final newline is fine)"
+                )
             return self._value
 
     @property

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from scaler.errors import ConfigError
 from scaler.settings import PrometheusAuth
 from scaler.sources.credentials import Credentials
 
@@ -35,3 +38,18 @@ def test_a_rotated_token_of_the_same_length_and_mtime_is_read_again(tmp_path: Pa
     assert credentials.secret_headers(("bearer",)) == {"Authorization": "Bearer token-aaaa"}
     _swap(tmp_path, "..second")
     assert credentials.secret_headers(("bearer",)) == {"Authorization": "Bearer token-bbbb"}
+
+
+@pytest.mark.parametrize(
+    "text", ["first-s3cret\nsecond-s3cret\n", "s3cret\r\nX-Evil: 1", "s3\tcret"]
+)
+def test_a_secret_of_two_lines_is_refused_without_quoting_it(tmp_path: Path, text: str) -> None:
+    """requests refused the header with the token in its message, which the engine logged and
+    answered KEDA with."""
+    (tmp_path / "token").write_text(text)
+    credentials = Credentials(PrometheusAuth(bearer_token_file=tmp_path / "token"))
+    with pytest.raises(
+        ConfigError, match=r"--prometheus-token-file .* a line break or another"
+    ) as e:
+        credentials.secret_headers(("bearer",))
+    assert not any(part in str(e.value) for part in ("s3cret", "s3\tcret", "Evil"))
