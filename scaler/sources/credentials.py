@@ -170,6 +170,13 @@ class Credentials:
                 raise ConfigError(f"cannot read {flag} {path}; mount it there or fix the path")
         _check_tls_files(self.auth)
 
+    def in_clear(self) -> list[str]:
+        """The http:// origins trusted with a token, password or custom header: anyone on the
+        path reads them there (a client certificate's key never leaves the scaler)."""
+        if not set(self._files) & {"bearer", "basic", "custom"}:
+            return []
+        return sorted(o for o in self._trusted if o.startswith("http://"))
+
     def trusts(self, url: str) -> bool:
         return origin(url) in self._trusted
 

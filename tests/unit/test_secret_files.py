@@ -1,14 +1,21 @@
-"""The scaler's Prometheus secrets are read again when a Secret volume swaps them in."""
+"""The scaler's Prometheus secret files: read again when a Secret volume swaps them in, one line
+each, and warned of when they would cross the network in clear text."""
 
 from __future__ import annotations
 
+import datetime
 import os
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from scaler.errors import ConfigError
-from scaler.settings import PrometheusAuth
+from scaler.settings import PrometheusAuth, PrometheusSettings
+from scaler.sources import prometheus_flags
 from scaler.sources.credentials import Credentials
 
 
@@ -53,3 +60,53 @@ def test_a_secret_of_two_lines_is_refused_without_quoting_it(tmp_path: Path, tex
     ) as e:
         credentials.secret_headers(("bearer",))
     assert not any(part in str(e.value) for part in ("s3cret", "s3\tcret", "Evil"))
+
+
+def _client_pair(folder: Path) -> Path:
+    """A self-signed client certificate (returned) and its key, `key`, in `folder`."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "scaler")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    (folder / "key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    (folder / "cert").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return folder / "cert"
+
+
+def test_credentials_for_a_plain_http_prometheus_are_warned_of_at_start_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bearer token to an http:// Prometheus crosses the network readable, and nothing
+    said so."""
+    (tmp_path / "token").write_text("s3cret\n")
+    token = PrometheusAuth(bearer_token_file=tmp_path / "token")
+    cert_only = PrometheusAuth(client_cert=_client_pair(tmp_path), client_key=tmp_path / "key")
+    for url, auth in (
+        ("http://prometheus.monitoring:9090", token),
+        ("https://prometheus.monitoring:9090", token),
+        ("http://prometheus.monitoring:9090", cert_only),  # its key never leaves the scaler
+        ("http://prometheus.monitoring:9090", PrometheusAuth()),
+    ):
+        settings = PrometheusSettings(url=url, auth=auth)
+        prometheus_flags.source(settings, url).close()
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [
+        "the scaler's Prometheus credentials go to http://prometheus.monitoring:9090 in clear "
+        "text, where anyone on the path can read them; give an https:// URL (with "
+        "--prometheus-ca-file)"
+    ]
