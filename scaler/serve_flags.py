@@ -274,13 +274,15 @@ def add_serve_flags(p: argparse.ArgumentParser, *, env: Env) -> None:
         "--tls-cert",
         type=Path,
         default=env("TLS_CERT"),
-        help="server certificate (PEM; env SCALER_TLS_CERT)",
+        help="server certificate chain (PEM; env SCALER_TLS_CERT); it, the key and the client "
+        "CA are read again when they change (a cert-manager renewal), for new connections; a "
+        "renewal that does not check out is logged and the files in use stay",
     )
     t.add_argument(
         "--tls-key",
         type=Path,
         default=env("TLS_KEY"),
-        help="server private key (PEM; env SCALER_TLS_KEY)",
+        help="server private key (PEM, unencrypted; env SCALER_TLS_KEY)",
     )
     t.add_argument(
         "--tls-client-ca",

@@ -142,7 +142,9 @@ async def run_server(
         from scaler.kube import api, selectors
 
         engine.pod_selectors = selectors.PodSelectors(api.connect(settings.kubeconfig)).pod_selector
-    server, port, health = await grpc_server.create_server(settings.server, engine)
+    server, port, health = await grpc_server.create_server(
+        settings.server, engine, scaler_address=settings.scaler_address
+    )
     probe = None
     if settings.server.health_port >= 0:
         probe = grpc_server.create_health_server(settings.server, health)

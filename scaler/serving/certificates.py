@@ -15,9 +15,20 @@ file's stamp is taken before it is read, so that a swap during the read is seen 
 
 Checked with Python's ssl: a certificate and key that do not make a pair, or a client CA that is
 not a certificate, are refused at start-up naming the files (grpcio reported either as a gRPC
-port it could not bind). An expired certificate is refused too (at start-up, and as a renewal):
-every KEDA handshake would fail while health said SERVING. The expiry of the certificate in use
-is exported (`scaler_tls_certificate_expiry_timestamp_seconds`) for an alert well before then.
+port it could not bind). An encrypted key is refused saying so (gRPC takes no passphrase), and
+never prompts for one: OpenSSL asked on the terminal, so `scaler serve` hung there, and in a pod
+the error blamed the pair. An expired certificate is refused too (at start-up, and as a renewal):
+every KEDA handshake would fail while health said SERVING; so is one not valid yet (a clock
+behind the issuer's), which as a renewal is read again once it is valid. The expiry of the
+certificate new connections get is exported (`scaler_tls_certificate_expiry_timestamp_seconds`)
+for an alert well before then; a scrape reads the files again too, as KEDA may hold its one
+connection for days.
+
+At start-up and on each renewal it logs what it presents (the names, the issuer, the end of
+validity) and whom it lets in (any client, or those with a certificate from the client CA's
+subjects). Given the address KEDA dials (--scaler-address), a certificate whose names do not
+cover its host is a warning: KEDA checks that host against them and refuses the handshake,
+which the scaler never sees ("Hostname Verification Check failed" is only in KEDA's log).
 
 Must not: decide who may connect (grpcio verifies clients against the client CA).
 """
@@ -26,7 +37,9 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import os
+import re
 import ssl
 import threading
 import time
@@ -58,6 +71,14 @@ class Material:
         )
 
 
+class NotYetValid(ConfigError):
+    """A certificate whose validity starts at `starts` (epoch seconds), after now."""
+
+    def __init__(self, message: str, *, starts: float) -> None:
+        super().__init__(message)
+        self.starts = starts
+
+
 Stamp = tuple[tuple[int, int, int], ...]
 """(inode, size, mtime in ns) of each file: what changes when a file is replaced or written."""
 
@@ -67,9 +88,11 @@ class Certificates:
     naming the file and the fix), and the gRPC server credentials that read them again when
     they change."""
 
-    def __init__(self, tls: TLSSettings) -> None:
+    def __init__(self, tls: TLSSettings, *, address: str | None = None) -> None:
         check_flags(tls)
         self.tls = tls
+        self.address = address
+        """HOST:PORT that KEDA dials (--scaler-address), whose host the names must cover."""
         self._paths = [p for p in (tls.cert, tls.key, tls.client_ca) if p is not None]
         self._lock = threading.Lock()
         try:  # before the read: a renewal during it is read again on the next connection
@@ -79,6 +102,11 @@ class Certificates:
         self.material = load(tls)  # its errors name the file and the fix
         self._stamp: Stamp = stamp
         self._refused: Stamp | None = None
+        self._retry_at = math.inf
+        """When files refused as not valid yet are read again (epoch seconds)."""
+        self._given = self.material
+        """The material gRPC was last handed."""
+        self._tell("serving TLS")
 
     def credentials(self) -> grpc.ServerCredentials:
         return grpc.dynamic_ssl_server_credentials(
@@ -93,30 +121,78 @@ class Certificates:
         Never raises: a fetcher's exception would fail the handshake."""
         try:
             with self._lock:
-                return self._fetch()
+                self._refresh()
+                if self.material is self._given:
+                    return None
+                self._given = self.material
+                return self.material.configuration()
         except Exception:  # a bug here must cost a renewal, not every connection
             logger.exception("TLS files: re-reading them failed; the ones in use stay")
             return None
 
-    def _fetch(self) -> grpc.ServerCertificateConfiguration | None:
+    def expires(self) -> float:
+        """When the certificate new connections get stops being valid (epoch seconds): the
+        files are read again for it too. KEDA holds one connection for days, so a gauge that
+        waited for the next one kept the renewed certificate's predecessor, and the expiry
+        alert fired over a renewal that had worked. Never raises (a scrape calls it)."""
+        try:
+            with self._lock:
+                self._refresh()
+        except Exception:
+            logger.exception("TLS files: re-reading them failed; the ones in use stay")
+        return self.material.expires
+
+    def _refresh(self) -> None:
+        """`material` := the files, when they changed and check out."""
         try:
             stamp = self._stamps()
         except OSError:
-            return None  # mid-swap: a file is briefly missing
-        if stamp == self._stamp or stamp == self._refused:
-            return None
+            return  # mid-swap: a file is briefly missing
+        if stamp == self._stamp or (stamp == self._refused and time.time() < self._retry_at):
+            return
         try:
             material = load(self.tls)
         except ConfigError as exc:
+            if stamp != self._refused:
+                logger.warning(
+                    "TLS files changed but do not check out, the ones in use stay: %s", exc
+                )
             self._refused = stamp
-            logger.warning("TLS files changed but do not check out, the ones in use stay: %s", exc)
-            return None
+            self._retry_at = exc.starts if isinstance(exc, NotYetValid) else math.inf
+            return
         self._stamp, self._refused = stamp, None
-        if material == self.material:
-            return None
-        self.material = material
-        logger.info("TLS files changed: new connections get the renewed certificate")
-        return material.configuration()
+        if material != self.material:
+            self.material = material
+            self._tell("TLS files changed, new connections get the renewed certificate")
+
+    def _tell(self, event: str) -> None:
+        """Log what the server presents and whom it lets in; warn when the certificate's names
+        do not cover the host KEDA dials."""
+        leaf = x509.load_pem_x509_certificates(self.material.cert)[0]
+        names = subject_names(leaf)
+        clients = "any client (no client certificate asked)"
+        if self.tls.client_ca is not None:
+            clients = f"only clients with a certificate from {_subjects(self.material.ca)}"
+            clients += f" ({self.tls.client_ca})"
+        logger.info(
+            "%s: %s names %s, issued by %s, valid until %s; lets in %s",
+            event,
+            self.tls.cert,
+            ", ".join(names) or "nothing (no subjectAltName)",
+            leaf.issuer.rfc4514_string(),
+            _utc(self.material.expires),
+            clients,
+        )
+        host = _host(self.address) if self.address else None
+        if host is not None and not covers(names, host):
+            logger.warning(
+                "TLS certificate %s does not name %s, the host of --scaler-address %s: KEDA "
+                "checks that host against the certificate and refuses the handshake; add it to "
+                "the certificate's dnsNames (deploy/cert-manager) or dial a name it has",
+                self.tls.cert,
+                host,
+                self.address,
+            )
 
     def _stamps(self) -> Stamp:
         stats = [os.stat(p) for p in self._paths]
@@ -186,9 +262,14 @@ def _load(tls: TLSSettings) -> Material:
     """One read of the files of `tls`, checked (their bytes may be of two generations)."""
     assert tls.cert is not None and tls.key is not None
     cert, key, ca = _contents(tls)
+    if _ENCRYPTED.search(key):
+        raise ConfigError(
+            f"TLS key {tls.key} is encrypted with a passphrase, which gRPC cannot take; give "
+            f"it unencrypted (`openssl pkey -in {tls.key} -out tls.key`; cert-manager's are)"
+        )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    try:
-        context.load_cert_chain(tls.cert, tls.key)
+    try:  # a passphrase given, empty: without one, OpenSSL asks for it on the terminal
+        context.load_cert_chain(tls.cert, tls.key, password=b"")
     except (ssl.SSLError, OSError) as exc:
         raise ConfigError(
             f"TLS certificate {tls.cert} and key {tls.key} cannot be used together "
@@ -202,26 +283,76 @@ def _load(tls: TLSSettings) -> Material:
                 f"client CA {tls.client_ca} cannot be loaded ({_reason(exc)}); give the PEM "
                 "certificate of the CA that signs KEDA's client certificate"
             ) from None
-    expires = expiry(cert, tls.cert)
-    if expires <= time.time():
+    starts, expires = validity(cert, tls.cert)
+    now = time.time()
+    if expires <= now:
         raise ConfigError(
             f"TLS certificate {tls.cert} expired at {_utc(expires)}, so KEDA would refuse every "
             "handshake; renew it (cert-manager: `kubectl describe certificate` says why it did "
             "not) or give the renewed file"
         )
+    if starts > now:
+        raise NotYetValid(
+            f"TLS certificate {tls.cert} is not valid before {_utc(starts)} "
+            f"({starts - now:.0f} s from now by this clock), so KEDA would refuse every "
+            "handshake until then; check this node's clock (NTP) against the issuer's, or "
+            "give a certificate valid now",
+            starts=starts,
+        )
     return Material(cert=cert, key=key, ca=ca, expires=expires)
 
 
-def expiry(cert: bytes, path: Path) -> float:
-    """The end of the validity of the first certificate in the PEM `cert` (the server's own;
-    its chain follows it), epoch seconds."""
+_ENCRYPTED = re.compile(rb"-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: *4, *ENCRYPTED")
+"""PKCS#8 and OpenSSL's traditional headers of a key encrypted with a passphrase."""
+
+
+def validity(cert: bytes, path: Path) -> tuple[float, float]:
+    """The start and end of the validity of the first certificate in the PEM `cert` (the
+    server's own; its chain follows it), epoch seconds."""
     try:
         first = x509.load_pem_x509_certificates(cert)[0]
     except ValueError as exc:
         raise ConfigError(
             f"TLS certificate {path} cannot be parsed ({exc}); give a PEM certificate chain"
         ) from None
-    return first.not_valid_after_utc.timestamp()
+    return first.not_valid_before_utc.timestamp(), first.not_valid_after_utc.timestamp()
+
+
+def subject_names(cert: x509.Certificate) -> list[str]:
+    """The DNS names and IP addresses of `cert`'s subjectAltName, which TLS clients (KEDA's
+    Go client among them) check the host they dialled against; the common name is not."""
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    ips = [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
+    return [*san.get_values_for_type(x509.DNSName), *ips]
+
+
+def covers(names: list[str], host: str) -> bool:
+    """Whether a certificate with `names` is valid for `host`, as Go's crypto/x509 decides: an
+    exact name, or a wildcard standing for the host's first label."""
+    host = host.lower().rstrip(".")
+    for name in (n.lower().rstrip(".") for n in names):
+        if name == host:
+            return True
+        if name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:]:
+            return True
+    return False
+
+
+def _subjects(pem: bytes | None) -> str:
+    """The subjects of the certificates in a CA bundle (Python's ssl has read it already)."""
+    try:
+        cas = x509.load_pem_x509_certificates(pem or b"")
+    except ValueError:  # OpenSSL reads more than cryptography parses: say less, never fail
+        return "its CA bundle"
+    return "; ".join(ca.subject.rfc4514_string() for ca in cas)
+
+
+def _host(address: str) -> str:
+    """The host of HOST:PORT, without the brackets of an IPv6 address."""
+    return address.rpartition(":")[0].strip("[]")
 
 
 def _utc(epoch: float) -> str:

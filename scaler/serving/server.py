@@ -251,23 +251,22 @@ class _Timing(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
 
 
 def server_credentials(
-    tls: TLSSettings, telemetry: Telemetry | None = None
+    tls: TLSSettings, telemetry: Telemetry | None = None, *, address: str | None = None
 ) -> grpc.ServerCredentials:
     """TLS (and mTLS when a client CA is given) credentials that read renewed files on new
     connections (scaler.serving.certificates), the expiry of the certificate in use exported on
-    `telemetry`; ConfigError names a bad file."""
-    certificates = Certificates(tls)
+    `telemetry`; ConfigError names a bad file. `address`: the HOST:PORT KEDA dials, if known."""
+    certificates = Certificates(tls, address=address)
     if telemetry is not None:
-        telemetry.tls_expiry.labels(str(tls.cert)).set_function(
-            lambda: certificates.material.expires
-        )
+        telemetry.tls_expiry.labels(str(tls.cert)).set_function(certificates.expires)
     return certificates.credentials()
 
 
 async def create_server(
-    settings: ServerSettings, engine: Engine
+    settings: ServerSettings, engine: Engine, *, scaler_address: str | None = None
 ) -> tuple[grpc.aio.Server, int, HealthServicer]:
-    """A started-ready (not yet started) grpc.aio server and its bound port."""
+    """A started-ready (not yet started) grpc.aio server and its bound port; `scaler_address`
+    (--scaler-address), the address KEDA dials, is checked against the TLS certificate."""
     server = grpc.aio.server(interceptors=[_Timing(engine)], options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_ExternalScalerServicer_to_server(  # type: ignore[no-untyped-call]
         ExternalScalerServicer(engine), server
@@ -276,7 +275,9 @@ async def create_server(
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"{settings.host}:{settings.grpc_port}"
     credentials = (
-        server_credentials(settings.tls, engine.telemetry) if settings.tls.enabled else None
+        server_credentials(settings.tls, engine.telemetry, address=scaler_address)
+        if settings.tls.enabled
+        else None
     )
     port = _bind(server, address, credentials)
     if port == 0:

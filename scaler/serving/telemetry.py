@@ -159,7 +159,7 @@ class Telemetry:
         self.tls_expiry = Gauge(
             "scaler_tls_certificate_expiry_timestamp_seconds",
             "When the gRPC server's certificate in use expires (epoch seconds; no series "
-            "without --tls-cert). A renewal is read on the next connection after it is written.",
+            "without --tls-cert). A renewal is read at the next connection or scrape.",
             ["file"],
             registry=registry,
         )

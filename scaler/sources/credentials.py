@@ -2,17 +2,20 @@
 custom headers and the tenant `namespace` parameter.
 
 Owns: which Prometheus URLs may receive the scaler's credentials (the default and ledger URLs
-and `PrometheusAuth.trusted`, compared by origin), the header each KEDA authMode adds, read from
-its file and read again when the file changes (a rotated token is used on the next request),
-and the check that a target's `authModes` are ones the scaler can serve.
-Must not: import requests (sources/prometheus_transport.py sends them), put a secret into a message
-or a log line, or take a secret from trigger metadata (spec.py refuses them).
+and `PrometheusAuth.trusted`, compared by origin; a redirect elsewhere is sent none), the
+header each KEDA authMode adds, read from its file and read again when the file changes (a
+rotated token is used on the next request), and the check that a target's `authModes` are
+ones the scaler can serve, and that its `prometheusUnsafeSsl` does not expose them.
+Must not: import requests (sources/prometheus_transport.py sends them), put a secret into a
+message or a log line (`redact` takes the scaler's own out of a server's answer that echoes
+one), or take a secret from trigger metadata (spec.py refuses them).
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 import ssl
 import threading
 from dataclasses import dataclass
@@ -35,6 +38,12 @@ FLAGS = {
 """The scaler flags that give each KEDA authMode its credentials."""
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+"""Characters no header value (nor a password) holds: a file of two lines, say."""
+
+MIN_REDACTED = 4
+"""Shortest secret hidden from quoted answers: a shorter one would blank out common letters."""
 
 
 @dataclass(frozen=True)
@@ -67,12 +76,13 @@ def origin(url: str) -> str:
 
 
 class SecretFile:
-    """A secret read from a file, again whenever the file's size or mtime changes; thread-safe.
-    Errors name the file and the flag, never the secret."""
+    """A secret read from a file, again whenever the file is replaced (another inode: a
+    Secret volume's symlink swap, a rename) or its size or mtime changes; thread-safe. Errors
+    name the file and the flag, never the secret."""
 
     def __init__(self, path: Path, flag: str) -> None:
         self.path, self.flag = path, flag
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, int, int] | None = None
         self._value = ""
         self._lock = threading.Lock()
 
@@ -80,7 +90,9 @@ class SecretFile:
         with self._lock:
             try:
                 info = os.stat(self.path)
-                stamp = (info.st_mtime_ns, info.st_size)
+                # The inode too: a rotated token is often of the same length, and a mount
+                # that keeps one mtime (or a copy that preserves it) hid the new one.
+                stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
                 if stamp != self._stamp:
                     if info.st_size > MAX_SECRET_BYTES:
                         raise ConfigError(
@@ -97,7 +109,19 @@ class SecretFile:
                 ) from None
             if not self._value:
                 raise ConfigError(f"{self.flag} {self.path} is empty; put the secret in it")
+            if _CONTROL.search(self._value):
+                # requests refuses such a header with the value in its message, which went
+                # to the log and to KEDA: say what is wrong without it
+                raise ConfigError(
+                    f"{self.flag} {self.path} holds a line break or another control character "
+                    "inside the secret; put the secret alone on one line (a final newline is fine)"
+                )
             return self._value
+
+    @property
+    def last(self) -> str:
+        """The secret last read ("" before the first read), without reading the file."""
+        return self._value
 
 
 class Credentials:
@@ -146,6 +170,13 @@ class Credentials:
                 raise ConfigError(f"cannot read {flag} {path}; mount it there or fix the path")
         _check_tls_files(self.auth)
 
+    def in_clear(self) -> list[str]:
+        """The http:// origins trusted with a token, password or custom header: anyone on the
+        path reads them there (a client certificate's key never leaves the scaler)."""
+        if not set(self._files) & {"bearer", "basic", "custom"}:
+            return []
+        return sorted(o for o in self._trusted if o.startswith("http://"))
+
     def trusts(self, url: str) -> bool:
         return origin(url) in self._trusted
 
@@ -167,6 +198,16 @@ class Credentials:
                 f"credentials; add it to --prometheus-trusted-url, or drop authModes"
             )
         modes = (spec.auth_modes or configured) if trusted else ()
+        secrets = [mode for mode in modes if mode != "tls"]  # a client key never leaves
+        unverified = spec.prometheus_unsafe_ssl and not self.auth.insecure_skip_verify
+        if unverified and secrets and url.lower().startswith("https://"):
+            raise ConfigError(
+                f"{spec.label}: prometheusUnsafeSsl would send the scaler's Prometheus "
+                f"credentials to {url} without verifying its certificate, so anyone on the path "
+                "could take them; give the scaler --prometheus-ca-file (the CA of Prometheus' "
+                "certificate), or drop prometheusUnsafeSsl (an operator who accepts the risk "
+                "for every target sets --prometheus-insecure-skip-verify)"
+            )
         if self.auth.insecure_skip_verify or spec.prometheus_unsafe_ssl:
             verify: bool | str = False
         else:
@@ -183,6 +224,25 @@ class Credentials:
             params=params,
             modes=modes,
         )
+
+    def secret_header_names(self) -> tuple[str, ...]:
+        """The names of every header that can carry one of the scaler's credentials."""
+        custom = self.auth.custom_auth_header
+        return ("Authorization", custom) if custom else ("Authorization",)
+
+    def redact(self, text: str) -> str:
+        """`text` (a server's answer quoted in an error) with each secret last read, and the
+        basic auth pair as sent, shown as ***: a server that echoes a rejected header put the
+        scaler's token into the error KEDA logs and the target's owner reads."""
+        secrets = [secret.last for secret in self._files.values()]
+        basic = self._files.get("basic")
+        if basic is not None and basic.last:
+            pair = f"{self.auth.username}:{basic.last}".encode()
+            secrets.append(base64.b64encode(pair).decode())
+        for secret in secrets:
+            if len(secret) >= MIN_REDACTED:
+                text = text.replace(secret, "***")
+        return text
 
     def secret_headers(self, modes: tuple[str, ...]) -> dict[str, str]:
         """The headers carrying the credentials of `modes`, read from their files now."""

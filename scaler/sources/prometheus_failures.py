@@ -16,7 +16,7 @@ Must not: send or retry a request (prometheus_transport.py does), or read an ans
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import requests
@@ -76,7 +76,15 @@ class Translator:
             status = e.response.status_code if e.response is not None else 0
             if status in (401, 403):
                 fix = self._denied_fix(url)
-            return _http_error(spec, url, e, query=query or spec.query, fix=fix, tries=tries)
+            return _http_error(
+                spec,
+                url,
+                e,
+                query=query or spec.query,
+                fix=fix,
+                tries=tries,
+                redact=self.credentials.redact,
+            )
         if isinstance(e, requests.Timeout):
             return SourceUnavailable(
                 f"Prometheus at {url} did not answer within {self.timeout:g}s for {spec.label}; "
@@ -171,13 +179,21 @@ def malformed(spec: TargetSpec, url: str, e: Exception, shape: str) -> Malformed
 
 
 def _http_error(
-    spec: TargetSpec, url: str, e: requests.HTTPError, *, query: str, fix: str, tries: str = ""
+    spec: TargetSpec,
+    url: str,
+    e: requests.HTTPError,
+    *,
+    query: str,
+    fix: str,
+    tries: str = "",
+    redact: Callable[[str], str],
 ) -> Exception:
     """BadQuery for a target's query Prometheus rejects (400/422), SourceUnavailable for the
-    rest, and for our own ledger query (not the user's to fix)."""
+    rest, and for our own ledger query (not the user's to fix). The server's words go through
+    `redact`: one that echoes a rejected credential must not have it quoted."""
     response = e.response
     status = response.status_code if response is not None else 0
-    error = _error_text(response)
+    error = redact(_error_text(response))
     if status in (400, 422) and query == spec.query:
         return BadQuery(
             query,

@@ -8,6 +8,7 @@ the environment. Must not: hold a secret in a flag value (only paths to files).
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from scaler.settings import PrometheusAuth, PrometheusSettings
 from scaler.sources.credentials import Credentials
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.prometheus_transport import OnRequest
+
+logger = logging.getLogger(__name__)
 
 TIMEOUT = ranges.Range(1, 300, duration=True)
 """--prometheus-timeout: 0s failed every request; past 5 minutes a sick Prometheus holds a
@@ -152,6 +155,12 @@ def source(
     trusted = tuple(u for u in (settings.url, settings.ledger_url, url) if u)
     credentials = Credentials(settings.auth, trusted_urls=trusted)
     credentials.check()
+    for origin in credentials.in_clear():
+        logger.warning(
+            "the scaler's Prometheus credentials go to %s in clear text, where anyone on the "
+            "path can read them; give an https:// URL (with --prometheus-ca-file)",
+            origin,
+        )
     return PrometheusSource(
         url,
         timeout=settings.timeout,

@@ -157,7 +157,7 @@ class Transport:
         # credentials are read from their files on each request (session.auth), and so that
         # HTTP errors arrive as requests.HTTPError with the response attached, instead of the
         # library's exception that only carries the status and body inside its message.
-        session = requests.Session()
+        session = _Session(self.credentials)
         session.verify = connection.verify
         session.cert = connection.cert
         session.auth = _FileAuth(self.credentials, connection.modes)
@@ -185,6 +185,25 @@ class Transport:
     def _count(self, kind: str, outcome: str) -> None:
         if self._on_request is not None:
             self._on_request(kind, outcome)
+
+
+class _Session(requests.Session):
+    """A session that sends no credential past a redirect to a URL not trusted with them.
+    requests drops only `Authorization`, and only when the host changes: a trusted Prometheus
+    (or the proxy in front of it) redirecting to another host, a login page say, was handed
+    the custom auth header (`X-Api-Key`) as well."""
+
+    def __init__(self, credentials: Credentials) -> None:
+        super().__init__()
+        self.credentials = credentials
+
+    def rebuild_auth(
+        self, prepared_request: requests.PreparedRequest, response: requests.Response
+    ) -> None:
+        super().rebuild_auth(prepared_request, response)  # type: ignore[no-untyped-call]
+        if not self.credentials.trusts(prepared_request.url or ""):
+            for name in self.credentials.secret_header_names():
+                prepared_request.headers.pop(name, None)
 
 
 class _FileAuth(requests.auth.AuthBase):

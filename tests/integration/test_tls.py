@@ -6,6 +6,7 @@ import asyncio
 import datetime
 import ipaddress
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +50,10 @@ def _issue(
     issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None,
     ca: bool,
     days: float = 1,
+    starts: datetime.datetime | None = None,
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A certificate valid from 5 minutes ago for `days` from now (negative: expired)."""
+    """A certificate valid from 5 minutes ago (or from `starts`) for `days` from now
+    (negative: expired)."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
@@ -61,7 +64,7 @@ def _issue(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(
-            min(now, now + datetime.timedelta(days=days)) - datetime.timedelta(minutes=5)
+            starts or min(now, now + datetime.timedelta(days=days)) - datetime.timedelta(minutes=5)
         )
         .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
@@ -339,6 +342,134 @@ def test_an_expired_certificate_is_refused_at_start_up_and_as_a_renewal(
         key.write_bytes(_pair(*renewed).key)
         assert _call(running.address, trust) == 1
         assert _expiry_gauge(running, cert) == renewed[0].not_valid_after_utc.timestamp()
+
+
+@pytest.mark.parametrize(
+    "form", [serialization.PrivateFormat.PKCS8, serialization.PrivateFormat.TraditionalOpenSSL]
+)
+def test_an_encrypted_key_is_refused_saying_so(
+    pki: PKI, tmp_path: Path, form: serialization.PrivateFormat
+) -> None:
+    """OpenSSL asked for the passphrase on the terminal (`scaler serve` hung there), and
+    without one the error said the certificate and key were not a pair."""
+    key = serialization.load_pem_private_key(pki.server.key, password=None)
+    encrypted = tmp_path / "tls.key"
+    encrypted.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, form, serialization.BestAvailableEncryption(b"pw")
+        )
+    )
+    with pytest.raises(ConfigError, match=r"tls\.key is encrypted .*`openssl pkey -in") as e:
+        server_credentials(TLSSettings(cert=pki.paths["cert"], key=encrypted))
+    assert "cannot be used together" not in str(e.value)
+
+
+def test_a_certificate_not_valid_yet_is_refused_and_a_renewal_is_served_once_valid(
+    pki: PKI, tmp_path: Path
+) -> None:
+    """A certificate from an issuer whose clock is ahead was served: every KEDA handshake
+    failed ("certificate is not yet valid") while health said SERVING."""
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    later = _pair(
+        *_issue("scaler", issuer=None, ca=False, starts=now + datetime.timedelta(hours=1))
+    )
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(later.cert)
+    key.write_bytes(later.key)
+    with pytest.raises(ConfigError, match=r"tls\.crt is not valid before 20\d\d-.* UTC.*clock"):
+        server_credentials(TLSSettings(cert=cert, key=key))
+
+    renewed_ca = _issue("renewed-ca", issuer=None, ca=True)
+    soon = now + datetime.timedelta(seconds=3)
+    renewed = _pair(*_issue("scaler", issuer=renewed_ca, ca=False, starts=soon))
+    old_trust = grpc.ssl_channel_credentials(root_certificates=pki.ca)
+    new_trust = grpc.ssl_channel_credentials(
+        root_certificates=renewed_ca[0].public_bytes(serialization.Encoding.PEM)
+    )
+    cert.write_bytes(pki.server.cert)
+    key.write_bytes(pki.server.key)
+    settings = fast_settings(f"file:{bundled_trace()}", tls=TLSSettings(cert=cert, key=key))
+    with RunningScaler(settings) as running:
+        cert.write_bytes(renewed.cert)
+        key.write_bytes(renewed.key)
+        assert _call(running.address, old_trust) == 1  # not valid yet: the old one stays
+        time.sleep(max(0.0, soon.timestamp() - time.time()) + 0.5)
+        assert _call(running.address, new_trust) == 1  # read again once valid
+        with pytest.raises(grpc.RpcError):
+            _call(running.address, old_trust)
+
+
+def test_start_up_says_what_is_presented_and_warns_when_it_does_not_name_the_dialled_host(
+    pki: PKI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A certificate without the scalerAddress host failed every KEDA handshake, and only KEDA's
+    log said so ("Hostname Verification Check failed"); the scaler logged "TLS" and no more."""
+    tls = TLSSettings(
+        cert=pki.paths["cert"],
+        key=pki.paths["key"],
+        client_ca=pki.paths["ca"],
+        require_client_cert=True,
+    )
+    with caplog.at_level("INFO", logger="scaler.serving.certificates"):
+        server_credentials(tls, address="localhost:9000")
+    (told,) = caplog.messages
+    assert "tls.crt names localhost, 127.0.0.1, issued by CN=test-ca, valid until 20" in told
+    assert told.endswith(
+        f"lets in only clients with a certificate from CN=test-ca ({tls.client_ca})"
+    )
+    caplog.clear()
+    with caplog.at_level("INFO", logger="scaler.serving.certificates"):
+        server_credentials(tls, address="predictive-scaler.keda.svc:9000")
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1
+    assert "does not name predictive-scaler.keda.svc, the host of --scaler-address" in warned[0]
+    assert "dnsNames" in warned[0]
+
+
+@pytest.mark.parametrize(
+    ("host", "covered"),
+    [
+        ("predictive-scaler.keda.svc", True),
+        ("PREDICTIVE-SCALER.keda.svc.", True),
+        ("x.keda.svc.cluster.local", True),  # the wildcard
+        ("a.b.keda.svc.cluster.local", False),  # a wildcard stands for one label
+        ("keda.svc.cluster.local", False),
+        ("predictive-scaler", False),
+        ("10.0.0.7", True),
+        ("10.0.0.8", False),
+    ],
+)
+def test_certificate_names_cover_a_host_as_tls_clients_check_it(host: str, covered: bool) -> None:
+    names = ["predictive-scaler.keda.svc", "*.keda.svc.cluster.local", "10.0.0.7"]
+    assert certificates.covers(names, host) is covered
+
+
+def test_the_expiry_gauge_follows_a_renewal_while_keda_keeps_its_connection(
+    pki: PKI, tmp_path: Path
+) -> None:
+    """The gauge changed only when a new connection made gRPC read the files; KEDA holds one
+    for days, so after a renewal the alert 7 days before the old expiry still fired."""
+    ca, renewed_ca = _issue("ca", issuer=None, ca=True), _issue("ca2", issuer=None, ca=True)
+    first = _issue("scaler", issuer=ca, ca=False, days=2)
+    renewed = _issue("scaler", issuer=renewed_ca, ca=False, days=30)
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(_pair(*first).cert)
+    key.write_bytes(_pair(*first).key)
+    trust, new_trust = (
+        grpc.ssl_channel_credentials(root_certificates=c.public_bytes(serialization.Encoding.PEM))
+        for c, _ in (ca, renewed_ca)
+    )
+    settings = fast_settings(f"file:{bundled_trace()}", tls=TLSSettings(cert=cert, key=key))
+    with RunningScaler(settings) as running, grpc.secure_channel(running.address, trust) as keda:
+        stub = pb_grpc.ExternalScalerStub(keda)
+        assert len(stub.GetMetricSpec(ref(), timeout=5).metricSpecs) == 1
+        cert.write_bytes(_pair(*renewed).cert)
+        key.write_bytes(_pair(*renewed).key)
+        assert _expiry_gauge(running, cert) == renewed[0].not_valid_after_utc.timestamp()
+        assert len(stub.GetMetricSpec(ref(), timeout=5).metricSpecs) == 1  # the same connection
+        assert _call(running.address, new_trust) == 1  # and new connections get the renewal
+        with pytest.raises(grpc.RpcError):
+            _call(running.address, trust)
 
 
 def _a_pair(cert: bytes, key: bytes) -> bool:
