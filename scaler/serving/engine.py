@@ -10,9 +10,10 @@ only its instant query and reuses the forecast it kept (`ForecastKept`), the sam
 Models are fitted off this loop (a process pool, or a thread when fit_workers is 0) and refitted
 every `refit_every`. RPCs only ever read `TargetState`; nothing here runs on the request path.
 
-A failing target never stops the others: its error is kept on its state, and its answers turn
-UNAVAILABLE once its data is older than `staleness` (INVALID_ARGUMENT at once when the source
-says its query is wrong, BadQuery). Each target's refresh is a task of its own with a deadline,
+A failing target never stops the others: its error is kept on its state and logged once per
+change (scaler/serving/problems.py), and its answers turn UNAVAILABLE once its data is older
+than `staleness` (INVALID_ARGUMENT at once when the source says its query is wrong, BadQuery;
+scaler/serving/answers.py). Each target's refresh is a task of its own with a deadline,
 and its source calls go through its endpoint's bulkhead and breaker (scaler.serving.isolation): a
 silent Prometheus holds neither the step nor other endpoints' targets, and a new target is
 refreshed as soon as it registers (an edited trigger reading the query of the target it replaces
@@ -33,23 +34,15 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
 from scaler.clock import Clock, quantise
 from scaler.decision import budget, policy, quoting
 from scaler.decision.spec import TargetSpec
-from scaler.errors import (
-    BadQuery,
-    CircuitOpen,
-    HistoryBackoff,
-    ScalerError,
-    TooManyTargets,
-    Unavailable,
-    UnusableLoad,
-)
+from scaler.errors import BadQuery, TooManyTargets, Unavailable
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving import (
+    answers,
     booking,
     fitting,
     forecaststep,
@@ -57,6 +50,7 @@ from scaler.serving import (
     isolation,
     leadtime,
     ledgerrebuild,
+    problems,
     succession,
     warmup,
 )
@@ -74,14 +68,6 @@ stays INVALID_ARGUMENT meanwhile. Each step it was re-sent, and one whose answer
 asked at once; a refusal that goes away by itself (a series count that falls) is seen within."""
 DEFAULT_ENDPOINT = "default"
 """The endpoint name of targets without `serverAddress` (the default Prometheus / the file)."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What the server tells KEDA for one target."""
-
-    desired: int
-    active: bool
 
 
 DROPPED = {
@@ -129,8 +115,8 @@ class Engine:
         """The refresh in flight of each target key."""
         self._tried: dict[str, float] = {}
         """The step each target key was last refreshed for."""
-        self._problems: dict[str, str] = {}
-        """The problem last logged for each failing target key."""
+        self.problems = problems.Problems(telemetry)
+        """Each failing target's problem, logged once per change (problems.py)."""
         self.fitter = fitting.Fitter(settings, telemetry)
         self.history_reads = historyreads.HistoryReads(
             settings, clock, past_deadline=self._past_deadline
@@ -166,20 +152,7 @@ class Engine:
                     "the ScaledObjects over more scaler Deployments. KEDA's fallback applies "
                     "meanwhile; a target no call asks about for --idle-expiry frees its place"
                 )
-            state = TargetState(
-                spec=spec,
-                ledger=budget.Ledger(
-                    budget=spec.prewarm_budget,
-                    window=spec.prewarm_budget_window,
-                    cost_per_replica_hour=spec.cost_per_replica_hour,
-                    share=spec.prewarm_budget_share,
-                    wake_hours=budget.wake_floor(spec.max_prewarm_replicas, spec.lookahead),
-                ),
-                last_asked=now,
-                registered=now,
-                ledger_known=self.spend_record is None
-                or (spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None),
-            )
+            state = TargetState.new(spec, now=now, spend_record=self.spend_record is not None)
             self.targets[spec.key] = state
             self.telemetry.targets.set(len(self.targets))
             # the key's fingerprint names the query: the line need not carry 4 KB of it
@@ -198,22 +171,10 @@ class Engine:
         state.last_asked = now
         return state
 
-    def answer(self, state: TargetState) -> Answer:
-        """The current answer for a target; BadQuery when the source says its query is wrong,
-        Unavailable when there is no decision to trust."""
-        if state.bad_query is not None:  # a fresh error each time: a raise grows its traceback
-            raise BadQuery(state.bad_query.value, state.bad_query.fix)
-        if state.decision is None:
-            raise Unavailable(
-                f"{state.spec.label}: no decision yet ({state.error or 'warming up'})"
-            )
-        age = self.clock.now() - state.decided_at
-        if age > self.settings.staleness:
-            raise Unavailable(
-                f"{state.spec.label}: last good decision is {age:.0f}s old "
-                f"({state.error or 'engine stalled'}); KEDA's fallback applies"
-            )
-        return Answer(desired=state.decision.desired, active=state.active)
+    def answer(self, state: TargetState) -> answers.Answer:
+        """The current answer for a target (answers.py: BadQuery, Unavailable when stale)."""
+        now = self.clock.now()
+        return answers.answer(state, now=now, staleness=self.settings.staleness)
 
     # ---- the loop ----------------------------------------------------------------------------
     async def run(self) -> None:
@@ -315,35 +276,21 @@ class Engine:
             async with asyncio.timeout(deadline):
                 await self.refresh(state, now)
             state.error, state.bad_query = None, None
-            self._problems.pop(state.spec.key, None)
+            self.problems.solved(state.spec.key)
             return
         except TimeoutError:
-            self._note_error(state, "Deadline", self._past_deadline(state.spec))
+            self.problems.note(state, "Deadline", self._past_deadline(state.spec))
         except BadQuery as exc:
             state.bad_query, state.bad_query_until = exc, now + BAD_QUERY_RETRY
-            self._note_error(state, type(exc).__name__, str(exc))
+            self.problems.note(state, type(exc).__name__, str(exc))
             if state.decision is not None:  # answers refused from now (or since they went stale)
                 stale = state.decided_at + self.settings.staleness
                 self.decision_log.unanswered(state.spec.key, at=min(now, stale), why=str(exc))
             state.updated.set()  # a waiting StreamIsActive answers with the error
             state.updated = asyncio.Event()
             return
-        except CircuitOpen as exc:  # the endpoint's problem, already logged as the target's
-            told = str(exc)  # names no other target (tenant): the log line may
-            self._note_error(
-                state, type(exc).__name__, told, problem=exc.problem, detail=exc.for_log()
-            )
-        except HistoryBackoff as exc:  # held with nothing sent: its failure is logged
-            self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
-        except UnusableLoad as exc:  # its value changes every step; the problem does not
-            self._note_error(state, type(exc).__name__, str(exc), problem=exc.problem)
-        except ScalerError as exc:
-            self._note_error(state, type(exc).__name__, str(exc))
         except Exception as exc:  # one broken target must not stop the others
-            first = self._problems.get(state.spec.key) != repr(exc)
-            if first:  # the traceback once per change, like every other problem
-                logger.exception("refresh of %s failed", state.spec.key)
-            self._note_error(state, "internal", repr(exc), logged=True)
+            self.problems.note_failure(state, exc)
         if hold:
             self.booking.hold(state, now)
 
@@ -353,26 +300,6 @@ class Engine:
             f"{self._endpoint(spec)}: refresh took longer than its {deadline:g}s deadline "
             f"({isolation.DEADLINE})"
         )
-
-    def _note_error(
-        self,
-        state: TargetState,
-        kind: str,
-        message: str,
-        *,
-        problem: str | None = None,
-        detail: str | None = None,
-        logged: bool = False,
-    ) -> None:
-        """Keep the target's error; log it (`detail`, for the operator, default: the message)
-        once per change of its `problem` (default: the message), not once per step: a refusal
-        by an open breaker is the same problem as the failure that opened it."""
-        problem = message if problem is None else problem
-        if self._problems.get(state.spec.key) != problem and not logged:
-            logger.warning("%s: %s", state.spec.key, message if detail is None else detail)
-        self._problems[state.spec.key] = problem
-        state.error = message
-        self.telemetry.refresh_errors.labels(kind).inc()
 
     async def refresh(self, state: TargetState, now: float) -> None:
         spec, source = state.spec, self.source_for(state.spec)
@@ -437,7 +364,7 @@ class Engine:
         if running is not None:  # it would publish the gauges forgotten below
             running.cancel()
         self._tried.pop(key, None)
-        self._problems.pop(key, None)
+        self.problems.solved(key)
         self.decision_log.stop(key)  # else the same key registered later continues its line
         self.telemetry.forget(key)
         self.telemetry.targets.set(len(self.targets))

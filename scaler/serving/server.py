@@ -26,8 +26,9 @@ from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.decision import quoting
 from scaler.decision import spec as specs
 from scaler.errors import ConfigError, SpecError, TooManyTargets, Unavailable
+from scaler.serving.answers import Answer
 from scaler.serving.certificates import Certificates
-from scaler.serving.engine import Answer, Engine
+from scaler.serving.engine import Engine
 from scaler.serving.state import TargetState
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import ServerSettings, TLSSettings

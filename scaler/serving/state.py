@@ -141,6 +141,26 @@ class TargetState:
     """Why the engine no longer serves this target (engine `forget`), once it does not: the
     StreamIsActive calls on it end."""
 
+    @classmethod
+    def new(cls, spec: TargetSpec, *, now: float, spend_record: bool) -> TargetState:
+        """A target registered at `now`, its ledger empty: known at once when there is no
+        spend record to rebuild it from (`spend_record` false) or no budget to spend."""
+        ledger = budget.Ledger(
+            budget=spec.prewarm_budget,
+            window=spec.prewarm_budget_window,
+            cost_per_replica_hour=spec.cost_per_replica_hour,
+            share=spec.prewarm_budget_share,
+            wake_hours=budget.wake_floor(spec.max_prewarm_replicas, spec.lookahead),
+        )
+        nothing = spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None
+        return cls(
+            spec=spec,
+            ledger=ledger,
+            last_asked=now,
+            registered=now,
+            ledger_known=not spend_record or nothing,
+        )
+
 
 @dataclass(frozen=True)
 class Basis:

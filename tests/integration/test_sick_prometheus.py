@@ -216,7 +216,7 @@ def test_a_sick_endpoint_is_refused_with_its_reason_while_healthy_targets_keep_a
     # breaker opening; never with a traceback.
     about = [r for r in caplog.records if endpoint.url in r.getMessage()]
     by_module = Counter(r.name for r in about)
-    assert by_module["scaler.serving.engine"] == 1, [r.getMessage() for r in about]
+    assert by_module["scaler.serving.problems"] == 1, [r.getMessage() for r in about]
     assert by_module["scaler.serving.isolation"] <= 1, [r.getMessage() for r in about]
     assert all(r.exc_info is None for r in about)
 
