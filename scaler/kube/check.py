@@ -17,7 +17,9 @@ Errors (KEDA or the scaler would refuse it, or it scales wrongly):
 Warnings (it works, not as the author believes; `--strict` makes them errors):
 - `minReplicas`/`maxReplicas` that differ from `minReplicaCount`/`maxReplicaCount`;
 - `fallback.replicas` outside [minReplicas, maxReplicas];
-- no `fallback` on a ScaledObject with an active trigger of this scaler.
+- no `fallback` on a ScaledObject with an active trigger of this scaler;
+- an `external` trigger of a workload that can sit at zero whose pollingInterval is longer than
+  the trigger's horizon: the first replica can start after the cold start the forecast planned.
 
 The manifest tests (tests/integration/test_manifests.py) apply these same functions to deploy/.
 
@@ -38,6 +40,8 @@ ERROR = "error"
 WARNING = "warning"
 KEDA_DEFAULT_MIN = 0
 """minReplicaCount when a ScaledObject leaves it out."""
+KEDA_DEFAULT_POLLING = 30
+"""pollingInterval, seconds, when a ScaledObject leaves it out."""
 AVERAGE_VALUE = "AverageValue"
 CRD_MESSAGE_CHARS = 2 * quoting.QUERY_ECHO_CHARS
 """Longest CRD schema message quoted: jsonschema quotes the whole value it refuses (a list of
@@ -174,6 +178,9 @@ def check_trigger(
         return [*found, (ERROR, str(exc))], None
     found += [(WARNING, text) for text in replica_bounds(so_spec, parsed, as_sent(metadata))]
     found += [(WARNING, text) for text in fallback_bounds(so_spec, parsed)]
+    late = late_wake(so_spec, trigger, parsed)
+    if late:
+        found.append((WARNING, late))
     return found, parsed
 
 
@@ -292,6 +299,30 @@ def fallback_bounds(so_spec: dict[str, Any], target: TargetSpec) -> list[str]:
             "the scaler cannot answer, KEDA runs less than the floor you set on it"
         ]
     return []
+
+
+def late_wake(so_spec: dict[str, Any], trigger: dict[str, Any], target: TargetSpec) -> str | None:
+    """Why a workload that can sit at zero wakes later than the forecast allows: KEDA asks an
+    `external` trigger's IsActive once per pollingInterval, so the first replica is asked for up
+    to that long after the scaler says active. The forecast looks `horizon` past the cold start,
+    which absorbs a wait shorter than it; a longer one makes the first replica late even when
+    the forecast saw the load coming. None when it cannot happen or the wait fits."""
+    if trigger.get("type") != "external":  # external-push: StreamIsActive wakes it at once
+        return None
+    low = crd.count(so_spec, "minReplicaCount", KEDA_DEFAULT_MIN)
+    idle = crd.count(so_spec, "idleReplicaCount", None)
+    polling = crd.count(so_spec, "pollingInterval", KEDA_DEFAULT_POLLING)
+    if low is None or polling is None or (low > 0 and idle != 0):
+        return None
+    if polling <= target.horizon:
+        return None
+    return (
+        f"pollingInterval {polling}s is longer than the trigger's horizon "
+        f"({target.horizon:g}s, how far past the cold start the forecast looks): waking from "
+        f"zero, KEDA asks whether to start the first replica only every {polling}s, so it can "
+        f"start after the cold start the forecast planned for; lower pollingInterval, or use "
+        f"type: external-push (the scaler's StreamIsActive wakes it at once)"
+    )
 
 
 def missing_fallback(so_spec: dict[str, Any]) -> str | None:

@@ -594,3 +594,33 @@ def test_an_idle_count_not_below_the_minimum_is_an_error(
 def test_an_idle_count_below_the_minimum_and_a_whole_fallback_pass() -> None:
     body = yaml.safe_load(with_field(GOOD, "idleReplicaCount", 0))
     assert crd.count_errors(body) == {}
+
+
+def test_a_polling_interval_past_the_horizon_warns_when_the_workload_can_sit_at_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KEDA asks an `external` trigger's IsActive once per pollingInterval: waking from zero,
+    the first replica can start up to that long after the scaler said active, later than the
+    cold start the forecast (which looks `horizon` past it) planned for."""
+    zero = GOOD.replace("minReplicaCount: 1", "minReplicaCount: 0").replace(
+        'minReplicas: "1"', 'minReplicas: "0"'
+    )
+    slow = zero.replace("  fallback:", "  pollingInterval: 1200\n  fallback:")
+    _, lines = run(capsys, write(tmp_path, slow))
+    assert "warning: pollingInterval 1200s is longer than the trigger's horizon (900s" in lines[0]
+    assert "external-push" in lines[0]
+    quiet = [
+        zero.replace("  fallback:", "  pollingInterval: 600\n  fallback:"),  # within the horizon
+        slow.replace("type: external", "type: external-push"),  # StreamIsActive wakes it
+        slow.replace("minReplicaCount: 0", "minReplicaCount: 1").replace(
+            'minReplicas: "0"', 'minReplicas: "1"'
+        ),  # never at zero
+    ]
+    for text in quiet:
+        _, lines = run(capsys, write(tmp_path, text))
+        assert lines[-1].endswith("0 errors, 0 warnings"), lines
+    idle = slow.replace("minReplicaCount: 0", "minReplicaCount: 1\n  idleReplicaCount: 0").replace(
+        'minReplicas: "0"', 'minReplicas: "1"'
+    )
+    _, lines = run(capsys, write(tmp_path, idle))
+    assert "warning: pollingInterval 1200s" in lines[0]
