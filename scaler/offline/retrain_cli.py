@@ -262,15 +262,16 @@ def cmd_retrain(args: argparse.Namespace) -> int:
 
 def exit_status(outcomes: list[Outcome], stopped_by: str | None) -> int:
     """143 or 130 when a signal stopped the run; 3 when every target tried failed because its
-    Prometheus (or the store) could not be reached: nothing was fitted, so the retry the Job
-    makes of exit 3 costs only reads, and Prometheus restarting at the CronJob's hour no longer
-    loses the week; else 1 when any target failed, 0 when none did."""
+    Prometheus could not be reached or answered an error (Outcome.unreachable): nothing was
+    fitted, so the retry the Job makes of exit 3 costs only reads, and Prometheus restarting at
+    the CronJob's hour no longer loses the week; else 1 when any target failed, 0 when none
+    did."""
     if stopped_by:
         return 128 + signal.Signals[stopped_by]  # as if killed by it
     tried = [o for o in outcomes if o.key]  # not the triggers that did not parse
     if tried and all(o.unreachable for o in tried):
         logger.warning(
-            "no target was retrained: Prometheus (or the store) could not be reached for any; "
+            "no target was retrained: Prometheus could not be reached for any; "
             "exit 3 (a Job retries it)"
         )
         return UNREACHABLE_EXIT

@@ -45,7 +45,9 @@ class Outcome:
     would_promote: bool = False
     """A dry run's challenger that won: it would have been promoted, and was not stored."""
     unreachable: bool = False
-    """Failed because Prometheus (or the store) could not be reached: a retry may succeed."""
+    """Failed because its Prometheus could not be reached or answered an error
+    (SourceUnavailable), or another service was unreachable (errors.Unreachable): a retry may
+    succeed. A store read failing mid-run is a StoreError, not counted here."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
