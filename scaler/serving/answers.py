@@ -27,6 +27,11 @@ def answer(state: TargetState, *, now: float, staleness: float) -> Answer:
         raise BadQuery(state.bad_query.value, state.bad_query.fix)
     if state.decision is None:
         raise Unavailable(f"{state.spec.label}: no decision yet ({state.error or 'warming up'})")
+    if state.behind > staleness:  # booking.py `hold`: held for `staleness` already
+        raise Unavailable(
+            f"{state.spec.label}: the clock stepped back behind its last decision, which has "
+            f"been held for {staleness:.0f}s; KEDA's fallback applies until the clock passes it"
+        )
     age = now - state.decided_at
     if age > staleness:
         raise Unavailable(

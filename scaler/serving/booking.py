@@ -15,6 +15,7 @@ state when it is called.
 from __future__ import annotations
 
 import asyncio
+import math
 
 from scaler.decision import drift, margin, policy
 from scaler.decision import spec as specs
@@ -112,32 +113,44 @@ class Booking:
             forecast_wants and peak is not None and peak > spec.activation_threshold
         )
         state.decision, state.predictive = served, predictive
-        state.decided_at, state.active = now, active
+        state.decided_at, state.active, state.behind = now, active, 0.0
         state.basis = Basis.of(state)  # a step held from it is logged with it (`hold`)
         state.booked.append(now)
         self._publish(state, now=now, cost=cost, load=load)
         state.updated.set()  # wakes StreamIsActive; it decides what to send
         state.updated = asyncio.Event()
 
-    def hold(self, state: TargetState, now: float) -> None:
+    def hold(self, state: TargetState, now: float, *, behind: bool = False) -> None:
         """A refresh failed: KEDA is still answered the last good decision until it is
         `staleness` old (engine `answer`). Book the step as a decided one, so the ledger, the
         spend counters and the decision log keep to what KEDA was answered: its prewarm charged
         (cut to what the budget allows now, policy.held), its replicas counted up to when the
         answers stop, a line logged if the cut changed it. Once they stop, one `unanswered`
-        line."""
+        line.
+
+        With `behind`, the wall clock stepped back behind the step the decision was made for,
+        so this step cannot be decided (engine `_launch`): it is held the same way, its age the
+        seconds held since (`state.behind`: the decision's stamp is in the future), and booked
+        even when its stamp was booked before the clock went back."""
         decision, predictive, spec = state.decision, state.predictive, state.spec
-        if decision is None or predictive is None or now in state.booked:
+        if decision is None or predictive is None or (now in state.booked and not behind):
             return  # nothing answered yet, or this step is booked
         if state.bad_query is not None:
             return  # answered INVALID_ARGUMENT (engine `answer`); closed in the log at the refusal
-        served_until = state.decided_at + self.settings.staleness
+        age = state.behind if behind else now - state.decided_at
+        served_until = now - age + self.settings.staleness
         if now >= served_until:
             staleness = specs.format_duration(self.settings.staleness)
-            why = f"no fresh decision for {staleness}: {state.error or 'engine stalled'}"
-            self.log.unanswered(spec.key, at=served_until, why=why)
+            cause = "the clock stepped back" if behind else state.error or "engine stalled"
+            self.log.unanswered(
+                spec.key, at=served_until, why=f"no fresh decision for {staleness}: {cause}"
+            )
+            if behind:
+                state.behind = math.inf  # refused until the clock passes the decision's step
             return
         span = min(self.settings.step, served_until - now)
+        if behind:
+            state.behind += span
         limits = _limits(spec)
         allowance = state.ledger.allowance(now, span) if state.ledger_known else 0
         predictive = policy.held(predictive, limits=limits, allowance=allowance)

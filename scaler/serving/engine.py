@@ -44,6 +44,7 @@ from scaler.record.decisionlog import DecisionLog
 from scaler.serving import (
     answers,
     booking,
+    clockwatch,
     fitting,
     forecaststep,
     historyreads,
@@ -115,6 +116,10 @@ class Engine:
         """The refresh in flight of each target key."""
         self._tried: dict[str, float] = {}
         """The step each target key was last refreshed for."""
+        self._held_behind: dict[str, float] = {}
+        """The step each target key was last held for while the clock stood behind `_tried`."""
+        self.clock_watch = clockwatch.ClockWatch(settings.staleness)
+        """Says when the wall clock steps back behind the latest step (clockwatch.py)."""
         self.problems = problems.Problems(telemetry)
         """Each failing target's problem, logged once per change (problems.py)."""
         self.fitter = fitting.Fitter(settings, telemetry)
@@ -213,8 +218,13 @@ class Engine:
         """Start the refresh of every target not yet tried for step `now` and not in flight."""
         self._expire_idle()
         started = []
+        self.clock_watch.note(now)
         for key, state in self.targets.items():
-            if self._tried.get(key, -math.inf) >= now:
+            tried = self._tried.get(key, -math.inf)
+            if tried > now and self._held_behind.get(key) != now:
+                self._held_behind[key] = now  # the clock stepped back: booked once a step
+                self.booking.hold(state, now, behind=True)
+            if tried >= now:
                 continue
             if key in self._running:  # still refreshing an earlier step: this one is held
                 self._tried[key] = now  # (booked once; the next refresh is the next step's)
@@ -364,6 +374,7 @@ class Engine:
         if running is not None:  # it would publish the gauges forgotten below
             running.cancel()
         self._tried.pop(key, None)
+        self._held_behind.pop(key, None)
         self.problems.solved(key)
         self.decision_log.stop(key)  # else the same key registered later continues its line
         self.telemetry.forget(key)

@@ -106,6 +106,10 @@ class TargetState:
     """The latest steps whose answer was booked (charged, counted, logged): decided, or held
     from the last decision while the source failed (booking.py `hold`), so each is booked once. A
     step skipped while an earlier one's refresh runs is held before that refresh ends."""
+    behind: float = 0.0
+    """Seconds held from `decision` while the wall clock stood behind the step it was decided
+    for (stepped back: an NTP correction, a VM resumed), booked as held steps: `staleness` of
+    them at most, then inf (answers refused, engine `answer`); 0 at the next decision."""
     active: bool = False
     error: str | None = None
     bad_query: BadQuery | None = None

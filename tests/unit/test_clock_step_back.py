@@ -1,0 +1,64 @@
+"""A wall clock stepped back (an NTP correction, a VM resumed) must not let prewarm run
+uncharged. The engine used to skip every target while the clock stood behind its last step, and
+KEDA kept being answered that step's decision, its prewarm never charged (4.83 replica-hours
+answered against 1.5 counted over a 10-minute step back). Now each such step is held as a
+failed refresh's is (booking.py `hold`): charged, counted and cut to the budget, for at most
+`staleness`, then refused until the clock is past the step again."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from models.base import HOUR
+from scaler.errors import Unavailable
+from tests.unit.test_held_answers import NOW, STALENESS, STEP, counted, make
+
+BACK = 20
+"""Steps the clock steps back, after the twelfth: twice `staleness`."""
+
+
+def test_steps_behind_a_stepped_back_clock_are_charged_then_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine, _, clock, target = make(tmp_path / "d.jsonl", budget="24")
+    stamps = [NOW + i * STEP for i in range(12)]  # 10 prewarm replicas are held from step 10
+    stamps += [NOW + (i - BACK) * STEP for i in range(11, 11 + BACK + 4)]
+    answered = prewarm = 0.0
+    refused: list[float] = []
+
+    async def run() -> float:
+        nonlocal answered, prewarm
+        state = engine.ensure(target)
+        state.ledger_known = True
+        for at in stamps:
+            clock.t = at
+            engine.ensure(target)
+            await engine.tick(at)
+            clock.t += 1.0
+            try:
+                desired = engine.answer(state).desired
+            except Unavailable:
+                refused.append(at)
+                continue
+            assert state.decision is not None
+            answered += desired * STEP / HOUR
+            prewarm += (desired - state.decision.reactive) * STEP / HOUR
+        return state.ledger.spent(NOW)
+
+    with caplog.at_level(logging.INFO, logger="scaler.serving.clockwatch"):
+        charged = asyncio.run(run())
+    state = engine.targets[target.key]
+    engine.close()
+    held = int(STALENESS / STEP)
+    assert prewarm > 10 * held * STEP / HOUR - 1e-9  # the held steps answered their prewarm
+    assert charged == pytest.approx(prewarm)  # ... and every replica of it is on the ledger
+    assert counted(engine, state) == pytest.approx(answered)
+    behind = [NOW + (i - BACK) * STEP for i in range(11, 12 + BACK)]  # up to the step it left
+    assert refused == behind[held:]  # refused past staleness, until the clock is past it
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("stepped back 600s" in m for m in messages) == 1
+    assert sum("past" in m and "again" in m for m in messages) == 1
