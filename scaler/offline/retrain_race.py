@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from models import artefact
-from models.base import DAY, FloatArray, ModelError, Series
+from models.base import DAY, FloatArray, ModelError, Series, observed_span
 from models.conformal import calibration_window
 from scaler.decision import drift_measure
 from scaler.decision.literals import format_duration
@@ -150,7 +150,7 @@ def challenge(
             model = artefact.load(champion)
             champion_step = model.step
             if model.step == history.step:
-                since = history.end - calibration_window(history.span)
+                since = history.end - graded_window(history)
                 old = retrain_score.champion_loss(
                     model, history, since=since, steps=steps, quantile=quantile
                 )
@@ -167,14 +167,23 @@ def challenge(
         "champion_step": champion_step,
         "observed": int(np.count_nonzero(~np.isnan(week))),
         "points": int(week.size),
-        "window": calibration_window(history.span),
+        "window": graded_window(history),
     }
+
+
+def graded_window(history: Series) -> float:
+    """Seconds of `history`'s newest values where challenger and champion are graded: the
+    challenger's calibration window (models.calibrate `fit_calibrated`), sized from the span
+    observed as the fit sizes it. A series younger than `--history` is read with missing
+    values before its first sample; a window sized from the span read (a week of 28 days)
+    graded the champion on a week while the challenger was scored on a quarter of its days."""
+    return calibration_window(observed_span(history))
 
 
 def latest_week(history: Series) -> FloatArray:
     """`history`'s values over its calibration window (the newest week of a 28-day history),
     where challenger and champion are scored; NaN where nothing was observed."""
-    return history.since(history.end - calibration_window(history.span)).values
+    return history.since(history.end - graded_window(history)).values
 
 
 def idle(history: Series) -> bool:

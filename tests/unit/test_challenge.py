@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
+
 from models import artefact
-from models.base import DAY, Series
+from models.base import DAY, Series, observed_span
 from models.challenge import backtest_loss
 from models.conformal import calibration_window
+from scaler.decision import spec as specs
+from scaler.offline import retrain_race
 from tests.contract.synthetic import load
 
 HISTORY = load(15, seed=7)
@@ -35,3 +40,23 @@ def test_a_history_with_no_origin_in_the_window_has_no_loss() -> None:
     data = artefact.fit("seasonal", HISTORY, STEPS)
     model = artefact.load(data)
     assert math.isnan(backtest_loss(model, HISTORY, since=HISTORY.end, steps=STEPS, quantile=0.95))
+
+
+def test_a_series_younger_than_the_history_read_grades_both_models_on_the_challengers_window() -> (
+    None
+):
+    # 10 days observed, read as 28 (the job's --history): missing values before the first.
+    observed = load(10, seed=11)
+    padding = np.full(18 * 288, np.nan)
+    history = Series(observed.start - 18 * DAY, observed.step, np.r_[padding, observed.values])
+    spec = specs.parse("gpu", "llm", {"query": "x", "threshold": "10", "model": "seasonal"})
+    champion = artefact.fit("seasonal", history.until(history.end - 3 * DAY), STEPS)
+    result = retrain_race.challenge(spec, history, STEPS, champion)
+    window = calibration_window(observed_span(history))  # what the challenger's fit holds out
+    assert window == 2.5 * DAY  # a quarter of 10 days, not the week of 28
+    assert result["window"] == window
+    assert result["points"] == window / history.step + 1  # both ends
+    model = artefact.load(champion)
+    since = history.end - window
+    graded = backtest_loss(model, history, since=since, steps=STEPS, quantile=spec.quantile)
+    assert result["champion_loss"] == pytest.approx(graded, rel=1e-9)
