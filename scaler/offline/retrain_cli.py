@@ -2,9 +2,9 @@
 ScaledObjects pointing at this scaler), keeps this shard's, retrains them into the model store
 (retrain.py) and prints a summary: a table on stdout, JSON with --json. Exit status 0 when every
 target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
-bad arguments, 3 for an unreachable store, cluster or every target's Prometheus (a retry may
-succeed), 143 after SIGTERM and 130 after SIGINT (Ctrl-C): the summary written, every unfinished
-target recorded as failed.
+bad arguments, 3 for an unreachable store, cluster or every target's Prometheus or store
+read (a retry may succeed), 143 after SIGTERM and 130 after SIGINT (Ctrl-C): the summary
+written, every unfinished target recorded as failed.
 
 This module owns the flags, the checks made before any fit, and the signals; retrain_targets.py
 chooses the targets and retrain_summary.py writes the summary.
@@ -60,8 +60,9 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "target: model, scores, promoted or not, and why (with --log-format json, one JSON "
         "record holding them all, so every line of the log is JSON). Exit 0 when every target was "
         "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 3 when "
-        "the Kubernetes API or the model store could not be reached before any fit, or no "
-        "target's Prometheus could (a retry may succeed; nothing was fitted), 143 after "
+        "the Kubernetes API or the model store could not be reached before any fit, or for "
+        "no target could its Prometheus or the store (a retry may succeed; nothing was "
+        "fitted), 143 after "
         "SIGTERM and 130 after SIGINT (Ctrl-C), "
         "within seconds: no target starts, those in flight stop, a Prometheus read that "
         "never answers is abandoned, each is recorded as "
@@ -262,7 +263,8 @@ def cmd_retrain(args: argparse.Namespace) -> int:
 
 def exit_status(outcomes: list[Outcome], stopped_by: str | None) -> int:
     """143 or 130 when a signal stopped the run; 3 when every target tried failed because its
-    Prometheus could not be reached or answered an error (Outcome.unreachable): nothing was
+    Prometheus could not be reached or answered an error, or the model store went out of reach
+    (Outcome.unreachable): nothing was
     fitted, so the retry the Job makes of exit 3 costs only reads, and Prometheus restarting at
     the CronJob's hour no longer loses the week; else 1 when any target failed, 0 when none
     did."""
@@ -271,8 +273,8 @@ def exit_status(outcomes: list[Outcome], stopped_by: str | None) -> int:
     tried = [o for o in outcomes if o.key]  # not the triggers that did not parse
     if tried and all(o.unreachable for o in tried):
         logger.warning(
-            "no target was retrained: Prometheus could not be reached for any; "
-            "exit 3 (a Job retries it)"
+            "no target was retrained: Prometheus or the model store could not be reached for "
+            "any; exit 3 (a Job retries it)"
         )
         return UNREACHABLE_EXIT
     return 1 if any(o.failed for o in outcomes) else 0
@@ -342,7 +344,7 @@ def check_store(store: store_base.ModelStore, location: str, *, write: bool = Tr
     try:
         store.statuses()
     except store_base.StoreError as exc:
-        if isinstance(exc.__cause__, Unreachable):  # the API server down, 5xx, throttled
+        if store_base.unreachable(exc):  # the API server down, 5xx, throttled
             raise Unreachable(
                 f"--store {location}: cannot reach the model store ({exc}); nothing was fitted "
                 "or recorded: retry later"
