@@ -27,7 +27,13 @@ from scaler.decision import ranges
 from scaler.decision.literals import format_duration
 from scaler.errors import UNREACHABLE_EXIT, ConfigError, Unreachable
 from scaler.kube.targets import Target
-from scaler.offline import model_steps, retrain_live, retrain_summary, retrain_targets
+from scaler.offline import (
+    model_steps,
+    retrain_live,
+    retrain_retry,
+    retrain_summary,
+    retrain_targets,
+)
 from scaler.offline.retrain import Retrainer, RetrainSettings, Stop
 from scaler.offline.retrain_race import SERVE_STEP
 from scaler.offline.retrain_summary import Outcome
@@ -161,6 +167,17 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
     g.add_argument(
+        "--retry-unreachable",
+        type=ranges.duration_flag(retrain_retry.RETRY, "0s tries once"),
+        metavar="DURATION",
+        default=env("RETRY_UNREACHABLE", None) or retrain_retry.DEFAULT,
+        help="how long to keep trying a Kubernetes API, model store or Prometheus that cannot "
+        "be reached or answers 5xx (0s-1h; 10m): the start-up reads, and the targets whose "
+        "reads failed that way, are tried again after 10s, 20s, 40s... doubling, before the "
+        "job exits 3 or fails them. Nothing is fitted before a read succeeds, so each try "
+        "costs reads only; a Prometheus or API server restart no longer loses the week",
+    )
+    g.add_argument(
         "--workers",
         type=int,
         metavar="N",
@@ -208,8 +225,15 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     store = open_store(
         args.store, kubeconfig=args.kubeconfig, keep=args.keep, create=not args.dry_run
     )
-    check_store(store, args.store, write=not args.dry_run)
-    found, problems = retrain_targets.read_targets(args)
+    pauses = retrain_retry.waits(args.retry_unreachable)
+    retrain_retry.patiently(
+        lambda: check_store(store, args.store, write=not args.dry_run),
+        pauses=pauses,
+        what=f"--store {args.store}",
+    )
+    found, problems = retrain_retry.patiently(
+        lambda: retrain_targets.read_targets(args), pauses=pauses, what="the targets"
+    )
     found = retrain_targets.unique(found)
     mine = [t for t in found if shard.holds(t.key)]
     logger.info(
@@ -245,7 +269,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     )
     retrainer = Retrainer(store, source, settings, live=retrain_live.live_fallback(source))
     try:
-        outcomes, stopped_by = asyncio.run(run_until_terminated(retrainer, mine))
+        outcomes, stopped_by = asyncio.run(run_until_terminated(retrainer, mine, pauses=pauses))
     finally:
         retrainer.close()
         source.close()
@@ -288,14 +312,15 @@ summary), for an operator who will not wait for the outcomes to be recorded."""
 
 
 async def run_until_terminated(
-    retrainer: Retrainer, mine: list[Target]
+    retrainer: Retrainer, mine: list[Target], *, pauses: list[float]
 ) -> tuple[list[Outcome], str]:
     """Every target's outcome, and the signal of STOPPING that stopped the run ("" when none
     did): then no target starts, those in flight are stopped, and each is a failure naming
     the termination, recorded in the store, so that
     scaler_retrain_last_failure_timestamp_seconds and its alert see it. Reads in flight are
     abandoned (scaler/offline/abandonable.py): nothing here or in asyncio.run's exit waits
-    for a Prometheus that never answers."""
+    for a Prometheus that never answers. Targets that could not reach Prometheus or the store
+    run again after each of `pauses` (retrain_retry.rerun_unreachable)."""
     stop = Stop()
     loop = asyncio.get_running_loop()
 
@@ -317,7 +342,11 @@ async def run_until_terminated(
     for signum in STOPPING:
         loop.add_signal_handler(signum, terminate, signum)
     try:
-        outcomes = await retrainer.run(mine, now=time.time(), stop=stop)
+        now = time.time()
+        outcomes = await retrainer.run(mine, now=now, stop=stop)
+        outcomes = await retrain_retry.rerun_unreachable(
+            retrainer, mine, outcomes, pauses=pauses, now=now, stop=stop
+        )
     finally:
         for signum in STOPPING:
             loop.remove_signal_handler(signum)

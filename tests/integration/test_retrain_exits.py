@@ -18,9 +18,15 @@ from tests.integration.prometheus_server import PrometheusServer
 FROM_CLUSTER = ["--scaler-address", "scaler.keda.svc:9000"]
 
 
-def retrain(kubeconfig: Path, store: str, *, prometheus: str = "http://127.0.0.1:1") -> int:
+def retrain(
+    kubeconfig: Path,
+    store: str,
+    *,
+    prometheus: str = "http://127.0.0.1:1",
+    retry: tuple[str, ...] = ("--retry-unreachable", "0s"),
+) -> int:
     argv = ["retrain", "--store", store, *FROM_CLUSTER, "--kubeconfig", str(kubeconfig)]
-    return cli.main([*argv, "--prometheus-url", prometheus, "--workers", "0"])
+    return cli.main([*argv, "--prometheus-url", prometheus, "--workers", "0", *retry])
 
 
 @pytest.mark.parametrize(("code", "exit_status"), [(503, 3), (429, 3), (403, 2)])
@@ -84,3 +90,34 @@ def test_a_configmap_store_gone_mid_run_for_every_target_exits_3_not_a_verdict(
     assert err.count("retrain failed: ") == 2 and "503" in err
     assert "Prometheus or the model store could not be reached for any; exit 3" in err
     assert kube_api.requests("POST") == []  # nothing stored, and no outcome could be recorded
+
+
+def test_a_store_that_answers_503_for_a_while_is_waited_for_and_the_week_is_not_lost(
+    prometheus_server: PrometheusServer,
+    kube_api: KubeAPI,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An API server restarting at the CronJob's hour: the start-up check and then a champion
+    read get 503. The job exited 3 at once, and the Job's one retry came 10 s later, inside the
+    restart: the week was lost. Now both are tried again within --retry-unreachable."""
+    selector = prometheus_server.traces["nasa_http_5min"].selector
+    obj = scaled_object("web", "api", address=FROM_CLUSTER[1], query=selector)
+    obj["spec"]["triggers"][0]["metadata"]["model"] = "seasonal"
+    kube_api.add(obj)
+    kube_api.fail_next("GET", "/configmaps?", 503)  # the start-up check lists the store
+    kube_api.fail_next("GET", "/configmaps/scaler-model-", 503)  # the champion read
+    code = retrain(
+        tmp_path / "kubeconfig",
+        "configmap:keda",
+        prometheus=prometheus_server.url,
+        retry=("--retry-unreachable", "2s"),
+    )
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "--store configmap:keda: " in err and "trying again in 2s" in err
+    assert "1 of 1 targets could not reach Prometheus or the model store" in err
+    (version,) = [
+        cm for cm in kube_api.objects("v1", "configmaps", "keda") if cm["data"].get("version")
+    ]
+    assert version["data"]["version"] == "1"  # promoted on the second try
