@@ -29,10 +29,12 @@ connection for days.
 
 At start-up and on each renewal it logs what it presents (the names, the issuer, the end of
 validity) and whom it lets in (any client, or those with a certificate from the client CA's
-subjects). Given the address KEDA dials (--scaler-address), a certificate whose names do not
-cover its host is a warning: KEDA checks that host against them and refuses the handshake,
-which the scaler never sees ("Hostname Verification Check failed" is only in KEDA's log). What
-a certificate says (names, validity) is read in certinfo.py.
+subjects), and warns when the client CA holds no CA, only a leaf (such as KEDA's own tls.crt,
+given for its issuer's ca.crt): every KEDA handshake would be refused. Given
+the address KEDA dials (--scaler-address), a certificate whose names do not cover its host is
+a warning: KEDA checks that host against them and refuses the handshake, which the scaler
+never sees ("Hostname Verification Check failed" is only in KEDA's log). What a certificate
+says (names, validity, CA or not) is read in certinfo.py.
 
 Must not: decide who may connect (grpcio verifies clients against the client CA).
 """
@@ -205,6 +207,17 @@ class Certificates:
             certinfo.utc(self.material.expires),
             clients,
         )
+        leaves = certinfo.only_leaves(self.material.ca)
+        if leaves:
+            logger.warning(
+                "client CA %s (--tls-client-ca) holds %s, which is not a CA (no basicConstraints "
+                "CA:TRUE): KEDA's client certificate is verified against the CA that issued it, "
+                "not against a certificate like itself, so its handshake is refused; give the "
+                "issuing CA's certificate (cert-manager: ca.crt of KEDA's client Secret, not "
+                "tls.crt)",
+                self.tls.client_ca,
+                "; ".join(leaves),
+            )
         host = certinfo.host_of(self.address) if self.address else None
         if host is not None and not certinfo.covers(names, host):
             logger.warning(

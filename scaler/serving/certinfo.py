@@ -49,6 +49,27 @@ def covers(names: list[str], host: str) -> bool:
     return False
 
 
+def only_leaves(pem: bytes | None) -> list[str]:
+    """The subjects of the certificates in a CA bundle when none of them is a CA (no
+    basicConstraints CA:TRUE): a leaf given where a CA is wanted, which verifies no client.
+    Empty when one is a CA, or when it cannot be parsed (Python's ssl has read it already, and
+    OpenSSL reads more than cryptography parses)."""
+    try:
+        cas = x509.load_pem_x509_certificates(pem) if pem else []
+    except ValueError:
+        return []
+    if any(is_authority(c) for c in cas):
+        return []
+    return [c.subject.rfc4514_string() for c in cas]
+
+
+def is_authority(cert: x509.Certificate) -> bool:
+    try:
+        return bool(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+    except x509.ExtensionNotFound:
+        return False
+
+
 def subjects(pem: bytes | None) -> str:
     """The subjects of the certificates in a CA bundle (Python's ssl has read it already)."""
     try:

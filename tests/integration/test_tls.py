@@ -8,7 +8,7 @@ import ipaddress
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
@@ -452,6 +452,31 @@ def test_start_up_says_what_is_presented_and_warns_when_it_does_not_name_the_dia
     assert len(warned) == 1
     assert "does not name predictive-scaler.keda.svc, the host of --scaler-address" in warned[0]
     assert "dnsNames" in warned[0]
+
+
+def test_a_leaf_certificate_given_as_the_client_ca_is_warned_about_naming_the_file_and_the_fix(
+    pki: PKI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KEDA's own tls.crt given as --tls-client-ca (for the ca.crt beside it) loads, and then
+    every KEDA handshake is refused ("unable to get local issuer certificate") with nothing in
+    the scaler's log to say why."""
+    leaf = tmp_path / "keda-tls.crt"
+    leaf.write_bytes(pki.client.cert)
+    tls = TLSSettings(
+        cert=pki.paths["cert"], key=pki.paths["key"], client_ca=leaf, require_client_cert=True
+    )
+    with caplog.at_level("WARNING", logger="scaler.serving.certificates"):
+        server_credentials(tls)
+    (warned,) = caplog.messages
+    assert f"client CA {leaf} (--tls-client-ca) holds CN=keda-operator, which is not a CA" in warned
+    assert "no basicConstraints CA:TRUE" in warned and "ca.crt of KEDA's client Secret" in warned
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="scaler.serving.certificates"):
+        bundle = tmp_path / "bundle.crt"
+    bundle.write_bytes(pki.ca + pki.client.cert)
+    for ca in (pki.paths["ca"], bundle):  # a CA, alone or with a leaf beside it, verifies
+        server_credentials(replace(tls, client_ca=ca))
+    assert caplog.messages == []
 
 
 @pytest.mark.parametrize(
