@@ -51,9 +51,10 @@ def _issue(
     ca: bool,
     days: float = 1,
     starts: datetime.datetime | None = None,
+    names: tuple[str, ...] = ("localhost", "127.0.0.1"),
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """A certificate valid from 5 minutes ago (or from `starts`) for `days` from now
-    (negative: expired)."""
+    (negative: expired); a leaf names `names` (DNS names and IP addresses)."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
@@ -71,13 +72,18 @@ def _issue(
     )
     if not ca:
         builder = builder.add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([_general_name(name) for name in names]),
             critical=False,
         )
     cert = builder.sign(issuer[1] if issuer else key, hashes.SHA256())
     return cert, key
+
+
+def _general_name(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
 
 
 def _pair(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> Pair:
