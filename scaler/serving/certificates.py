@@ -52,7 +52,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-from cryptography import x509
 
 from scaler.errors import ConfigError
 from scaler.serving import certinfo
@@ -192,7 +191,7 @@ class Certificates:
     def _tell(self, event: str) -> None:
         """Log what the server presents and whom it lets in; warn when the certificate's names
         do not cover the host KEDA dials."""
-        leaf = x509.load_pem_x509_certificates(self.material.cert)[0]
+        leaf = certinfo.first(self.material.cert)
         names = certinfo.subject_names(leaf)
         clients = "any client (no client certificate asked)"
         if self.tls.client_ca is not None:

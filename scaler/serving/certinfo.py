@@ -1,7 +1,8 @@
 """What a certificate says, read with `cryptography`: when it is valid, the names a TLS client
 checks the host it dialled against, whether it is a CA; and the words for them in a log line.
 
-Must not: read files or decide what to serve (certificates.py does).
+The one home of `cryptography`. Must not: read files or decide what to serve
+(certificates.py does).
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from pathlib import Path
 from cryptography import x509
 
 from scaler.errors import ConfigError
+
+
+def first(pem: bytes) -> x509.Certificate:
+    """The first certificate of a PEM chain (the server's own), already checked by `validity`."""
+    return x509.load_pem_x509_certificates(pem)[0]
 
 
 def validity(cert: bytes, path: Path) -> tuple[float, float]:
