@@ -166,17 +166,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "another step is replaced at 5m without a race",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
-    g.add_argument(
-        "--retry-unreachable",
-        type=ranges.duration_flag(retrain_retry.RETRY, "0s tries once"),
-        metavar="DURATION",
-        default=env("RETRY_UNREACHABLE", None) or retrain_retry.DEFAULT,
-        help="how long to keep trying a Kubernetes API, model store or Prometheus that cannot "
-        "be reached or answers 5xx (0s-1h; 10m): the start-up reads, and the targets whose "
-        "reads failed that way, are tried again after 10s, 20s, 40s... doubling, before the "
-        "job exits 3 or fails them. Nothing is fitted before a read succeeds, so each try "
-        "costs reads only; a Prometheus or API server restart no longer loses the week",
-    )
+    retrain_retry.add_flag(g, env)
     g.add_argument(
         "--workers",
         type=int,

@@ -8,8 +8,8 @@ backoff starts at 10 s), and a Prometheus or API server restart often takes minu
 backoffLimit would also rerun hours of fits after every OOM kill. Nothing is fitted before a
 read succeeds, so each try costs reads only.
 
-Must not: decide what counts as unreachable (retrain.py and store.base.unreachable do) or parse
-flags (retrain_cli.py does).
+Must not: decide what counts as unreachable (retrain.py and store.base.unreachable do) or read
+flags other than its own (retrain_cli.py does).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from scaler.decision import ranges
 from scaler.decision.literals import format_duration
@@ -37,6 +37,21 @@ DEFAULT = 600.0
 """--retry-unreachable: ten minutes of retries outlast a Prometheus or API server restart."""
 RETRY = ranges.Range(0, ranges.HOUR, duration=True)
 """--retry-unreachable: 0 tries once; past an hour the job is better failed and looked at."""
+
+
+def add_flag(group: Any, env: Callable[[str, str | None], str | None]) -> None:
+    """--retry-unreachable (env SCALER_RETRY_UNREACHABLE) on `scaler retrain`'s parser group."""
+    group.add_argument(
+        "--retry-unreachable",
+        type=ranges.duration_flag(RETRY, "0s tries once"),
+        metavar="DURATION",
+        default=env("RETRY_UNREACHABLE", None) or DEFAULT,
+        help="how long to keep trying a Kubernetes API, model store or Prometheus that cannot "
+        "be reached or answers 5xx (0s-1h; 10m): the start-up reads, and the targets whose "
+        "reads failed that way, are tried again after 10s, 20s, 40s... doubling, before the "
+        "job exits 3 or fails them. Nothing is fitted before a read succeeds, so each try "
+        "costs reads only; a Prometheus or API server restart no longer loses the week",
+    )
 
 
 def waits(total: float, *, first: float = FIRST_WAIT) -> list[float]:
