@@ -38,6 +38,7 @@ from scaler.offline.retrain_summary import Outcome
 from scaler.serving import workers
 from scaler.serving.state import forecast_steps
 from scaler.sources.base import Source
+from scaler.store import base as store_base
 from scaler.store.base import RETRAIN_WRITER, ModelStore, Stored, StoreError, StoreKey
 
 logger = logging.getLogger(__name__)
@@ -193,7 +194,8 @@ class Retrainer:
             return replace(outcome, seconds=time.monotonic() - started)
         except (ScalerError, ModelError) as exc:
             logger.warning("%s: retrain failed: %s", key, exc)
-            down = isinstance(exc, SourceUnavailable | Unreachable)
+            # Its Prometheus, or the store gone mid-run (the champion read): a retry may pass.
+            down = isinstance(exc, SourceUnavailable | Unreachable) or store_base.unreachable(exc)
             return replace(
                 base,
                 reason=str(exc),

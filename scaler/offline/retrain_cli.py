@@ -2,9 +2,9 @@
 ScaledObjects pointing at this scaler), keeps this shard's, retrains them into the model store
 (retrain.py) and prints a summary: a table on stdout, JSON with --json. Exit status 0 when every
 target was retrained (promoted or not), 1 when any failed (after all others finished), 2 for
-bad arguments, 3 for an unreachable store, cluster or every target's Prometheus (a retry may
-succeed), 143 after SIGTERM and 130 after SIGINT (Ctrl-C): the summary written, every unfinished
-target recorded as failed.
+bad arguments, 3 for an unreachable store, cluster or every target's Prometheus or store
+read (a retry may succeed), 143 after SIGTERM and 130 after SIGINT (Ctrl-C): the summary
+written, every unfinished target recorded as failed.
 
 This module owns the flags, the checks made before any fit, and the signals; retrain_targets.py
 chooses the targets and retrain_summary.py writes the summary.
@@ -27,7 +27,13 @@ from scaler.decision import ranges
 from scaler.decision.literals import format_duration
 from scaler.errors import UNREACHABLE_EXIT, ConfigError, Unreachable
 from scaler.kube.targets import Target
-from scaler.offline import model_steps, retrain_live, retrain_summary, retrain_targets
+from scaler.offline import (
+    model_steps,
+    retrain_live,
+    retrain_retry,
+    retrain_summary,
+    retrain_targets,
+)
 from scaler.offline.retrain import Retrainer, RetrainSettings, Stop
 from scaler.offline.retrain_race import SERVE_STEP
 from scaler.offline.retrain_summary import Outcome
@@ -60,8 +66,9 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "target: model, scores, promoted or not, and why (with --log-format json, one JSON "
         "record holding them all, so every line of the log is JSON). Exit 0 when every target was "
         "retrained, 1 when any failed (after all others finished), 2 on bad arguments, 3 when "
-        "the Kubernetes API or the model store could not be reached before any fit, or no "
-        "target's Prometheus could (a retry may succeed; nothing was fitted), 143 after "
+        "the Kubernetes API or the model store could not be reached before any fit, or for "
+        "no target could its Prometheus or the store (a retry may succeed; nothing was "
+        "fitted), 143 after "
         "SIGTERM and 130 after SIGINT (Ctrl-C), "
         "within seconds: no target starts, those in flight stop, a Prometheus read that "
         "never answers is abandoned, each is recorded as "
@@ -159,6 +166,7 @@ def add_parser(sub: Any, *, env: Env, job_index: str | None) -> None:
         "another step is replaced at 5m without a race",
     )
     fit_input.add_flags(g, env, every_default=fit_input.DEFAULT_EVERY)
+    retrain_retry.add_flag(g, env)
     g.add_argument(
         "--workers",
         type=int,
@@ -207,8 +215,15 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     store = open_store(
         args.store, kubeconfig=args.kubeconfig, keep=args.keep, create=not args.dry_run
     )
-    check_store(store, args.store, write=not args.dry_run)
-    found, problems = retrain_targets.read_targets(args)
+    pauses = retrain_retry.waits(args.retry_unreachable)
+    retrain_retry.patiently(
+        lambda: check_store(store, args.store, write=not args.dry_run),
+        pauses=pauses,
+        what=f"--store {args.store}",
+    )
+    found, problems = retrain_retry.patiently(
+        lambda: retrain_targets.read_targets(args), pauses=pauses, what="the targets"
+    )
     found = retrain_targets.unique(found)
     mine = [t for t in found if shard.holds(t.key)]
     logger.info(
@@ -244,7 +259,7 @@ def cmd_retrain(args: argparse.Namespace) -> int:
     )
     retrainer = Retrainer(store, source, settings, live=retrain_live.live_fallback(source))
     try:
-        outcomes, stopped_by = asyncio.run(run_until_terminated(retrainer, mine))
+        outcomes, stopped_by = asyncio.run(run_until_terminated(retrainer, mine, pauses=pauses))
     finally:
         retrainer.close()
         source.close()
@@ -262,7 +277,8 @@ def cmd_retrain(args: argparse.Namespace) -> int:
 
 def exit_status(outcomes: list[Outcome], stopped_by: str | None) -> int:
     """143 or 130 when a signal stopped the run; 3 when every target tried failed because its
-    Prometheus could not be reached or answered an error (Outcome.unreachable): nothing was
+    Prometheus could not be reached or answered an error, or the model store went out of reach
+    (Outcome.unreachable): nothing was
     fitted, so the retry the Job makes of exit 3 costs only reads, and Prometheus restarting at
     the CronJob's hour no longer loses the week; else 1 when any target failed, 0 when none
     did."""
@@ -271,8 +287,8 @@ def exit_status(outcomes: list[Outcome], stopped_by: str | None) -> int:
     tried = [o for o in outcomes if o.key]  # not the triggers that did not parse
     if tried and all(o.unreachable for o in tried):
         logger.warning(
-            "no target was retrained: Prometheus could not be reached for any; "
-            "exit 3 (a Job retries it)"
+            "no target was retrained: Prometheus or the model store could not be reached for "
+            "any; exit 3 (a Job retries it)"
         )
         return UNREACHABLE_EXIT
     return 1 if any(o.failed for o in outcomes) else 0
@@ -286,14 +302,15 @@ summary), for an operator who will not wait for the outcomes to be recorded."""
 
 
 async def run_until_terminated(
-    retrainer: Retrainer, mine: list[Target]
+    retrainer: Retrainer, mine: list[Target], *, pauses: list[float]
 ) -> tuple[list[Outcome], str]:
     """Every target's outcome, and the signal of STOPPING that stopped the run ("" when none
     did): then no target starts, those in flight are stopped, and each is a failure naming
     the termination, recorded in the store, so that
     scaler_retrain_last_failure_timestamp_seconds and its alert see it. Reads in flight are
     abandoned (scaler/offline/abandonable.py): nothing here or in asyncio.run's exit waits
-    for a Prometheus that never answers."""
+    for a Prometheus that never answers. Targets that could not reach Prometheus or the store
+    run again after each of `pauses` (retrain_retry.rerun_unreachable)."""
     stop = Stop()
     loop = asyncio.get_running_loop()
 
@@ -315,7 +332,11 @@ async def run_until_terminated(
     for signum in STOPPING:
         loop.add_signal_handler(signum, terminate, signum)
     try:
-        outcomes = await retrainer.run(mine, now=time.time(), stop=stop)
+        now = time.time()
+        outcomes = await retrainer.run(mine, now=now, stop=stop)
+        outcomes = await retrain_retry.rerun_unreachable(
+            retrainer, mine, outcomes, pauses=pauses, now=now, stop=stop
+        )
     finally:
         for signum in STOPPING:
             loop.remove_signal_handler(signum)
@@ -342,7 +363,7 @@ def check_store(store: store_base.ModelStore, location: str, *, write: bool = Tr
     try:
         store.statuses()
     except store_base.StoreError as exc:
-        if isinstance(exc.__cause__, Unreachable):  # the API server down, 5xx, throttled
+        if store_base.unreachable(exc):  # the API server down, 5xx, throttled
             raise Unreachable(
                 f"--store {location}: cannot reach the model store ({exc}); nothing was fitted "
                 "or recorded: retry later"

@@ -46,8 +46,9 @@ class Outcome:
     """A dry run's challenger that won: it would have been promoted, and was not stored."""
     unreachable: bool = False
     """Failed because its Prometheus could not be reached or answered an error
-    (SourceUnavailable), or another service was unreachable (errors.Unreachable): a retry may
-    succeed. A store read failing mid-run is a StoreError, not counted here."""
+    (SourceUnavailable), another service was unreachable (errors.Unreachable), or the model
+    store went out of reach mid-run (store.base.unreachable: its champion read): a retry may
+    succeed."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

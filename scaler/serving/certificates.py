@@ -19,23 +19,28 @@ port it could not bind). An encrypted key is refused saying so (gRPC takes no pa
 never prompts for one: OpenSSL asked on the terminal, so `scaler serve` hung there, and in a pod
 the error blamed the pair. An expired certificate is refused too (at start-up, and as a renewal):
 every KEDA handshake would fail while health said SERVING; so is one not valid yet (a clock
-behind the issuer's), which as a renewal is read again once it is valid. The expiry of the
+behind the issuer's), which as a renewal is read again once it is valid (the one in use serves
+until then). At start-up, with nothing else to serve, a certificate whose validity starts
+within CLOCK_SKEW of now is served, with a warning: a certificate issued seconds ago by an
+issuer whose clock is a little ahead made the pod exit and restart. The expiry of the
 certificate new connections get is exported (`scaler_tls_certificate_expiry_timestamp_seconds`)
 for an alert well before then; a scrape reads the files again too, as KEDA may hold its one
 connection for days.
 
 At start-up and on each renewal it logs what it presents (the names, the issuer, the end of
 validity) and whom it lets in (any client, or those with a certificate from the client CA's
-subjects). Given the address KEDA dials (--scaler-address), a certificate whose names do not
-cover its host is a warning: KEDA checks that host against them and refuses the handshake,
-which the scaler never sees ("Hostname Verification Check failed" is only in KEDA's log).
+subjects), and warns when the client CA holds no CA, only a leaf (such as KEDA's own tls.crt,
+given for its issuer's ca.crt): every KEDA handshake would be refused. Given
+the address KEDA dials (--scaler-address), a certificate whose names do not cover its host is
+a warning: KEDA checks that host against them and refuses the handshake, which the scaler
+never sees ("Hostname Verification Check failed" is only in KEDA's log). What a certificate
+says (names, validity, CA or not) is read in certinfo.py.
 
 Must not: decide who may connect (grpcio verifies clients against the client CA).
 """
 
 from __future__ import annotations
 
-import datetime
 import logging
 import math
 import os
@@ -47,9 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-from cryptography import x509
 
 from scaler.errors import ConfigError
+from scaler.serving import certinfo
 from scaler.settings import TLSSettings
 
 logger = logging.getLogger(__name__)
@@ -64,6 +69,8 @@ class Material:
     ca: bytes | None
     expires: float
     """When the server's certificate (the chain's first) stops being valid, epoch seconds."""
+    starts: float = 0.0
+    """When it starts being valid, epoch seconds."""
 
     def configuration(self) -> grpc.ServerCertificateConfiguration:
         return grpc.ssl_server_certificate_configuration(
@@ -78,6 +85,11 @@ class NotYetValid(ConfigError):
         super().__init__(message)
         self.starts = starts
 
+
+CLOCK_SKEW = 300.0
+"""Seconds a certificate's validity may start after now and still be served at start-up: the
+clocks of an issuer and of this node differ by that much at most when both keep NTP time, and
+Kubernetes' own signer backdates certificates 5 minutes for the same reason."""
 
 Stamp = tuple[tuple[int, int, int], ...]
 """(inode, size, mtime in ns) of each file: what changes when a file is replaced or written."""
@@ -99,7 +111,7 @@ class Certificates:
             stamp = self._stamps()
         except OSError:
             stamp = ()  # a missing file: `load` names it
-        self.material = load(tls)  # its errors name the file and the fix
+        self.material = load(tls, skew=CLOCK_SKEW)  # its errors name the file and the fix
         self._stamp: Stamp = stamp
         self._refused: Stamp | None = None
         self._retry_at = math.inf
@@ -107,6 +119,17 @@ class Certificates:
         self._given = self.material
         """The material gRPC was last handed."""
         self._tell("serving TLS")
+        if self.material.starts > time.time():
+            logger.warning(
+                "TLS certificate %s is not valid before %s, %.0f s from now by this clock: "
+                "served, as within the %.0f s of clock skew tolerated (an issuer's clock a little "
+                "ahead of this node's); a client whose clock agrees with this node's refuses "
+                "the handshake until then, so check the clocks (NTP) if this recurs",
+                tls.cert,
+                certinfo.utc(self.material.starts),
+                self.material.starts - time.time(),
+                CLOCK_SKEW,
+            )
 
     def credentials(self) -> grpc.ServerCredentials:
         return grpc.dynamic_ssl_server_credentials(
@@ -168,11 +191,11 @@ class Certificates:
     def _tell(self, event: str) -> None:
         """Log what the server presents and whom it lets in; warn when the certificate's names
         do not cover the host KEDA dials."""
-        leaf = x509.load_pem_x509_certificates(self.material.cert)[0]
-        names = subject_names(leaf)
+        leaf = certinfo.first(self.material.cert)
+        names = certinfo.subject_names(leaf)
         clients = "any client (no client certificate asked)"
         if self.tls.client_ca is not None:
-            clients = f"only clients with a certificate from {_subjects(self.material.ca)}"
+            clients = f"only clients with a certificate from {certinfo.subjects(self.material.ca)}"
             clients += f" ({self.tls.client_ca})"
         logger.info(
             "%s: %s names %s, issued by %s, valid until %s; lets in %s",
@@ -180,11 +203,22 @@ class Certificates:
             self.tls.cert,
             ", ".join(names) or "nothing (no subjectAltName)",
             leaf.issuer.rfc4514_string(),
-            _utc(self.material.expires),
+            certinfo.utc(self.material.expires),
             clients,
         )
-        host = _host(self.address) if self.address else None
-        if host is not None and not covers(names, host):
+        leaves = certinfo.only_leaves(self.material.ca)
+        if leaves:
+            logger.warning(
+                "client CA %s (--tls-client-ca) holds %s, which is not a CA (no basicConstraints "
+                "CA:TRUE): KEDA's client certificate is verified against the CA that issued it, "
+                "not against a certificate like itself, so its handshake is refused; give the "
+                "issuing CA's certificate (cert-manager: ca.crt of KEDA's client Secret, not "
+                "tls.crt)",
+                self.tls.client_ca,
+                "; ".join(leaves),
+            )
+        host = certinfo.host_of(self.address) if self.address else None
+        if host is not None and not certinfo.covers(names, host):
             logger.warning(
                 "TLS certificate %s does not name %s, the host of --scaler-address %s: KEDA "
                 "checks that host against the certificate and refuses the handshake; add it to "
@@ -236,11 +270,12 @@ READ_ATTEMPTS = 3
 read again on a later connection)."""
 
 
-def load(tls: TLSSettings) -> Material:
-    """The files of `tls`, read and checked with Python's ssl, the certificate not expired, all
-    of one generation (none changed while they were read); ConfigError names the file."""
+def load(tls: TLSSettings, *, skew: float = 0.0) -> Material:
+    """The files of `tls`, read and checked with Python's ssl, the certificate not expired and
+    valid now or within `skew` seconds, all of one generation (none changed while they were
+    read); ConfigError names the file."""
     for _ in range(READ_ATTEMPTS):
-        material = _load(tls)
+        material = _load(tls, skew)
         if _contents(tls) == (material.cert, material.key, material.ca):
             return material
     raise ConfigError(
@@ -258,7 +293,7 @@ def _contents(tls: TLSSettings) -> tuple[bytes, bytes, bytes | None]:
     )
 
 
-def _load(tls: TLSSettings) -> Material:
+def _load(tls: TLSSettings, skew: float) -> Material:
     """One read of the files of `tls`, checked (their bytes may be of two generations)."""
     assert tls.cert is not None and tls.key is not None
     cert, key, ca = _contents(tls)
@@ -283,80 +318,27 @@ def _load(tls: TLSSettings) -> Material:
                 f"client CA {tls.client_ca} cannot be loaded ({_reason(exc)}); give the PEM "
                 "certificate of the CA that signs KEDA's client certificate"
             ) from None
-    starts, expires = validity(cert, tls.cert)
+    starts, expires = certinfo.validity(cert, tls.cert)
     now = time.time()
     if expires <= now:
         raise ConfigError(
-            f"TLS certificate {tls.cert} expired at {_utc(expires)}, so KEDA would refuse every "
-            "handshake; renew it (cert-manager: `kubectl describe certificate` says why it did "
-            "not) or give the renewed file"
+            f"TLS certificate {tls.cert} expired at {certinfo.utc(expires)}, so KEDA would "
+            "refuse every handshake; renew it (cert-manager: `kubectl describe certificate` "
+            "says why it did not) or give the renewed file"
         )
-    if starts > now:
+    if starts > now + skew:
         raise NotYetValid(
-            f"TLS certificate {tls.cert} is not valid before {_utc(starts)} "
+            f"TLS certificate {tls.cert} is not valid before {certinfo.utc(starts)} "
             f"({starts - now:.0f} s from now by this clock), so KEDA would refuse every "
             "handshake until then; check this node's clock (NTP) against the issuer's, or "
             "give a certificate valid now",
             starts=starts,
         )
-    return Material(cert=cert, key=key, ca=ca, expires=expires)
+    return Material(cert=cert, key=key, ca=ca, expires=expires, starts=starts)
 
 
 _ENCRYPTED = re.compile(rb"-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: *4, *ENCRYPTED")
 """PKCS#8 and OpenSSL's traditional headers of a key encrypted with a passphrase."""
-
-
-def validity(cert: bytes, path: Path) -> tuple[float, float]:
-    """The start and end of the validity of the first certificate in the PEM `cert` (the
-    server's own; its chain follows it), epoch seconds."""
-    try:
-        first = x509.load_pem_x509_certificates(cert)[0]
-    except ValueError as exc:
-        raise ConfigError(
-            f"TLS certificate {path} cannot be parsed ({exc}); give a PEM certificate chain"
-        ) from None
-    return first.not_valid_before_utc.timestamp(), first.not_valid_after_utc.timestamp()
-
-
-def subject_names(cert: x509.Certificate) -> list[str]:
-    """The DNS names and IP addresses of `cert`'s subjectAltName, which TLS clients (KEDA's
-    Go client among them) check the host they dialled against; the common name is not."""
-    try:
-        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return []
-    ips = [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
-    return [*san.get_values_for_type(x509.DNSName), *ips]
-
-
-def covers(names: list[str], host: str) -> bool:
-    """Whether a certificate with `names` is valid for `host`, as Go's crypto/x509 decides: an
-    exact name, or a wildcard standing for the host's first label."""
-    host = host.lower().rstrip(".")
-    for name in (n.lower().rstrip(".") for n in names):
-        if name == host:
-            return True
-        if name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:]:
-            return True
-    return False
-
-
-def _subjects(pem: bytes | None) -> str:
-    """The subjects of the certificates in a CA bundle (Python's ssl has read it already)."""
-    try:
-        cas = x509.load_pem_x509_certificates(pem or b"")
-    except ValueError:  # OpenSSL reads more than cryptography parses: say less, never fail
-        return "its CA bundle"
-    return "; ".join(ca.subject.rfc4514_string() for ca in cas)
-
-
-def _host(address: str) -> str:
-    """The host of HOST:PORT, without the brackets of an IPv6 address."""
-    return address.rpartition(":")[0].strip("[]")
-
-
-def _utc(epoch: float) -> str:
-    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _read(path: Path, what: str) -> bytes:

@@ -1,10 +1,10 @@
 """Why a request to Prometheus failed, in the scaler's errors: every HTTP, transport and
 answer-shape failure becomes `SourceUnavailable`, `MalformedAnswer` or `BadQuery`, with a
 message naming the URL and the fix (the target's serverAddress, the ledger's URL, the
-credentials, the CA file, the client certificate, http:// for a server without TLS, or the
-PromQL), here and nowhere else. Also which failures a second try may not meet (`retryable`): a
-refused or reset connection, HTTP 429/502/503/504; never a timeout (an outage the breaker must
-see) nor TLS (a config).
+credentials, the CA file, the client certificate, http:// for a server without TLS, a host the
+server's certificate names, or the PromQL), here and nowhere else. Also which failures a second
+try may not meet (`retryable`): a refused or reset connection, HTTP 429/502/503/504; never a
+timeout (an outage the breaker must see) nor TLS (a config).
 
 Messages carry no timestamps and no request query strings (`_short`), so that the engine can
 log a problem once per change.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import requests
 
@@ -127,17 +128,29 @@ _PLAIN_HTTP = ("WRONG_VERSION_NUMBER", "record layer failure", "HTTP_REQUEST")
 """OpenSSL's words for a handshake answered in plain HTTP (1.1, 3.x, a server's side)."""
 _CLIENT_CERT = ("CERTIFICATE_REQUIRED", "certificate required", "EOF occurred in violation")
 """A server that wants a client certificate: TLS 1.3 alerts it, or just closes the handshake."""
+_NAME_MISMATCH = ("Hostname mismatch", "IP address mismatch", "doesn't match")
+"""OpenSSL's (and urllib3's own check's) words for a certificate that does not name the host."""
 
 
 def tls_fix(url: str, error: str) -> str:
     """What to do about a TLS failure with `url`: only a certificate that does not verify is
     about the CA file, and telling everyone to check it sent a user whose serverAddress said
-    https:// to a plain-HTTP Prometheus after the wrong file."""
+    https:// to a plain-HTTP Prometheus, or whose certificate does not name the host dialled,
+    after the wrong file."""
     if any(word in error for word in _PLAIN_HTTP):
         plain = "http://" + url.removeprefix("https://")
         return (
             f"{url} does not speak TLS (it answered the handshake in plain HTTP); write "
             f"serverAddress / --prometheus-url as {plain}"
+        )
+    if any(word in error for word in _NAME_MISMATCH):
+        host = urlsplit(url).hostname or url
+        return (
+            f"the certificate {url} presents does not name {host}: its names (subjectAltName) "
+            f"do not include {host}, the host dialled, and no CA file changes that; write "
+            "serverAddress / --prometheus-url with a name the certificate holds (often the "
+            f"Service's DNS name, not an IP), or reissue Prometheus' certificate with {host} "
+            "among its names (cert-manager: dnsNames or ipAddresses)"
         )
     if any(word in error for word in _CLIENT_CERT):
         return (

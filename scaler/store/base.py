@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from models import artefact
 from models.base import ArtefactError
 from scaler.decision.spec import TargetSpec
-from scaler.errors import ConfigError, ScalerError
+from scaler.errors import ConfigError, ScalerError, Unreachable
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,14 @@ _UNSAFE = re.compile(r"[^a-z0-9.-]+")
 class StoreError(ScalerError):
     """The store could not read or write: names the key, the version when there is one, and the
     fix. The caller keeps whatever model it already has."""
+
+
+def unreachable(exc: BaseException) -> bool:
+    """True when `exc` is the store being out of reach (a StoreError caused by Unreachable: the
+    API server down, timing out, answering 5xx or 429), which a later try may get past; false
+    for any other failure (a damaged artefact, RBAC, a full disk), which it will not. The one
+    test of it, at start-up (retrain_cli.check_store) and mid-run (retrain.Retrainer)."""
+    return isinstance(exc, StoreError) and isinstance(exc.__cause__, Unreachable)
 
 
 class ArtefactRejected(StoreError):

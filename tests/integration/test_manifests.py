@@ -44,7 +44,7 @@ from scaler import cli, errors, serve_flags
 from scaler.decision import metakeys, spec
 from scaler.errors import SpecError
 from scaler.kube import check, crd
-from scaler.offline import retrain_cli
+from scaler.offline import retrain_cli, retrain_retry
 from scaler.serving import server as grpc_server
 from scaler.store.directory import DirectoryStore
 
@@ -1208,6 +1208,18 @@ def test_the_retrain_cronjob_runs_weekly_one_at_a_time_with_bounded_history(wher
     assert 1 <= cronjob.spec["successfulJobsHistoryLimit"] <= 5
     assert 1 <= cronjob.spec["failedJobsHistoryLimit"] <= 5
     assert cronjob.spec["jobTemplate"]["spec"]["activeDeadlineSeconds"] > 0
+
+
+@pytest.mark.parametrize("where", RETRAINS)
+def test_the_retrain_job_outlasts_a_restart_of_minutes_before_it_exits_3(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Job retries exit 3 once, 10 s after it (its backoff's first step): a Prometheus or
+    API server restart of minutes outlasted that, and the week was lost. The job's own retries
+    span minutes, well inside the Job's deadline."""
+    job = one("CronJob", where).spec["jobTemplate"]["spec"]
+    bound = retrain_args(where, monkeypatch).retry_unreachable
+    assert 300 <= sum(retrain_retry.waits(bound)) == bound <= job["activeDeadlineSeconds"] / 10
 
 
 @pytest.mark.parametrize("where", RETRAINS)

@@ -239,6 +239,29 @@ def test_https_to_a_prometheus_that_speaks_plain_http_says_to_use_http(
     assert "--prometheus-ca-file" not in told, told
 
 
+def test_a_certificate_that_does_not_name_the_host_says_so_not_to_check_the_ca_file(
+    prometheus_server: PrometheusServer, tmp_path: Path, llm: BackfilledTrace
+) -> None:
+    """The CA is right, the certificate names the Service, and the URL dials its IP: the hint
+    said to check --prometheus-ca-file, which was already right, and hid the fix."""
+    ca = _issue("prometheus-ca", issuer=None, ca=True)
+    server = _pair(*_issue("prometheus", issuer=ca, ca=False, names=("prometheus.monitoring",)))
+    (tmp_path / "ca.crt").write_bytes(ca[0].public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "tls.crt").write_bytes(server.cert)
+    (tmp_path / "tls.key").write_bytes(server.key)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
+    with (
+        auth_proxy(ProxyState(prometheus_server.url), context) as url,
+        pytest.raises(SourceUnavailable) as refused,
+    ):
+        an_hour(source(url, PrometheusAuth(ca_file=tmp_path / "ca.crt")), llm)
+    told = str(refused.value)
+    assert "names (subjectAltName) do not include 127.0.0.1" in told, told
+    assert "serverAddress / --prometheus-url" in told and "reissue" in told, told
+    assert "--prometheus-ca-file" not in told, told
+
+
 def test_a_ca_or_client_pair_that_is_not_pem_fails_at_start_up_naming_the_flag(
     pki: Pki, tmp_path: Path
 ) -> None:

@@ -8,7 +8,7 @@ import ipaddress
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
@@ -23,7 +23,7 @@ from grpc_health.v1._async import HealthServicer
 from scaler import cli, serve_flags
 from scaler._pb import externalscaler_pb2_grpc as pb_grpc
 from scaler.errors import ConfigError
-from scaler.serving import certificates
+from scaler.serving import certificates, certinfo
 from scaler.serving.server import create_health_server, server_credentials
 from scaler.settings import ServerSettings, TLSSettings
 from scaler.sources.file import bundled_trace
@@ -51,9 +51,10 @@ def _issue(
     ca: bool,
     days: float = 1,
     starts: datetime.datetime | None = None,
+    names: tuple[str, ...] = ("localhost", "127.0.0.1"),
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """A certificate valid from 5 minutes ago (or from `starts`) for `days` from now
-    (negative: expired)."""
+    (negative: expired); a leaf names `names` (DNS names and IP addresses)."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
@@ -71,13 +72,18 @@ def _issue(
     )
     if not ca:
         builder = builder.add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([_general_name(name) for name in names]),
             critical=False,
         )
     cert = builder.sign(issuer[1] if issuer else key, hashes.SHA256())
     return cert, key
+
+
+def _general_name(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
 
 
 def _pair(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> Pair:
@@ -399,6 +405,34 @@ def test_a_certificate_not_valid_yet_is_refused_and_a_renewal_is_served_once_val
             _call(running.address, old_trust)
 
 
+def test_a_certificate_issued_seconds_ahead_of_this_clock_is_served_at_start_up_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """cert-manager issues the certificate as the pod starts; an issuer whose clock was a few
+    seconds ahead of this node's made `scaler serve` exit ("not valid before") and restart. A
+    start within certificates.CLOCK_SKEW is served, and KEDA's handshake works once it is
+    valid; further ahead it is still refused (the test above)."""
+    ca = _issue("issuer-ahead", issuer=None, ca=True)
+    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=3)
+    ahead = _pair(*_issue("scaler", issuer=ca, ca=False, starts=soon))
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(ahead.cert)
+    key.write_bytes(ahead.key)
+    settings = fast_settings(f"file:{bundled_trace()}", tls=TLSSettings(cert=cert, key=key))
+    with (
+        caplog.at_level("WARNING", logger="scaler.serving.certificates"),
+        RunningScaler(settings) as running,
+    ):
+        (warned,) = [m for m in caplog.messages if "not valid before" in m]
+        assert f"TLS certificate {cert} is not valid before 20" in warned
+        assert "served, as within the 300 s of clock skew tolerated" in warned
+        time.sleep(max(0.0, soon.timestamp() - time.time()) + 0.5)
+        trust = grpc.ssl_channel_credentials(
+            root_certificates=ca[0].public_bytes(serialization.Encoding.PEM)
+        )
+        assert _call(running.address, trust) == 1
+
+
 def test_start_up_says_what_is_presented_and_warns_when_it_does_not_name_the_dialled_host(
     pki: PKI, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -426,6 +460,31 @@ def test_start_up_says_what_is_presented_and_warns_when_it_does_not_name_the_dia
     assert "dnsNames" in warned[0]
 
 
+def test_a_leaf_certificate_given_as_the_client_ca_is_warned_about_naming_the_file_and_the_fix(
+    pki: PKI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KEDA's own tls.crt given as --tls-client-ca (for the ca.crt beside it) loads, and then
+    every KEDA handshake is refused ("unable to get local issuer certificate") with nothing in
+    the scaler's log to say why."""
+    leaf = tmp_path / "keda-tls.crt"
+    leaf.write_bytes(pki.client.cert)
+    tls = TLSSettings(
+        cert=pki.paths["cert"], key=pki.paths["key"], client_ca=leaf, require_client_cert=True
+    )
+    with caplog.at_level("WARNING", logger="scaler.serving.certificates"):
+        server_credentials(tls)
+    (warned,) = caplog.messages
+    assert f"client CA {leaf} (--tls-client-ca) holds CN=keda-operator, which is not a CA" in warned
+    assert "no basicConstraints CA:TRUE" in warned and "ca.crt of KEDA's client Secret" in warned
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="scaler.serving.certificates"):
+        bundle = tmp_path / "bundle.crt"
+    bundle.write_bytes(pki.ca + pki.client.cert)
+    for ca in (pki.paths["ca"], bundle):  # a CA, alone or with a leaf beside it, verifies
+        server_credentials(replace(tls, client_ca=ca))
+    assert caplog.messages == []
+
+
 @pytest.mark.parametrize(
     ("host", "covered"),
     [
@@ -441,7 +500,7 @@ def test_start_up_says_what_is_presented_and_warns_when_it_does_not_name_the_dia
 )
 def test_certificate_names_cover_a_host_as_tls_clients_check_it(host: str, covered: bool) -> None:
     names = ["predictive-scaler.keda.svc", "*.keda.svc.cluster.local", "10.0.0.7"]
-    assert certificates.covers(names, host) is covered
+    assert certinfo.covers(names, host) is covered
 
 
 def test_the_expiry_gauge_follows_a_renewal_while_keda_keeps_its_connection(
@@ -515,8 +574,8 @@ def test_a_renewal_while_the_server_starts_is_picked_up_by_the_next_connection(
     key.write_bytes(pki.server.key)
     load = certificates.load
 
-    def renewed_once_read(tls: TLSSettings) -> certificates.Material:
-        material = load(tls)
+    def renewed_once_read(tls: TLSSettings, *, skew: float = 0.0) -> certificates.Material:
+        material = load(tls, skew=skew)
         cert.write_bytes(renewed.cert)
         key.write_bytes(renewed.key + b"\n")  # another size: a stamp that differs in any case
         return material

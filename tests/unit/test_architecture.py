@@ -31,7 +31,7 @@ CONFINED = {
         "scaler/offline/demo_keda.py",
     },  # demo: the in-process stand-in for KEDA
     "grpc_health": {"scaler/serving/server.py"},
-    "cryptography": {"scaler/serving/certificates.py"},  # the certificate's expiry
+    "cryptography": {"scaler/serving/certinfo.py"},  # the certificate's expiry, names, CA
     "jsonschema": {"scaler/kube/crd.py"},  # optional: only `scaler check --crd` imports it
 }
 PURE = [

@@ -186,6 +186,8 @@ def retrain_argv(tmp_path: Path, *flags: str) -> list[str]:
         "http://127.0.0.1:1",
         "--prometheus-retries",
         "0",
+        "--retry-unreachable",
+        "0s",
         "--workers",
         "0",
         *flags,
