@@ -92,7 +92,7 @@ def summarise(
                 extra_hours,
                 reactive_hours,
                 config,
-                scored,
+                scored & np.isfinite(load),
                 floor_at=extra.get(FLOOR_AT) if policy_run else None,
             ),
         }
@@ -139,10 +139,13 @@ def _spend(
     *,
     floor_at: Any = None,
 ) -> dict[str, float | None]:
-    """Prewarm replica-hours (and money) and the reactive replica-hours over the scored steps,
-    as every other figure of the summary is (`gpu_hours_x_reactive` among them), and the prewarm
-    as a share of them. The budget's figures cover every step, the warm-up's too, because the
-    budget is strict everywhere: the costliest rolling window's spend, the largest share of any
+    """Prewarm replica-hours (and money) and the reactive replica-hours over the scored steps
+    with load, as every other figure of the summary is (`gpu_hours_x_reactive` among them), and
+    the prewarm as a share of them. A step without load holds the decision before it, charged
+    (replay.py), and is not scored: of a gap, the step after it holds what the step before its
+    first missing value decided, so the scored totals read it once, as `gpu_hours` does. The
+    budget's figures cover every step, the warm-up's and a gap's too, because the budget is
+    strict everywhere: the costliest rolling window's spend, the largest share of any
     window that ends at a step with prewarm (the windows a share budget bounds, see budget.py),
     and how many such windows had no reactive hours at all (never for the policy under a share
     budget). A charge the ledger made from the wake-up floor (`floor_at`: its window held no
