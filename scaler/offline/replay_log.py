@@ -15,9 +15,10 @@ gap (reason `no_data` in decisions.csv), its prewarm charged and cut as the budg
 (replay.py), which explain does not bill. A step is scored by the load served in it but decided
 from the load before it, so the yardstick leaves out the step before a gap's first step decided
 without load (explain bills it) and scores the step after its last (explain does not): both
-hold the same request, so the totals agree, unless the budget cut the held prewarm during the
-gap (then by that cut, for one step). What differs from a live log: with `--no-drift` the drift
-fields are null.
+hold the same request, so the totals agree over the span the backtest prints (a gap across
+its edges moves it: replay_summary.explained_steps), unless the budget cut the held prewarm
+during the gap (then by that cut, for one step). What differs from a live log: with
+`--no-drift` the drift fields are null.
 """
 
 from __future__ import annotations
