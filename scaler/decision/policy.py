@@ -88,8 +88,10 @@ class Reason(StrEnum):
     answer since this scaler started): no allowance, so pure reactive (not even the hold), and a
     restart never spends a budget twice."""
     NO_DATA = "no_data"
-    """No current load sample: the last request is held (replay; the live server answers
-    UNAVAILABLE instead, so that KEDA's own fallback applies)."""
+    """No current load sample (a backtest's decisions.csv): the last decision is held, its
+    prewarm cut to what the budget allows now and charged (`held`), as the live engine holds
+    one while its source fails; past `--staleness` the live server answers UNAVAILABLE instead,
+    so that KEDA's own fallback applies."""
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,11 @@ The same pieces as the live engine, step by step: walk-forward forecasts and the
 (scaler.offline.replay_walk: weekly refit, calibrated, no lookahead, an early refit on drift),
 the prewarm ledger and `policy.decide`. Step t of the trace is the load served during
 [T, T + step); the decision for it is made at T from L[..t-1] only, with the forecast made after
-observing L[t-1] (whose first point is step t). Missing load is missing data: the last request
-is held (`no_data`) and the step is not scored.
+observing L[t-1] (whose first point is step t). Missing load is missing data: the step is not
+scored, and it is booked as the live engine books a step whose refresh failed (booking.py
+`hold`): the last decision held (`no_data`), its prewarm cut to what the budget allows now
+(policy.held) and charged, its reactive replicas recorded, so a gap cannot run prewarm past a
+strict budget unbilled.
 
 Nothing here reads the future: the rows up to any step are the same whether the trace ends there
 or goes on. Scoring (warm-up, baselines, frontier) happens afterwards, on the whole frame
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,34 +131,45 @@ def simulate(
     floor_at = np.zeros(len(series), dtype=bool)
     fallback_steps = 0
     starts: list[int] = []
-    held = config.min_replicas
+    last: policy.Decision | None = None
+    """The decision in force: what a step without load holds."""
 
     def accuracy() -> drift.Accuracy | None:
         return monitor.accuracy() if config.drift else None
 
-    def no_data(at: float) -> None:
-        """A step with no load sample: the last request held, not charged, not scored."""
-        reasons.append(policy.Reason.NO_DATA.value)
+    def no_data(t: int, at: float) -> None:
+        """A step with no load sample, not scored: before any decision, minReplicas; after,
+        the last decision held as the engine holds one (booking.py `hold`): its prewarm cut
+        to what the budget allows now, charged, and its reactive hours recorded."""
+        nonlocal last
+        held = policy.Decision(
+            load=math.nan,
+            forecast_peak=math.nan,
+            reactive=0,
+            predictive=0,
+            prewarm=0,
+            desired=config.min_replicas,
+            reason=policy.Reason.NO_DATA,
+        )
+        if last is not None:
+            last = policy.held(last, limits=limits, allowance=ledger.allowance(at, step))
+            floor_at[t] = last.prewarm > 0 and ledger.at_floor(at)
+            spent[t] = ledger.charge(at, last.prewarm, step)
+            ledger.record_reactive(at, limits.clamp(last.reactive), step)
+            held = replace(last, reason=policy.Reason.NO_DATA)
+        desired[t], reactive[t] = held.desired, held.reactive
+        reasons.append(held.reason.value)
         if on_step is not None:
-            nothing = policy.Decision(
-                load=math.nan,
-                forecast_peak=math.nan,
-                reactive=0,
-                predictive=0,
-                prewarm=0,
-                desired=held,
-                reason=policy.Reason.NO_DATA,
-            )
             on_step(
                 Step(
                     at=at,
                     load=math.nan,
-                    decision=nothing,
+                    decision=held,
                     quantile=None,
                     model=walk.origin.model,
                     accuracy=accuracy(),
                     ledger=ledger,
-                    cost=0.0,
+                    cost=float(spent[t]),
                     active=False,
                 )
             )
@@ -163,8 +177,7 @@ def simulate(
     for t in range(len(series)):
         now = series.start + t * step
         if t == 0:
-            desired[t], reactive[t] = held, 0
-            no_data(now)
+            no_data(t, now)
             continue
         # A model-step bucket completed: score it, then forecast from it (the model step's
         # refresh; between two refreshes every decision reads the same forecast).
@@ -172,8 +185,7 @@ def simulate(
         origin, band = walk.origin, walk.band
         fell_back[t] = config.drift and monitor.in_fallback
         if not math.isfinite(load[t - 1]):
-            desired[t], reactive[t] = held, 0
-            no_data(now)
+            no_data(t, now)
             continue
         fallback = None
         if origin.forecast is None:
@@ -223,7 +235,7 @@ def simulate(
         floor_at[t] = decision.prewarm > 0 and ledger.at_floor(now)
         spent[t] = ledger.charge(now, decision.prewarm, step)
         ledger.record_reactive(now, limits.clamp(decision.reactive), step)
-        desired[t], reactive[t], held = decision.desired, decision.reactive, decision.desired
+        desired[t], reactive[t], last = decision.desired, decision.reactive, decision
         reasons.append(decision.reason.value)
         if on_step is not None:
             # IsActive as the engine answers it: load now, or a forecast trusted and used.

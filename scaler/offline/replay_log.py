@@ -10,12 +10,15 @@ fingerprint a hash of the flags that mirror trigger keys, as a trigger's hashes 
 
 At a gap in the trace the log does what a live scaler does when its source has no data: an
 `unanswered` line at the first step decided without load closes the decision before it, and
-the next step decided with load is a `change`. The replay holds the last request through the
-gap (reason `no_data` in decisions.csv), which a live scaler does not answer and explain does
-not bill. A step is scored by the load served in it but decided from the load before it, so
-the yardstick leaves out the step before a gap's first step decided without load (explain bills
-it) and scores the step after its last (explain does not): both hold the same request, so the
-totals agree. What differs from a live log: with `--no-drift` the drift fields are null.
+the next step decided with load is a `change`. The replay holds the last decision through the
+gap (reason `no_data` in decisions.csv), its prewarm charged and cut as the budget runs out
+(replay.py), which explain does not bill. A step is scored by the load served in it but decided
+from the load before it, so the yardstick leaves out the step before a gap's first step decided
+without load (explain bills it) and scores the step after its last (explain does not): both
+hold the same request, so the totals agree over the span the backtest prints (a gap across
+its edges moves it: replay_summary.explained_steps), unless the budget cut the held prewarm
+during the gap (then by that cut, for one step). What differs from a live log: with
+`--no-drift` the drift fields are null.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ SOURCE = "metadata"
 NO_MODEL = "waiting for the first fit (a model needs a day of load)"
 NO_LOAD = (
     "the trace has no load value from here, where a live scaler's query returns no data; the "
-    "replay held the last request, reason no_data in decisions.csv"
+    "replay held the last request (its prewarm charged to the budget), reason no_data in "
+    "decisions.csv"
 )
 """The `error` of the `unanswered` line at a gap."""
 

@@ -35,6 +35,25 @@ def warmup_steps(series: Series, warmup: float | None = None) -> int:
     return min(len(series), math.ceil(seconds / series.step - 1e-9))
 
 
+def explained_steps(load: Any, warmup: int) -> tuple[int, int]:
+    """The steps [first, stop) over which `scaler explain` totals what the yardstick scores
+    from step `warmup` on (summary.json `explain_steps`). Explain bills the steps decided from
+    load (step t is decided from load[t - 1]), the yardstick scores those with load (load[t]),
+    so of a gap explain bills the step before its first missing value and the yardstick the step
+    after its last, both holding one request (replay_log.py). A scored span that begins inside a
+    gap begins, for explain, at the step before that gap's first missing value; one that ends in
+    a gap ends at its first missing value."""
+    known = np.isfinite(np.asarray(load, dtype=np.float64))
+    first, stop = min(warmup, known.size - 1), known.size
+    if 0 < first < known.size and not known[first - 1]:
+        first -= 1
+        while first > 0 and not known[first - 1]:
+            first -= 1
+    while stop > first + 1 and not known[stop - 1]:
+        stop -= 1
+    return first, stop
+
+
 def summarise(
     series: Series,
     frame: pd.DataFrame,
@@ -92,7 +111,7 @@ def summarise(
                 extra_hours,
                 reactive_hours,
                 config,
-                scored,
+                scored & np.isfinite(load),
                 floor_at=extra.get(FLOOR_AT) if policy_run else None,
             ),
         }
@@ -116,6 +135,7 @@ def summarise(
             "steps": len(series),
             "scored_steps": int((scored & np.isfinite(load)).sum()),
             "warmup_steps": int((~scored).sum()),
+            "explain_steps": list(explained_steps(load, int((~scored).sum()))),
         },
         "config": {**asdict(config), "cold_start_steps": k},
         # The unit of every money figure (`cost`, the budget's), as the decision log names it.
@@ -139,10 +159,13 @@ def _spend(
     *,
     floor_at: Any = None,
 ) -> dict[str, float | None]:
-    """Prewarm replica-hours (and money) and the reactive replica-hours over the scored steps,
-    as every other figure of the summary is (`gpu_hours_x_reactive` among them), and the prewarm
-    as a share of them. The budget's figures cover every step, the warm-up's too, because the
-    budget is strict everywhere: the costliest rolling window's spend, the largest share of any
+    """Prewarm replica-hours (and money) and the reactive replica-hours over the scored steps
+    with load, as every other figure of the summary is (`gpu_hours_x_reactive` among them), and
+    the prewarm as a share of them. A step without load holds the decision before it, charged
+    (replay.py), and is not scored: of a gap, the step after it holds what the step before its
+    first missing value decided, so the scored totals read it once, as `gpu_hours` does. The
+    budget's figures cover every step, the warm-up's and a gap's too, because the budget is
+    strict everywhere: the costliest rolling window's spend, the largest share of any
     window that ends at a step with prewarm (the windows a share budget bounds, see budget.py),
     and how many such windows had no reactive hours at all (never for the policy under a share
     budget). A charge the ledger made from the wake-up floor (`floor_at`: its window held no

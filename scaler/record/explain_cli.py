@@ -249,11 +249,16 @@ def command(target: str, log: Path, *, since: float, until: float) -> str:
 
 def scored_span(trace: Mapping[str, Any]) -> tuple[float, float]:
     """The span a backtest scored, from its summary's `trace` (summary.json's
-    `decisions.trace`, replay_summary.summarise): from the end of its warm-up to one step past its
-    last step, where explain's totals are summary.json's. KeyError, TypeError or ValueError when
-    `trace` is not such a summary."""
+    `decisions.trace`, replay_summary.summarise): its `explain_steps`, where explain's totals
+    are summary.json's (from the end of its warm-up to one step past its last step, moved to a
+    gap's edge when one crosses either end); without them (an older summary), from the end of
+    its warm-up to one step past its last step. KeyError, TypeError or ValueError when `trace`
+    is not such a summary."""
     start, end = (datetime.fromisoformat(trace[k]).replace(tzinfo=UTC) for k in ("start", "end"))
     step = float(trace["step_seconds"])
+    if "explain_steps" in trace:
+        first, stop = (int(n) for n in trace["explain_steps"])
+        return start.timestamp() + first * step, start.timestamp() + stop * step
     warmup = min(int(trace["warmup_steps"]), int(trace["steps"]) - 1)
     return start.timestamp() + warmup * step, end.timestamp() + step
 

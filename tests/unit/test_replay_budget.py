@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from models.base import DAY, Series
-from scaler.offline import baselines, replay, replay_config, replay_table
+from scaler.offline import baselines, replay, replay_config, replay_summary, replay_table
 from tests.unit.test_replay import STEP, trace
 
 
@@ -94,3 +94,42 @@ def test_every_replica_above_the_reactive_baseline_is_charged_unless_the_hold_is
     assert gap == 0 and holds > 0
     free_gap, free_holds = unpaid(free)
     assert free_gap > 0 and free_holds == 0
+
+
+def test_a_gap_in_the_trace_holds_the_last_decision_charged_and_within_the_share() -> None:
+    # Before, a step with no load held the last request, prewarm and all, and charged nothing:
+    # a day's gap while prewarming ran a strict 5 % budget past its share and summary.json's
+    # `max_window_share` never saw it. The live engine books a held step (booking.py `hold`):
+    # the last decision, its prewarm cut to what the budget allows now, charged.
+    share, day = 0.05, int(DAY / STEP)
+    config = replay_config.ReplayConfig(threshold=40.0, budget_share=share)
+    whole = replay.replay(trace(), config).decisions
+    a = next(t for t in range(5 * day, 7 * day) if whole["prewarm_replica_hours"].iloc[t] > 0)
+    series = trace()
+    values = series.values.copy()
+    values[a : a + day] = np.nan  # no load for a day from step a: steps a+1..a+day hold a's
+    result = replay.replay(Series(series.start, STEP, values), config)
+    frame = result.decisions
+    held = np.arange(a + 1, a + day + 1)
+    assert set(frame["reason"].iloc[held]) == {"no_data"}
+    assert frame["desired"].iloc[a] == whole["desired"].iloc[a]  # decided before the gap
+    assert frame["desired"].iloc[a] > frame["reactive"].iloc[a]  # with prewarm
+    # What ran: the decision held (its reactive replicas, the prewarm above them), every step.
+    reactive = frame["reactive"].to_numpy().copy()
+    reactive[held] = frame["reactive"].iloc[a]
+    ran = np.maximum(frame["desired"].to_numpy() - reactive, 0) * STEP / 3600.0
+    hours = frame["prewarm_replica_hours"].to_numpy()
+    np.testing.assert_allclose(hours[held], ran[held])  # the ledger charged what ran
+    used = np.clip(reactive, 0, config.max_replicas) * STEP / 3600.0
+    worst = max(
+        ran[max(0, i - day + 1) : i + 1].sum() / used[max(0, i - day + 1) : i + 1].sum()
+        for i in np.flatnonzero(ran > 0)
+    )
+    assert worst <= share + 1e-9
+    spend = result.summary["policy"]["prewarm"]
+    assert spend["max_window_share"] == pytest.approx(worst)
+    # The scored totals read the steps with load, as gpu_hours does: the step after the gap
+    # (scored, held), not step a (decided from load, but its own load is missing).
+    scored = np.isfinite(values) & (np.arange(len(values)) >= replay_summary.warmup_steps(series))
+    assert spend["replica_hours"] == pytest.approx(hours[scored].sum())
+    assert not scored[a] and scored[a + day]

@@ -183,3 +183,35 @@ def test_explain_over_the_backtest_s_span_totals_summary_json_and_a_csv_names_th
         .err.rstrip()
         .endswith(f"the ones the backtest wrote beside it: {command}")
     )
+
+
+EDGES = ((640, 660), (1280, 1295))
+"""Steps without load (first, last) across the start of the scored span (step 648) and to the
+trace's end."""
+
+
+def test_explain_over_the_printed_span_totals_summary_json_with_a_gap_at_either_edge(
+    tmp_path: Path,
+) -> None:
+    # Before, the printed span began at the scored span's first step: inside a gap, explain
+    # billed nothing of the request held through it while the yardstick scored the step after
+    # the gap; and it ended at the trace's end, past a last gap's first missing value, which
+    # explain billed (decided from load) and the yardstick did not (no load): a step each.
+    series = trace()
+    values = series.values.copy()
+    for first, last in EDGES:
+        values[first : last + 1] = np.nan
+    gapped_edges = Series(series.start, series.step, values)
+    assert len(values) == EDGES[1][1] + 1
+    assert EDGES[0][0] < replay_summary.warmup_steps(gapped_edges) <= EDGES[0][1]
+    path = tmp_path / "decisions.jsonl"
+    with replay_log.ReplayLog(path, target=TARGET, step=series.step) as log:
+        result = replay.replay(gapped_edges, CONFIG, on_step=log.step)
+    since, until = explain_cli.scored_span(result.summary["trace"])
+    spans, _ = timeline.spans(explain_cli.read_log(path))
+    inside = timeline.totals(timeline.clip(spans, since, until))
+    policy = result.summary["policy"]
+    frame = result.decisions
+    assert frame["desired"].iloc[EDGES[0][0]] > 0  # the request the first gap holds
+    assert inside.replica_hours == pytest.approx(policy["gpu_hours"])
+    assert inside.prewarm_replica_hours == pytest.approx(policy["prewarm"]["replica_hours"])
