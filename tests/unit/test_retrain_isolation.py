@@ -15,7 +15,7 @@ import pytest
 
 from models import artefact
 from models.base import Series
-from scaler.decision.spec import TargetSpec
+from scaler.decision.spec import TargetSpec, parse_duration
 from scaler.kube import targets as manifests
 from scaler.offline import retrain, retrain_race, retrain_summary
 from scaler.store.base import StoreError, StoreKey
@@ -279,12 +279,16 @@ def test_a_latest_week_with_no_observed_load_fails_the_target_and_records_no_suc
     store = DirectoryStore(tmp_path)
     outcome = run_28d(store, stopped(NOW - 7.5 * 86400.0), target)
     assert outcome.failed and not outcome.promoted and outcome.champion is None, outcome
-    assert outcome.reason == (
-        "the latest 7d (where challenger and champion are graded) has no observed load: check "
-        "the query still returns recent data, or whether the service is paused; not promoted, "
-        "the target has no model"
+    latest, _, reason = outcome.reason.partition(" (where ")
+    assert reason == (
+        "challenger and champion are graded) has no observed load: check the query still "
+        "returns recent data, or whether the service is paused; not promoted, the target has "
+        "no model"
     )
-    assert outcome.observed_points == 0 and outcome.window_points == 2017
+    # graded where the challenger's fit held out: a quarter of the 20.5 days observed
+    window = parse_duration(latest.removeprefix("the latest "))
+    assert abs(window - 20.5 * 86400.0 / 4) <= 300.0
+    assert outcome.observed_points == 0 and outcome.window_points == 1 + window // 300
     status = store.statuses()[target.key]
     assert status.retrain_success is None and status.retrain_failure is not None
     assert store.champion_version(target.key) is None
