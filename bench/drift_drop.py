@@ -150,7 +150,9 @@ def main() -> None:
     parser.add_argument(
         "--budget",
         default=DEFAULT_BUDGET,
-        help=f"prewarmBudget as scaler backtest reads it (default {DEFAULT_BUDGET}, the product's)",
+        # argparse %-formats help: the default's '%' (30%) must be doubled
+        help=f"prewarmBudget as scaler backtest reads it (default "
+        f"{DEFAULT_BUDGET.replace('%', '%%')}, the product's)",
     )
     parser.add_argument(
         "--budget-window", type=duration_arg, default=replay_config.ReplayConfig.budget_window

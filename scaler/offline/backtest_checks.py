@@ -22,7 +22,7 @@ import numpy as np
 
 from models import catalog
 from models.base import DAY, HOUR, Series, observed_span
-from scaler.decision import policy, ranges
+from scaler.decision import policy, ranges, resolution
 from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
 from scaler.offline import graded_window, model_steps, replay_config, replay_summary
@@ -116,6 +116,17 @@ def prepare_out(out: Path) -> None:
     for name in OUTPUTS:
         if (out / name).is_dir():
             raise ConfigError(f"--out {out}: {name} there is a directory; move it, or {fix}")
+
+
+def gradable(trace: Series, name: str, config: BacktestConfig) -> Series:
+    """`trace` at the model step (resolution.model_series) once none of the refusals made
+    before the walk applies: what `scaler backtest` grades, and notebooks/backtest.ipynb on a
+    file of the user's (which, calling run directly, drew a table of nan for a trace the
+    command refuses with its fix)."""
+    refuse_unusable(trace, name, config.step)
+    series = resolution.model_series(trace, config.step)
+    refuse_nothing_scored(trace, series, name, config)
+    return series
 
 
 def refuse_unusable(trace: Series, name: str, model_step: float) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from models import fitcache, prophet, select
 from models.base import Series
-from scaler.decision import budget, resolution, spec
+from scaler.decision import budget, spec
 from scaler.errors import ConfigError
 from scaler.offline import (
     backtest_checks,
@@ -73,11 +73,9 @@ def _backtest(args: argparse.Namespace) -> int:
     if hint := budget.share_hint("--budget", amount, share=share, cost=args.cost_per_replica_hour):
         print(f"scaler backtest: warning: {hint}", file=sys.stderr)
     trace, name = _history(args, config)  # decided and scored at its own step
-    backtest_checks.refuse_unusable(trace, name, config.step)
+    series = backtest_checks.gradable(trace, name, config)  # forecast and graded at the model step
     if warning := backtest_checks.outlier_warning(trace, name, max_replicas=args.max_replicas):
         print(f"scaler backtest: warning: {warning}", file=sys.stderr)
-    series = resolution.model_series(trace, config.step)  # forecast and graded at the model step
-    backtest_checks.refuse_nothing_scored(trace, series, name, config)
     try:
         threshold = replay_config.threshold_from(args.threshold, trace)
     except ConfigError as exc:

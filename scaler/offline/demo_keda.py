@@ -29,38 +29,36 @@ async def poll(
     steps: int,
     step: float,
 ) -> list[Row]:
-    """Play `steps` steps against the server on `port`, printing a row per answered step: the
-    rows, in order."""
+    """Play `steps` steps against the server on `port`, printing a row per step the engine
+    decided (demo_text.Table): the rows, in order."""
     ref = pb.ScaledObjectRef(name="llm-serve", namespace="demo", scalerMetadata=metadata)
-    rows: list[Row] = []
     print(demo_text.HEADER)
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
         spec = await stub.GetMetricSpec(ref)
         metric = spec.metricSpecs[0].metricName
         await clock.sleep(step * 0.5)
-        waiting = demo_text.Waiting()
+        table = demo_text.Table()
         for _ in range(steps):  # a step without an answer is played too: the run stays bounded
+            now = _trace_time(engine, clock)
             try:
                 active = (await stub.IsActive(ref)).result
                 value = await stub.GetMetrics(
                     pb.GetMetricsRequest(scaledObjectRef=ref, metricName=metric)
                 )
             except grpc.aio.AioRpcError as exc:
-                _say(waiting.saw(f"{exc.code().name} {exc.details()}", _trace_time(engine, clock)))
+                _say(table.unanswered(f"{exc.code().name} {exc.details()}", now=now))
                 await _next_step(clock, step)
                 continue
-            _say(waiting.end())
             row = _row(engine, clock.now(), active, int(value.metricValues[0].metricValue))
-            rows.append(row)
-            print(demo_text.row_line(row))
+            _say(table.answered(row, now=now))
             await _next_step(clock, step)
-        _say(waiting.end())
-    return rows
+        _say(table.close())
+    return table.rows
 
 
-def _say(line: str | None) -> None:
-    if line is not None:
+def _say(lines: list[str]) -> None:
+    for line in lines:
         print(line)
 
 

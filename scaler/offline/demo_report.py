@@ -24,10 +24,8 @@ def report(rows: list[Row], *, threshold: float, step: float, lead: float, out: 
             "most 14 days, is history before the first step)"
         )
         return
-    load = np.array([r.load for r in rows])
+    load, desired, reactive = aligned(rows, step)
     k = yardstick.cold_start_steps(lead, step)
-    desired = np.array([r.desired for r in rows], dtype=np.int64)
-    reactive = np.array([r.reactive for r in rows], dtype=np.int64)
     ours = yardstick.outcome(load=load, desired=desired, threshold=threshold, k=k, step=step)
     base = yardstick.outcome(load=load, desired=reactive, threshold=threshold, k=k, step=step)
     print()
@@ -49,6 +47,25 @@ def report(rows: list[Row], *, threshold: float, step: float, lead: float, out: 
     )
     _plot(rows, threshold=threshold, out=out)
     print(f"plot written to {out.resolve()}")
+
+
+def aligned(
+    rows: list[Row], step: float
+) -> tuple[yardstick.FloatArray, yardstick.IntArray, yardstick.IntArray]:
+    """Load, desired and reactive replicas per step of the trace from the first row to the
+    last. A step without a row (the server did not answer it, or answered an earlier step's
+    decision) has no load, so it is not scored, and holds the answer before it, as the HPA
+    holds its replicas while a metric fails: it still delays what the next rows ask for by
+    the cold start. Before, the rows were read as consecutive steps, so under a stalled
+    engine a request was counted ready steps before it could be."""
+    first = rows[0].at
+    at = np.array([round((r.at - first) / step) for r in rows], dtype=np.int64)
+    load = np.full(int(at[-1]) + 1, np.nan)
+    load[at] = [r.load for r in rows]
+    held = np.searchsorted(at, np.arange(len(load)), side="right") - 1  # the row in force
+    desired = np.array([r.desired for r in rows], dtype=np.int64)[held]
+    reactive = np.array([r.reactive for r in rows], dtype=np.int64)[held]
+    return load, desired, reactive
 
 
 def _plot(rows: list[Row], *, threshold: float, out: Path) -> None:

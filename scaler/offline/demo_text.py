@@ -9,8 +9,9 @@ demo_keda.py print it).
 from __future__ import annotations
 
 import math
+import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -138,6 +139,10 @@ def _day(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(at))
 
 
+REPEATED = "the engine has not decided this step yet: GetMetrics answered the last one's again"
+"""Why a step answered with the decision of a step already shown has no row of its own."""
+
+
 @dataclass
 class Waiting:
     """A run of steps the server did not answer (a stretch of the trace with no value, a model
@@ -150,8 +155,10 @@ class Waiting:
     count: int = 0
 
     def saw(self, why: str, at: float) -> str | None:
-        """The line to print for an unanswered step at trace time `at`, if any."""
-        ended = self.end() if why != self.why else None
+        """The line to print for an unanswered step at trace time `at`, if any. Reasons that
+        differ only in their numbers are one run (`last good decision is 2237s old`, then
+        2708s: before, a line each)."""
+        ended = self.end() if _kind(why) != _kind(self.why) else None
         self.last, self.count = at, self.count + 1
         if self.count > 1:
             return ended
@@ -169,6 +176,39 @@ class Waiting:
             f"{'':16}  ... the same for {count} steps, {_when(first)} to {_when(last)} "
             "(each counted in --steps)"
         )
+
+
+@dataclass
+class Table:
+    """The rows shown, one per step the engine decided, and the lines between them: a step
+    the server did not answer, or answered with the decision of a step already shown (an engine
+    behind the accelerated clock, e.g. while a fit holds the CPU), is a waiting line, not a row.
+    Before, such a step printed the earlier step's row again, under its time (`Mon 02:20`
+    three times), and the yardstick scored it as a step of its own."""
+
+    rows: list[Row] = field(default_factory=list)
+    waiting: Waiting = field(default_factory=Waiting)
+
+    def answered(self, row: Row, *, now: float) -> list[str]:
+        """The lines to print for a step answered with `row`'s decision, at trace time `now`."""
+        if self.rows and row.at <= self.rows[-1].at:
+            return self.unanswered(REPEATED, now=now)
+        self.rows.append(row)
+        return [*self.close(), row_line(row)]
+
+    def unanswered(self, why: str, *, now: float) -> list[str]:
+        """The lines to print for a step the server did not answer, and why."""
+        line = self.waiting.saw(why, now)
+        return [] if line is None else [line]
+
+    def close(self) -> list[str]:
+        """The line ending a run of waiting steps, if one was open."""
+        line = self.waiting.end()
+        return [] if line is None else [line]
+
+
+def _kind(why: str) -> str:
+    return re.sub(r"\d+(\.\d+)?", "N", why)
 
 
 def _when(at: float) -> str:

@@ -77,8 +77,11 @@ class Table:
     values: pd.Series
 
 
-def read_trace(path: Path) -> Series:
-    """The trace at `path` as a regular Series at its own step; TraceError on garbage."""
+def read_trace(path: Path | str) -> Series:
+    """The trace at `path` as a regular Series at its own step; TraceError on garbage. A str
+    is read as a path: a notebook's `read_trace("export.csv")` used to fail with
+    "'str' object has no attribute 'stat'"."""
+    path = Path(path)
     table = read_table(path)
     values = trace_values.parse(path, table.values, table.lines)
     seconds, values, lines, how = trace_times.parse(path, table.times, values, table.lines)

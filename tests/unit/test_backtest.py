@@ -12,7 +12,7 @@ import pytest
 
 from models.base import DAY, Series
 from scaler import cli
-from scaler.decision import budget
+from scaler.decision import budget, resolution
 from scaler.errors import ConfigError
 from scaler.offline import backtest, backtest_checks, backtest_run, replay, replay_config
 from tests.contract.synthetic import load
@@ -505,3 +505,21 @@ def test_without_out_it_writes_to_backtest_and_the_trace_s_name_in_the_current_f
     assert json.loads((out / "summary.json").read_text())["config"]["model"] == "seasonal"
     assert backtest_run.default_out(Path("x/nasa.csv.gz")) == Path("backtest-nasa")
     assert backtest_run.default_out(None) == Path("backtest-prometheus")
+
+
+def test_gradable_refuses_what_scaler_backtest_refuses_and_gives_the_model_step_peaks() -> None:
+    """notebooks/backtest.ipynb grades a user's file through `gradable`, as the command does:
+    before, calling `run` directly, a 20-hour export drew a table of nan and empty figures
+    where `scaler backtest` says to export more than a day."""
+    config = backtest.BacktestConfig(model="seasonal", compare=())
+    minutes = Series(1_700_000_000.0, 60.0, np.arange(4 * 1440, dtype=np.float64) % 50)
+    series = backtest_checks.gradable(minutes, "export.csv", config)
+    assert series.step == 300.0  # each 5 minutes' peak: the load a replica must serve
+    assert np.array_equal(series.values, resolution.model_series(minutes, 300.0).values)
+    assert np.nanmax(series.values) == 49.0 and len(series) in (4 * 288, 4 * 288 + 1)
+    short = Series(1_700_000_000.0, 600.0, np.full(120, 12.5))
+    with pytest.raises(ConfigError, match=r"export.csv: holds 20.0 h of observed load.*export"):
+        backtest_checks.gradable(short, "export.csv", config)
+    limited = backtest.BacktestConfig(model="seasonal", compare=(), limit=60.0)
+    with pytest.raises(ConfigError, match="--limit 1m: shorter than one model step"):
+        backtest_checks.gradable(minutes, "export.csv", limited)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import re
 import sys
@@ -624,3 +625,15 @@ def test_a_polling_interval_past_the_horizon_warns_when_the_workload_can_sit_at_
     )
     _, lines = run(capsys, write(tmp_path, idle))
     assert "warning: pollingInterval 1200s" in lines[0]
+
+
+def test_the_help_lists_every_finding_the_readme_table_gives() -> None:
+    """`scaler check --help` is what a CI author reads: each error and warning it gives
+    (the README's table) is named there, the late wake from zero too (added without it)."""
+    (sub,) = (a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    help_text = " ".join(sub.choices["check"].format_help().split())
+    errors, warnings = help_text.split("Errors:")[1].split("Warnings (")
+    for name in ("scalerAddress", "failureThreshold", "idleReplicaCount", "metricType"):
+        assert name in errors, name
+    for name in ("minReplicaCount", "fallback.replicas", "no fallback", "pollingInterval"):
+        assert name in warnings.split("One line per finding")[0], name

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from models.base import Series
 from scaler.decision import policy
-from scaler.offline import demo_text
+from scaler.offline import demo_report, demo_text
 
 METADATA = {
     "threshold": "118.333",
@@ -83,3 +85,50 @@ def test_a_replay_that_cannot_reach_a_day_of_history_says_no_step_will_have_a_fo
         demo_text.no_forecast(Series(1_709_251_200.0, 300.0, np.full(432, 1.0)), steps=144) is None
     )
     assert demo_text.no_forecast(Series(1_709_251_200.0, 300.0, np.full(432, 1.0)), steps=24)
+
+
+def row(at: float, desired: int, load: float = 500.0) -> demo_text.Row:
+    return demo_text.Row(
+        at=at, load=load, peak=math.nan, reactive=5, desired=desired, active=True, reason="hold"
+    )
+
+
+def test_a_step_answered_with_an_earlier_step_s_decision_is_a_waiting_line_not_its_row_again() -> (
+    None
+):
+    """An engine behind `--short`'s accelerated clock (a fit holding the CPU) answers the last
+    decision again: before, its row was printed again under the same time (`Mon 02:20` three
+    times) and the yardstick scored it as a step of its own."""
+    t0, table = 1_709_625_600.0, demo_text.Table()  # Tue 08:00
+    assert table.answered(row(t0, 7), now=t0) == [demo_text.row_line(row(t0, 7))]
+    again = [table.answered(row(t0, 7), now=t0 + 600.0 * i) for i in (1, 2)]
+    assert again == [[f"{'':16}  waiting: {demo_text.REPEATED}"], []]
+    lines = table.answered(row(t0 + 1800.0, 9), now=t0 + 1800.0)
+    assert lines == [
+        f"{'':16}  ... the same for 2 steps, Tue 08:10 to Tue 08:20 (each counted in --steps)",
+        demo_text.row_line(row(t0 + 1800.0, 9)),
+    ]
+    assert [r.at for r in table.rows] == [t0, t0 + 1800.0]
+
+
+def test_unanswered_steps_whose_reasons_differ_only_in_numbers_are_one_run() -> None:
+    waiting, t0 = demo_text.Waiting(), 1_709_625_600.0
+    stale = "UNAVAILABLE demo/llm-serve: last good decision is {}s old (engine stalled)"
+    lines = [waiting.saw(stale.format(age), t0 + 600.0 * i) for i, age in enumerate((2237, 2708))]
+    assert lines == [f"{'':16}  waiting: {stale.format(2237)}", None]
+    assert waiting.end() == (
+        f"{'':16}  ... the same for 2 steps, Tue 08:00 to Tue 08:10 (each counted in --steps)"
+    )
+
+
+def test_the_yardstick_reads_the_rows_on_the_trace_s_steps_holding_the_answer_through_a_gap() -> (
+    None
+):
+    """A step without a row is not scored and holds the answer before it, as the HPA holds its
+    replicas while the metric fails: before, rows 0, 1 and 3 were read as three consecutive
+    steps, so the request of step 3 counted as ready a cold start too early."""
+    t0 = 1_709_625_600.0
+    rows = [row(t0, 3, 100.0), row(t0 + 600.0, 10, 200.0), row(t0 + 1800.0, 12, 900.0)]
+    load, desired, reactive = demo_report.aligned(rows, 600.0)
+    assert np.array_equal(load, [100.0, 200.0, np.nan, 900.0], equal_nan=True)
+    assert desired.tolist() == [3, 10, 10, 12] and reactive.tolist() == [5, 5, 5, 5]

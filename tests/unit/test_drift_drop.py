@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,16 @@ def test_drift_fallback_buys_a_quarter_of_no_drifts_phantom_prewarm_after_a_drop
     # it alarms after the grace hour, or (the level regression following the drop part of the
     # way, so the CUSUM's residuals stay smaller) not within the span at all
     assert math.isnan(alarm) or alarm - at > drift_drop.GRACE
+
+
+def test_its_help_prints_the_default_budget(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, `bench/drift_drop.py --help` crashed: argparse read the 30% of the default
+    budget's help as a format directive (ValueError: unsupported format character)."""
+    monkeypatch.setattr(sys, "argv", ["drift_drop.py", "--help"])
+    with pytest.raises(SystemExit) as stop:
+        drift_drop.main()
+    assert stop.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"(default {budget.DEFAULT_BUDGET}, the product's)" in help_text

@@ -258,6 +258,14 @@ def test_a_gzipped_export_reads_as_the_plain_one(tmp_path: Path) -> None:
     same(read_trace(path), as_series(load))
 
 
+def test_a_path_given_as_text_reads_as_the_path(tmp_path: Path) -> None:
+    """What a notebook user types: before, "'str' object has no attribute 'stat'"."""
+    load = canonical()
+    path = tmp_path / "trace.csv"
+    path.write_text(grafana_raw(load))
+    same(read_trace(str(path)), as_series(load))
+
+
 def test_an_excel_unicode_text_export_reads_as_utf16(tmp_path: Path) -> None:
     load = canonical()
     path = tmp_path / "trace.txt"
