@@ -24,7 +24,8 @@ backs off on its own, the steps between held with nothing sent (scaler/serving/h
 
 A target seen for the first time has its prewarm ledger rebuilt from the spend counter every
 replica exports (scaler/serving/ledgerrebuild.py); until that has succeeded its prewarm
-allowance is 0 (reason budget_unknown). Without a spend record (file source) or with a zero
+allowance is 0 (reason budget_unknown). The record is read again later for it
+(scaler/serving/ledgeraudit.py). Without a spend record (file source) or with a zero
 budget the ledger starts empty and known.
 """
 
@@ -49,6 +50,7 @@ from scaler.serving import (
     historyreads,
     isolation,
     leadtime,
+    ledgeraudit,
     ledgerrebuild,
     problems,
     succession,
@@ -133,6 +135,10 @@ class Engine:
             else ledgerrebuild.Rebuilds(spend_record, self.isolation, settings=settings)
         )
         """Rebuilds the ledger of each target seen for the first time (ledgerrebuild.py)."""
+        self.audits = (
+            None if spend_record is None else ledgeraudit.Audits(spend_record, self.isolation)
+        )
+        """Reads a rebuilt ledger against the record again (ledgeraudit.py)."""
 
     @property
     def decision_log(self) -> DecisionLog:
@@ -305,6 +311,8 @@ class Engine:
         spec, source = state.spec, self.source_for(state.spec)
         if not state.ledger_known:
             await self._rebuild_ledger(state, now)
+        elif self.audits is not None:
+            await self.audits.follow(state, now)
         endpoint = self._endpoint(spec)
         reads = self.history_reads
         if reads.due(state, now):  # 9 steps in 10 the model step holds no new point

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel
 from models.conformal import Calibration
-from scaler.decision import budget, drift, drift_null, drift_tracker, policy
+from scaler.decision import budget, drift, drift_null, drift_tracker, policy, unrecorded
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery
 from scaler.serving import refit_due
@@ -67,6 +67,9 @@ class TargetState:
     """False until the ledger has been rebuilt from the spend record; prewarm is 0 until then."""
     ledger_note: str | None = None
     """Why the rebuild failed, logged once."""
+    reserve: unrecorded.Reserve | None = None
+    """The unrecorded bound the rebuild booked as spent, until the record is read again to
+    see what it stood for (serving/ledgeraudit.py); None once settled, or never booked."""
     history: Series | None = None
     history_partial: bool = False
     """`history` holds less than the engine's window (the warm-up read what the drift replay
