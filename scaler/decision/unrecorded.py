@@ -137,3 +137,58 @@ def settled(
     after = reserve.seen_until + SLACK
     seen = price * sum(amount for at, amount in spent if after < at <= proof + SLACK)
     return min(reserve.amount, max(0.0, seen - own))
+
+
+CHECK_SCRAPES = 4
+"""Scrape intervals a charge may take to show in the record before it is missing there: a
+missed scrape or two, or a Prometheus a minute behind, is no alarm (`SpendCheck`)."""
+RECHECK_MISSING = 300.0
+"""Seconds between reads of a record found missing a target's charges, until it holds them."""
+RECHECK_FOUND = 3600.0
+"""Seconds from a read that found a target's charges to the next: a record that later stops
+scraping the scaler is noticed within this, not at every charge."""
+
+
+def check_delay(*, step: float, scrape_interval: float, sample_step: float) -> float:
+    """Seconds after a charge by which the record must show it: CHECK_SCRAPES scrape intervals,
+    the ledger's sample step (a grid point after the scrape) and a step."""
+    return CHECK_SCRAPES * max(scrape_interval, 0.0) + max(sample_step, 0.0) + max(step, 0.0)
+
+
+@dataclass
+class SpendCheck:
+    """Whether the shared record holds this replica's own prewarm charges of one target: what a
+    restart (or another replica's rebuild) would read back. Without them (a Prometheus that
+    does not scrape the scaler: wrong ServiceMonitor labels, a NetworkPolicy, another
+    Prometheus) every rebuild finds nothing spent and hands out a fresh budget."""
+
+    since: float = math.inf
+    """The first own charge not yet seen in the record; inf: none waiting."""
+    missing: bool = False
+    """The record did not show charges older than the check's delay when last read."""
+    next_at: float = -math.inf
+    """No read before this."""
+
+    def charged(self, at: float) -> None:
+        """This replica charged prewarm at `at`."""
+        if math.isfinite(at):
+            self.since = min(self.since, at)
+
+    def due(self, now: float, *, delay: float) -> bool:
+        """A charge is older than `delay` and the last read is far enough back."""
+        return math.isfinite(self.since) and now >= max(self.since + delay, self.next_at)
+
+    def judge(self, series: Iterable[budget.Samples], *, now: float) -> bool:
+        """Judge the record read from `since` through `now` (one series per pod): it holds the
+        charges when any pod's counter rose after `since` (every pod charges the same
+        decisions, so another pod's record serves a restart as well as this one's). Returns
+        whether `missing` changed."""
+        spent = budget.spent_per_step(series, start=self.since)
+        found = any(at > self.since + SLACK and amount > 0 for at, amount in spent)
+        changed = self.missing == found
+        self.missing = not found
+        if found:  # the next charge starts the next wait, an hour on at the soonest
+            self.since, self.next_at = math.inf, now + RECHECK_FOUND
+        else:  # the same charges, read again until they show
+            self.next_at = now + RECHECK_MISSING
+        return changed

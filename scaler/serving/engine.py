@@ -136,7 +136,9 @@ class Engine:
         )
         """Rebuilds the ledger of each target seen for the first time (ledgerrebuild.py)."""
         self.audits = (
-            None if spend_record is None else ledgeraudit.Audits(spend_record, self.isolation)
+            None
+            if spend_record is None
+            else ledgeraudit.Audits(spend_record, self.isolation, settings, telemetry)
         )
         """Reads a rebuilt ledger against the record again (ledgeraudit.py)."""
 
@@ -337,8 +339,8 @@ class Engine:
         peak, fallback = forecaststep.forecast_peak(
             state, now, model_step=self.settings.model_step, telemetry=self.telemetry
         )
-        if not state.ledger_known:
-            fallback = policy.Reason.BUDGET_UNKNOWN
+        if not state.budget_usable:
+            fallback = ledgeraudit.held_reason(state)
         self.booking.decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
 
     async def _rebuild_ledger(self, state: TargetState, now: float) -> None:

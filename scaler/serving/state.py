@@ -70,6 +70,9 @@ class TargetState:
     reserve: unrecorded.Reserve | None = None
     """The unrecorded bound the rebuild booked as spent, until the record is read again to
     see what it stood for (serving/ledgeraudit.py); None once settled, or never booked."""
+    spend_check: unrecorded.SpendCheck = field(default_factory=unrecorded.SpendCheck)
+    """Whether the spend record holds this replica's own charges (serving/ledgeraudit.py):
+    while it does not, prewarm is held at 0 (reason spend_unrecorded)."""
     history: Series | None = None
     history_partial: bool = False
     """`history` holds less than the engine's window (the warm-up read what the drift replay
@@ -143,6 +146,12 @@ class TargetState:
     dropped: str | None = None
     """Why the engine no longer serves this target (engine `forget`), once it does not: the
     StreamIsActive calls on it end."""
+
+    @property
+    def budget_usable(self) -> bool:
+        """The ledger may be spent from: it was read back, and the record holds what this
+        replica charges (else a restart would read back nothing and start a fresh budget)."""
+        return self.ledger_known and not self.spend_check.missing
 
     @classmethod
     def new(cls, spec: TargetSpec, *, now: float, spend_record: bool) -> TargetState:
