@@ -85,11 +85,11 @@ class Rebuilds:
         )  # then the record is each trigger's spend at its own price (an edit's old one)
         reserve_amount = state.ledger.price(reserve) if money else reserve
         budget.seed(state.ledger, [*spent, (now, reserve_amount)], money=money)
-        if reserve_amount > 0 and (  # settled once the record can show its span (ledgeraudit.py)
+        if reserve > 0 and (  # settled once the record can show its span (ledgeraudit.py)
             not samples or unrecorded.covered(samples, since=start, until=now, step=LEDGER_STEP)
         ):
             state.reserve = unrecorded.Reserve.booked(
-                reserve_amount,
+                state.ledger.price(reserve),  # as seeded: in the ledger's units
                 at=now,
                 start=start,
                 step=self.settings.step,

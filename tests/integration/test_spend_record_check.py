@@ -118,4 +118,5 @@ def test_a_prometheus_whose_record_shows_the_spend_changes_nothing(
     assert len(charged) >= 8, "the hold should have prewarmed after a peak"
     assert not any(d.reason is policy.Reason.SPEND_UNRECORDED for d in decisions)
     assert gauge == 0.0  # checked, and found
+    assert state.reserve is None  # the rebuild's reserve settled on the same record
     assert not [r for r in caplog.records if r.name == "scaler.serving.ledgeraudit"]

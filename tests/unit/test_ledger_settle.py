@@ -92,9 +92,12 @@ class Steady:
         return Sample(at=at, value=100.0)
 
 
-def run(pods: list[Pod], minutes: float) -> tuple[list[float], float, Engine]:
-    """A fresh replica rebuilding SHARE's ledger at NOW from `pods`, then stepping for
-    `minutes`: the budget remaining at each step, and the reserve it booked."""
+def run(
+    pods: list[Pod], minutes: float, meta: dict[str, str] = SHARE
+) -> tuple[list[float], float, Engine]:
+    """A fresh replica rebuilding the ledger of a target of `meta` (SHARE) at NOW from `pods`,
+    then stepping for `minutes`: the budget remaining at each step, and the reserve it booked
+    in replica-hours."""
     clock = ManualClock(NOW)
     settings = EngineSettings(
         step=STEP, model_step=300.0, fit_workers=0, ledger_scrape_interval=SCRAPE
@@ -108,7 +111,7 @@ def run(pods: list[Pod], minutes: float) -> tuple[list[float], float, Engine]:
         spend_record=Record(clock, pods),  # type: ignore[arg-type]
     )
     engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]  # no model: no_model
-    target = spec.parse("gpu", "small", SHARE)
+    target = spec.parse("gpu", "small", meta)
     reserve = unrecorded.unrecorded_spend(
         max_prewarm_replicas=8, step=STEP, scrape_interval=SCRAPE, sample_step=LEDGER_STEP
     )
@@ -126,19 +129,22 @@ def run(pods: list[Pod], minutes: float) -> tuple[list[float], float, Engine]:
     return left, reserve, engine
 
 
-def test_a_new_share_targets_ledger_starts_exhausted_by_the_reserve_until_the_record_shows_it() -> (
-    None
-):
+@pytest.mark.parametrize("price", [None, 2.0])
+def test_a_new_share_targets_ledger_starts_exhausted_by_the_reserve_until_the_record_shows_it(
+    price: float | None,
+) -> None:
     # Another replica has decided the target for 50 minutes, one reactive replica, no prewarm:
-    # 0.83 reactive hours, a 30 % budget of 0.25, and a reserve of 0.27 booked against it.
+    # 0.83 reactive hours, a 30 % budget of 0.25, and a reserve of 0.27 booked against it
+    # (in money with a price: both sides priced alike).
+    meta = SHARE if price is None else {**SHARE, "costPerReplicaHour": f"{price}"}
     other = Pod(born=NOW - 50 * 60.0)
-    left, reserve, _ = run([other], minutes=12)
+    left, reserve, _ = run([other], minutes=12, meta=meta)
     assert reserve == pytest.approx(8 * 120 / HOUR)
     assert left[0] == 0.0  # strict while the span is not scraped yet
     # Once the record shows that pod scraped throughout the span and after it, with no spend,
-    # the reserve goes: the share less nothing spent, where it was about 0.02 for hours.
+    # the reserve goes: the share less nothing spent, where about 0.04 was left.
     reactive_hours = 50 / 60 + (len(left) - 1) * STEP / HOUR
-    assert left[-1] == pytest.approx(0.3 * reactive_hours, abs=0.01)
+    assert left[-1] == pytest.approx((price or 1.0) * 0.3 * reactive_hours, abs=0.01)
     assert left[-1] > 0.2
 
 
