@@ -10,12 +10,13 @@ charges at most `max_prewarm_replicas` for one step. The engine books that much 
 window when it rebuilds a ledger (a `Reserve`): the scaler reserves it, so the cap stays strict.
 
 The bound stood for a whole window, whatever the record later showed: against a share budget
-of a few reactive hours (30 % of 0.83 replica-hours is 0.25) a reserve of 0.26 left a new
-target's prewarm at 0 for hours. So once the record can show the reserve's span (`settles_at`),
-it is read again (`settled`): when one pod was scraped throughout the window and the span and
-after it (`covered`, at the rebuild and then), every decision any pod made in them is in its
-counter (replicas decide alike), and the reserve shrinks to what the record shows beyond the
-ledger's own charges. Without such a pod (a lone replica restarted, a pod killed just before the
+of a few reactive hours (30 % of 0.83 replica-hours is 0.25) a reserve of 0.27 took all of it,
+no prewarm until new reactive hours made up the difference and that much less all day. So
+once the record can show the reserve's span (`settles_at`), it is read again (`settled`): when
+one pod was scraped throughout the window and the span and after it (`covered`, at the
+rebuild and then), every decision any pod made in them is in its counter (replicas decide
+alike), and the reserve shrinks to what the record shows beyond the ledger's own charges.
+Without such a pod (a lone replica restarted, a pod killed just before the
 rebuild, pods replaced within the window) a charge may be in no record at all, and the whole
 reserve stays. "Throughout" starts at the ScaledObject's first record when that is in the
 window: what is left out is a pod that charged before any pod was ever scraped for it and died

@@ -138,7 +138,9 @@ class Engine:
         self.audits = (
             None
             if spend_record is None
-            else ledgeraudit.Audits(spend_record, self.isolation, settings, telemetry)
+            else ledgeraudit.Audits(
+                spend_record, self.isolation, settings=settings, telemetry=telemetry
+            )
         )
         """Reads a rebuilt ledger against the record again (ledgeraudit.py)."""
 

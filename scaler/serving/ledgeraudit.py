@@ -54,6 +54,7 @@ class Audits:
         self,
         record: SpendRecord,
         bulkheads: isolation.Isolation,
+        *,
         settings: EngineSettings,
         telemetry: Telemetry,
     ) -> None:
@@ -70,20 +71,20 @@ class Audits:
         show the span it stands for, and the record checked to hold this replica's charges."""
         reserve = state.reserve
         if reserve is not None and now >= reserve.settles_at:
-            await self._settle(state, reserve, now)
+            await self._settle(state, reserve, now=now)
         if state.spend_check.due(now, delay=self.delay):
             await self._check(state, now)
 
-    async def _read(self, state: TargetState, start: float, now: float) -> list[FloatArray]:
+    async def _read(self, state: TargetState, *, start: float, now: float) -> list[FloatArray]:
         read = partial(
             self.record.spent_samples, state.spec, start=start, end=now, step=LEDGER_STEP
         )
         return await self.bulkheads.run(SPEND_RECORD, read)
 
-    async def _settle(self, state: TargetState, reserve: unrecorded.Reserve, now: float) -> None:
+    async def _settle(self, state: TargetState, reserve: unrecorded.Reserve, *, now: float) -> None:
         spec, ledger = state.spec, state.ledger
         try:
-            samples = await self._read(state, reserve.since, now)
+            samples = await self._read(state, start=reserve.since, now=now)
         except ScalerError as exc:  # the reserve stays until it can be read
             logger.debug("%s: reserve not settled yet, the spend record failed: %s", spec.key, exc)
             return
@@ -110,7 +111,7 @@ class Audits:
         check, spec = state.spend_check, state.spec
         since = check.since
         try:
-            samples = await self._read(state, since, now)
+            samples = await self._read(state, start=since, now=now)
         except ScalerError as exc:  # no verdict: a record that cannot be read is not "missing"
             logger.debug("%s: spend record not checked, it failed: %s", spec.key, exc)
             return
