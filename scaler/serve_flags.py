@@ -97,8 +97,10 @@ def add_serve_flags(p: argparse.ArgumentParser, *, env: Env) -> None:
         default=env("LEDGER_SCRAPE_INTERVAL", "30s"),
         help="how often that Prometheus scrapes this scaler: a rebuilt ledger books "
         "maxPrewarmReplicas for this interval + 1m + --step as spent, the bound of what a "
-        "killed pod charged but no scrape recorded (env SCALER_LEDGER_SCRAPE_INTERVAL; "
-        "1s-10m; default 30s, as deploy/monitoring)",
+        "killed pod charged but no scrape recorded, until the record shows that span; and a "
+        "charge not in that Prometheus 4 intervals + 1m + --step later holds the target's "
+        "prewarm at 0 (reason spend_unrecorded) (env SCALER_LEDGER_SCRAPE_INTERVAL; 1s-10m; "
+        "default 30s, as deploy/monitoring)",
     )
     g.add_argument(
         "--decision-log",

@@ -243,6 +243,13 @@ class Ledger:
         self.charges.add(now, amount)
         return replicas * step / HOUR
 
+    def release(self, at: float, amount: float) -> None:
+        """Take back `amount` of a reserve booked at `at` (decision.unrecorded `settled`): the
+        record has since shown the spend it stood for. Stamped with it, so no window holds one
+        without the other."""
+        if math.isfinite(at) and math.isfinite(amount) and amount > 0:
+            self.charges.add(at, -amount)
+
     def record_reactive(self, now: float, replicas: int, step: float) -> float:
         """Record the step's `replicas` reactive replicas for `step` seconds from `now` (after
         its charge); returns replica-hours, 0 for anything not finite and positive."""

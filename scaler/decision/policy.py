@@ -87,6 +87,10 @@ class Reason(StrEnum):
     """What the window has already spent could not be read back (the ledger's Prometheus did not
     answer since this scaler started): no allowance, so pure reactive (not even the hold), and a
     restart never spends a budget twice."""
+    SPEND_UNRECORDED = "spend_unrecorded"
+    """The ledger's Prometheus does not hold this scaler's own prewarm spend of the target
+    (scaler_spend_record_missing): a restart would read nothing spent and start a fresh
+    budget, so no allowance (pure reactive, as BUDGET_UNKNOWN) until it does."""
     NO_DATA = "no_data"
     """No current load sample (a backtest's decisions.csv): the last decision is held, its
     prewarm cut to what the budget allows now and charged (`held`), as the live engine holds
@@ -264,14 +268,14 @@ def decide(
     `forecast_peak` is the calibrated forecast's peak over lead time + horizon (at
     affordable_quantile), or None when there is no usable forecast. `allowance` is how many
     prewarm replicas the budget can pay for this step (budget.Ledger.allowance). `fallback`
-    (DRIFT_FALLBACK, NO_MODEL, BUDGET_UNKNOWN) forces no forecast and stays the reason when a
-    cap cuts the hold (only maxReplicas and minReplicas replace it). `held_load` is the highest
-    load of the last lead time (floor_load over floor_samples): its replicas above reactive are
-    held as paid prewarm (reason HOLD, or the fallback's), within the same caps; None (or a
-    held load no higher than `load`) holds nothing. `level_load` is the floor's load insured
-    at the forecast's band (`load` x level_ratio): its replicas above both the forecast's and the
-    hold's are bought as prewarm too (reason LEVEL), within the same caps; it is ignored in a
-    fallback (no forecast, no band) and when None.
+    (DRIFT_FALLBACK, NO_MODEL, BUDGET_UNKNOWN, SPEND_UNRECORDED) forces no forecast and stays
+    the reason when a cap cuts the hold (only maxReplicas and minReplicas replace it).
+    `held_load` is the highest load of the last lead time (floor_load over floor_samples): its
+    replicas above reactive are held as paid prewarm (reason HOLD, or the fallback's), within
+    the same caps; None (or a held load no higher than `load`) holds nothing. `level_load` is
+    the floor's load insured at the forecast's band (`load` x level_ratio): its replicas above
+    both the forecast's and the hold's are bought as prewarm too (reason LEVEL), within the
+    same caps; it is ignored in a fallback (no forecast, no band) and when None.
     """
     reactive = replicas_for(load, limits.threshold)
     usable = fallback is None and forecast_peak is not None and math.isfinite(forecast_peak)

@@ -54,6 +54,7 @@ REASONS = {
     "drift_margin": "forecasts stopped being trustworthy: reactive plus a margin from recent "
     "growth",
     "budget_unknown": "the window's spend could not be read back yet: reactive, no prewarm",
+    "spend_unrecorded": "the spend record misses this scaler's spend: reactive, no prewarm",
     "no_data": "no current load sample: the last answer is held",
 }
 """The demo's legend, one line per policy.Reason (docs/decision-log.md has the full story)."""

@@ -92,6 +92,8 @@ def why(r: Record) -> str:
         "no_model": f"no usable model ({r.get('model_note') or 'not fitted'}): {no_forecast}",
         "budget_unknown": "the window's prewarm spend could not be read back yet: reactive only, "
         f"{floor}",
+        "spend_unrecorded": "the ledger's Prometheus does not hold this scaler's prewarm spend "
+        f"(a restart would start a fresh budget): reactive only, {floor}",
         "no_data": "no current load sample (no data), so nothing was decided",
     }
     return words.get(reason, f"reason {reason}")

@@ -69,7 +69,7 @@ class Booking:
             held_recent += state.history.since(now - spec.lead_time).values.tolist()
             recent += state.history.since(now - window).values.tolist()
         floor, held = policy.floor_load(recent), policy.floor_load(held_recent)
-        allowance = state.ledger.allowance(now, step) if state.ledger_known else 0
+        allowance = state.ledger.allowance(now, step) if state.budget_usable else 0
         quantile = state.read_quantile
         if fallback is policy.Reason.DRIFT_FALLBACK and state.history is not None:
             assert quantile is not None  # drift is only judged on a forecast
@@ -152,7 +152,7 @@ class Booking:
         if behind:
             state.behind += span
         limits = _limits(spec)
-        allowance = state.ledger.allowance(now, span) if state.ledger_known else 0
+        allowance = state.ledger.allowance(now, span) if state.budget_usable else 0
         predictive = policy.held(predictive, limits=limits, allowance=allowance)
         if spec.mode == "active":
             decision = predictive
@@ -183,6 +183,8 @@ class Booking:
         # own ledger is rebuilt from its counter (sources/prometheus_ledger.py `_counter`).
         spent = t.prewarm_spent if spec.mode == "active" else t.shadow_prewarm
         spent.labels(key).inc(cost)
+        if cost > 0:  # to be found in the shared record (ledgeraudit.py)
+            state.spend_check.charged(now)
         t.budget_remaining.labels(key).set(state.ledger.remaining(now) if basis.budget_known else 0)
         t.active.labels(key).set(1 if state.active else 0)
         t.decisions.labels(p.reason.value).inc()

@@ -24,7 +24,8 @@ backs off on its own, the steps between held with nothing sent (scaler/serving/h
 
 A target seen for the first time has its prewarm ledger rebuilt from the spend counter every
 replica exports (scaler/serving/ledgerrebuild.py); until that has succeeded its prewarm
-allowance is 0 (reason budget_unknown). Without a spend record (file source) or with a zero
+allowance is 0 (reason budget_unknown). The record is read again later for it
+(scaler/serving/ledgeraudit.py). Without a spend record (file source) or with a zero
 budget the ledger starts empty and known.
 """
 
@@ -50,6 +51,7 @@ from scaler.serving import (
     historyreads,
     isolation,
     leadtime,
+    ledgeraudit,
     ledgerrebuild,
     problems,
     succession,
@@ -138,6 +140,14 @@ class Engine:
             else ledgerrebuild.Rebuilds(spend_record, self.isolation, settings=settings)
         )
         """Rebuilds the ledger of each target seen for the first time (ledgerrebuild.py)."""
+        self.audits = (
+            None
+            if spend_record is None
+            else ledgeraudit.Audits(
+                spend_record, self.isolation, settings=settings, telemetry=telemetry
+            )
+        )
+        """Reads a rebuilt ledger against the record again (ledgeraudit.py)."""
 
     @property
     def decision_log(self) -> DecisionLog:
@@ -315,6 +325,8 @@ class Engine:
         spec, source = state.spec, self.source_for(state.spec)
         if not state.ledger_known:
             await self._rebuild_ledger(state, now)
+        elif self.audits is not None:
+            await self.audits.follow(state, now)
         endpoint = self._endpoint(spec)
         reads = self.history_reads
         if reads.due(state, now):  # 9 steps in 10 the model step holds no new point
@@ -339,8 +351,8 @@ class Engine:
         peak, fallback = forecaststep.forecast_peak(
             state, now, model_step=self.settings.model_step, telemetry=self.telemetry
         )
-        if not state.ledger_known:
-            fallback = policy.Reason.BUDGET_UNKNOWN
+        if not state.budget_usable:
+            fallback = ledgeraudit.held_reason(state)
         self.booking.decide(state, now=now, load=sample.value, peak=peak, fallback=fallback)
 
     async def _rebuild_ledger(self, state: TargetState, now: float) -> None:

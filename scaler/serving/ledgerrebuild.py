@@ -7,7 +7,8 @@ prewarm allowance is 0 (reason budget_unknown), retried each step. From then on 
 charges the same decisions itself, so ledgers that started from the same record stay alike.
 Spend made in the last scrape interval before a rebuild is not in Prometheus yet: the rebuild
 books its bound (scaler/decision/unrecorded.py: maxPrewarmReplicas for a scrape interval, a
-ledger sample step and a step) as spent. A share budget (`prewarmBudget: "10%"`) rebuilds the
+ledger sample step and a step) as spent, until the record can show that span
+(serving/ledgeraudit.py). A share budget (`prewarmBudget: "10%"`) rebuilds the
 reactive replica-hours it is a share of from their own counter the same way. Without a spend
 record (file source) or with a zero budget the ledger starts empty and known (the engine).
 
@@ -84,6 +85,17 @@ class Rebuilds:
         )  # then the record is each trigger's spend at its own price (an edit's old one)
         reserve_amount = state.ledger.price(reserve) if money else reserve
         budget.seed(state.ledger, [*spent, (now, reserve_amount)], money=money)
+        if reserve > 0 and (  # settled once the record can show its span (ledgeraudit.py)
+            not samples or unrecorded.covered(samples, since=start, until=now, step=LEDGER_STEP)
+        ):
+            state.reserve = unrecorded.Reserve.booked(
+                state.ledger.price(reserve),  # as seeded: in the ledger's units
+                at=now,
+                start=start,
+                step=self.settings.step,
+                scrape_interval=self.settings.ledger_scrape_interval,
+                sample_step=LEDGER_STEP,
+            )
         budget.seed_reactive(state.ledger, budget.reactive_per_step(used, start=start))
         state.ledger_known, state.ledger_note = True, None
         logger.info(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from models.base import Forecast, Series
 from models.calibrate import CalibratedModel
 from models.conformal import Calibration
-from scaler.decision import budget, drift, drift_null, drift_tracker, policy
+from scaler.decision import budget, drift, drift_null, drift_tracker, policy, unrecorded
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery
 from scaler.serving import refit_due
@@ -67,6 +67,12 @@ class TargetState:
     """False until the ledger has been rebuilt from the spend record; prewarm is 0 until then."""
     ledger_note: str | None = None
     """Why the rebuild failed, logged once."""
+    reserve: unrecorded.Reserve | None = None
+    """The unrecorded bound the rebuild booked as spent, until the record is read again to
+    see what it stood for (serving/ledgeraudit.py); None once settled, or never booked."""
+    spend_check: unrecorded.SpendCheck = field(default_factory=unrecorded.SpendCheck)
+    """Whether the spend record holds this replica's own charges (serving/ledgeraudit.py):
+    while it does not, prewarm is held at 0 (reason spend_unrecorded)."""
     history: Series | None = None
     history_partial: bool = False
     """`history` holds less than the engine's window (the warm-up read what the drift replay
@@ -144,6 +150,12 @@ class TargetState:
     dropped: str | None = None
     """Why the engine no longer serves this target (engine `forget`), once it does not: the
     StreamIsActive calls on it end."""
+
+    @property
+    def budget_usable(self) -> bool:
+        """The ledger may be spent from: it was read back, and the record holds what this
+        replica charges (else a restart would read back nothing and start a fresh budget)."""
+        return self.ledger_known and not self.spend_check.missing
 
     @classmethod
     def new(cls, spec: TargetSpec, *, now: float, spend_record: bool) -> TargetState:

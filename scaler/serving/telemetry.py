@@ -84,6 +84,14 @@ class Telemetry:
             target,
             registry=registry,
         )
+        self.spend_record_missing = Gauge(
+            "scaler_spend_record_missing",
+            "1 while the ledger's Prometheus does not hold this scaler's prewarm spend of the "
+            "target, minutes after it was charged: a restart would read back nothing spent and "
+            "start a fresh budget, so its prewarm is held at 0 (reason spend_unrecorded).",
+            target,
+            registry=registry,
+        )
         self.drift_fallback = Gauge(
             "scaler_drift_fallback",
             "1 while forecasts have drifted and the target is held at reactive.",
@@ -184,6 +192,7 @@ class Telemetry:
             self.reactive_spent,
             self.shadow_prewarm,
             self.budget_remaining,
+            self.spend_record_missing,
             self.active,
             self.drift_fallback,
             self.forecast_coverage,

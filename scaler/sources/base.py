@@ -79,3 +79,8 @@ class SpendRecord(Protocol):
         """`spent_samples` of every one of `specs` in one read, keyed by spec.key; a target
         left out is for its own `spent_samples` to read (and say why it cannot)."""
         ...
+
+    def spent_series(self, spec: TargetSpec) -> str:
+        """Where `spent_samples` reads `spec`'s spend, for a message: the series selected and
+        the Prometheus asked."""
+        ...

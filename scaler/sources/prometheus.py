@@ -213,6 +213,10 @@ class PrometheusSource:
             self._transport, specs, start=start, end=end, step=step, reactive=reactive
         )
 
+    def spent_series(self, spec: TargetSpec) -> str:
+        """Where `spent_samples` reads: its series, and the Prometheus asked."""
+        return f"{prometheus_ledger.spent_series(spec)} at {self._transport.default_url}"
+
     def close(self) -> None:
         """Close every HTTP connection pool."""
         self._transport.close()

@@ -102,11 +102,7 @@ def _spent_of(
     # the ScaledObject's other triggers counts too (per time, the max across series), which
     # errs on the side of spending less, never more.
     objects = sorted({spend_key(spec) for spec in specs})
-    alternatives = "|".join(re.escape(key) for key in objects)
-    group = alternatives if len(objects) == 1 else f"(?:{alternatives})"
-    pattern = group + re.escape("#") + "[0-9a-f]+"
-    target = pattern.replace("\\", "\\\\").replace('"', '\\"')
-    selector = f'target=~"{target}"'
+    selector = _selector(objects)
     query = f"{counter}{{{selector}}}"
     series: dict[str, dict[str, list[FloatArray]]] = {key: {} for key in objects}
     triggers: dict[str, str] = {}  # each series' trigger key, by the series' name
@@ -174,6 +170,20 @@ def _at_price(
         price = spec.cost_per_replica_hour or 0.0
     priced: FloatArray = rows * np.array([1.0, price])
     return priced
+
+
+def _selector(objects: Sequence[str]) -> str:
+    """The label matcher of every trigger key of the ScaledObjects `objects`."""
+    alternatives = "|".join(re.escape(key) for key in objects)
+    group = alternatives if len(objects) == 1 else f"(?:{alternatives})"
+    pattern = group + re.escape("#") + "[0-9a-f]+"
+    target = pattern.replace("\\", "\\\\").replace('"', '\\"')
+    return f'target=~"{target}"'
+
+
+def spent_series(spec: TargetSpec) -> str:
+    """The series `spec`'s ledger is rebuilt from, as the range query asks for them."""
+    return f"{_counter(spec, reactive=False)}{{{_selector([spend_key(spec)])}}}"
 
 
 def _counter(spec: TargetSpec, *, reactive: bool) -> str:
