@@ -3,8 +3,10 @@
 `Booking.decide` turns a step's load and forecast peak into the decision KEDA is answered
 (policy.decide, or margin.decide in drift fallback; shadow mode serves the reactive one) and
 charges its prewarm and reactive replica-hours to the target's ledger. `Booking.hold` books a
-step whose refresh failed from the last decision while it is still answered (its prewarm cut
-to what the budget allows now), and once the answers stop, one `unanswered` line. Both publish
+step whose refresh failed, or that the clock stepped back behind, from the last decision while
+it is still answered (its prewarm cut to what the budget allows now), and once the answers stop,
+one `unanswered` line. `Booking.from_predecessor` decides a trigger's edited target from the
+sample of the one it replaces until its first refresh. Each publishes
 the step: its gauges and counters (telemetry.py, target_metrics.py) and its decision log line.
 The engine (scaler/serving/engine.py) calls them, on the event loop, once per target and step.
 
@@ -15,16 +17,21 @@ state when it is called.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
+from collections.abc import Mapping
 
 from scaler.decision import drift, margin, policy
 from scaler.decision import spec as specs
 from scaler.decision.spec import TargetSpec
 from scaler.record import decisionrecord
 from scaler.record.decisionlog import DecisionLog
+from scaler.serving import succession
 from scaler.serving.state import Basis, TargetState
 from scaler.serving.telemetry import Telemetry
 from scaler.settings import EngineSettings
+
+logger = logging.getLogger(__name__)
 
 
 def _limits(spec: TargetSpec) -> policy.Limits:
@@ -119,6 +126,33 @@ class Booking:
         self._publish(state, now=now, cost=cost, load=load)
         state.updated.set()  # wakes StreamIsActive; it decides what to send
         state.updated = asyncio.Event()
+
+    def from_predecessor(
+        self, targets: Mapping[str, TargetState], state: TargetState, now: float
+    ) -> bool:
+        """Decide a new target for step `now` from another of `targets` of its trigger, the one
+        an edit of its metadata replaces, reading the same load and decided at `now`
+        (`succession.predecessor_sample`): reactive from that newest sample, with no forecast
+        and no prewarm (reason no_model, or budget_unknown), booked and logged as any decision.
+        KEDA is answered at once instead of UNAVAILABLE until the first refresh has read the
+        new target's ledger and history, which is the next step's; a changed query, or a
+        predecessor without this step's sample, waits for that refresh as before. False when
+        there is no such predecessor (the engine refreshes the target as usual)."""
+        if state.decision is not None:  # decided in the warm-up: refreshed as usual
+            return False
+        found = succession.predecessor_sample(targets, state, now)
+        if found is None:
+            return False
+        other, load = found
+        reason = policy.Reason.NO_MODEL if state.ledger_known else policy.Reason.BUDGET_UNKNOWN
+        self.decide(state, now=now, load=load, peak=None, fallback=reason)
+        logger.info(
+            "%s: answered reactively from the newest sample of %s (the same trigger and query) "
+            "until its first refresh",
+            state.spec.key,
+            other.spec.key,
+        )
+        return True
 
     def hold(self, state: TargetState, now: float, *, behind: bool = False) -> None:
         """A refresh failed: KEDA is still answered the last good decision until it is

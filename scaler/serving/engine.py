@@ -18,7 +18,7 @@ and its source calls go through its endpoint's bulkhead and breaker (scaler.serv
 silent Prometheus holds neither the step nor other endpoints' targets, and a new target is
 refreshed as soon as it registers (an edited trigger reading the query of the target it replaces
 is first decided reactively from that one's sample of the step, and refreshed the next step:
-`_decide_from_predecessor`). A refresh still running at the next step is not started twice.
+booking.py `from_predecessor`). A refresh still running at the next step is not started twice.
 A target whose history reads fail at the transport while the endpoint's breaker stays closed
 backs off on its own, the steps between held with nothing sent (scaler/serving/historyreads.py).
 
@@ -38,7 +38,7 @@ from collections.abc import Callable
 from functools import partial
 
 from scaler.clock import Clock, quantise
-from scaler.decision import budget, policy, quoting
+from scaler.decision import budget, quoting
 from scaler.decision.spec import TargetSpec
 from scaler.errors import BadQuery, TooManyTargets, Unavailable
 from scaler.record.decisionlog import DecisionLog
@@ -240,7 +240,7 @@ class Engine:
                 self._tried[key] = now  # (booked once; the next refresh is the next step's)
                 self.booking.hold(state, now)
                 continue
-            if key not in self._tried and self._decide_from_predecessor(state, now):
+            if key not in self._tried and self.booking.from_predecessor(self.targets, state, now):
                 self._tried[key] = now  # its first refresh is the next step's
                 continue
             self._tried[key] = now
@@ -249,30 +249,6 @@ class Engine:
             self._running[key] = task
             started.append(task)
         return started
-
-    def _decide_from_predecessor(self, state: TargetState, now: float) -> bool:
-        """Decide a new target for step `now` from another target of its trigger, the one an
-        edit of its metadata replaces, reading the same load and decided at `now`
-        (`succession.predecessor_sample`): reactive from that newest sample, with no forecast
-        and no prewarm (reason no_model, or budget_unknown), booked and logged as any decision.
-        KEDA is answered at once instead of UNAVAILABLE until the first refresh has read the
-        new target's ledger and history, which is the next step's; a changed query, or a
-        predecessor without this step's sample, waits for that refresh as before."""
-        if state.decision is not None:  # decided in the warm-up: refreshed as usual
-            return False
-        found = succession.predecessor_sample(self.targets, state, now)
-        if found is None:
-            return False
-        other, load = found
-        reason = policy.Reason.NO_MODEL if state.ledger_known else policy.Reason.BUDGET_UNKNOWN
-        self.booking.decide(state, now=now, load=load, peak=None, fallback=reason)
-        logger.info(
-            "%s: answered reactively from the newest sample of %s (the same trigger and query) "
-            "until its first refresh",
-            state.spec.key,
-            other.spec.key,
-        )
-        return True
 
     def _finished(self, key: str, task: asyncio.Task[None]) -> None:
         if self._running.get(key) is task:
