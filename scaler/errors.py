@@ -62,6 +62,13 @@ class SourceUnavailable(SourceError):
     """The source could not be reached or answered with an error (retryable)."""
 
 
+class SourceRefused(SourceUnavailable):
+    """The source answered and refused: HTTP 401, 403, 404 or another 4xx that is not the
+    query's fault (BadQuery) nor a request to come back (408, 429). Asking again will not change
+    it: the credentials or the URL must be fixed. Serve keeps retrying it as any unavailable
+    source; `scaler retrain` does not count it as unreachable (no waiting, no exit 3)."""
+
+
 class NoData(SourceError):
     """The source answered, but with no usable samples for this query."""
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from models.base import ModelError
 from scaler.decision.spec import TargetSpec
-from scaler.errors import ScalerError, SourceUnavailable, Unreachable
+from scaler.errors import ScalerError, SourceRefused, SourceUnavailable, Unreachable
 from scaler.kube.targets import Target
 from scaler.offline import abandonable, retrain_race
 from scaler.offline.retrain_live import LiveFallback
@@ -195,7 +195,11 @@ class Retrainer:
         except (ScalerError, ModelError) as exc:
             logger.warning("%s: retrain failed: %s", key, exc)
             # Its Prometheus, or the store gone mid-run (the champion read): a retry may pass.
-            down = isinstance(exc, SourceUnavailable | Unreachable) or store_base.unreachable(exc)
+            # One that answered 401/403/404 refused: only a fix of the trigger or flags helps.
+            down = (
+                isinstance(exc, SourceUnavailable | Unreachable)
+                and not isinstance(exc, SourceRefused)
+            ) or store_base.unreachable(exc)
             return replace(
                 base,
                 reason=str(exc),

@@ -277,8 +277,8 @@ def cmd_retrain(args: argparse.Namespace) -> int:
 
 def exit_status(outcomes: list[Outcome], stopped_by: str | None) -> int:
     """143 or 130 when a signal stopped the run; 3 when every target tried failed because its
-    Prometheus could not be reached or answered an error, or the model store went out of reach
-    (Outcome.unreachable): nothing was
+    Prometheus could not be reached or answered an error (not 401, 403 or 404: those refuse
+    again), or the model store went out of reach (Outcome.unreachable): nothing was
     fitted, so the retry the Job makes of exit 3 costs only reads, and Prometheus restarting at
     the CronJob's hour no longer loses the week; else 1 when any target failed, 0 when none
     did."""

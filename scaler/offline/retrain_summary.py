@@ -46,7 +46,8 @@ class Outcome:
     """A dry run's challenger that won: it would have been promoted, and was not stored."""
     unreachable: bool = False
     """Failed because its Prometheus could not be reached or answered an error
-    (SourceUnavailable), another service was unreachable (errors.Unreachable), or the model
+    (SourceUnavailable; not one that refused it, SourceRefused: HTTP 401, 403, 404, which a
+    retry would meet again), another service was unreachable (errors.Unreachable), or the model
     store went out of reach mid-run (store.base.unreachable: its champion read): a retry may
     succeed."""
 

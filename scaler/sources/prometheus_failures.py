@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import requests
 
 from scaler.decision.spec import TargetSpec
-from scaler.errors import BadQuery, MalformedAnswer, SourceUnavailable
+from scaler.errors import BadQuery, MalformedAnswer, SourceRefused, SourceUnavailable
 from scaler.sources.bounded import AnswerTooLarge
 from scaler.sources.credentials import Credentials
 
@@ -213,9 +213,14 @@ def _http_error(
             f"Prometheus at {url} rejected it (HTTP {status}): {error}; fix the PromQL "
             f"(try it in the Prometheus UI)",
         )
-    return SourceUnavailable(
+    refused = 400 <= status < 500 and status not in TRANSIENT
+    return (SourceRefused if refused else SourceUnavailable)(
         f"Prometheus at {url} answered HTTP {status} for {spec.label}{tries}: {error}; {fix}"
     )
+
+
+TRANSIENT = (408, 429)
+"""4xx answers that ask the client to come back (Request Timeout, Too Many Requests)."""
 
 
 def _error_text(response: requests.Response | None) -> str:

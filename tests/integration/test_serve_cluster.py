@@ -441,4 +441,5 @@ def test_retrain_reads_each_target_from_its_server_address_with_the_credentials_
         untrusted = run("untrusted")  # the token goes to the default Prometheus only
         assert untrusted["own"]["promoted"] and untrusted["default"]["promoted"]
         assert untrusted["guarded"]["failed"] and "401" in untrusted["guarded"]["reason"]
+        assert not untrusted["guarded"]["unreachable"]  # a refusal: not waited out for 10m
         assert guard.seen and all("Authorization" not in s.headers for s in guard.seen)
