@@ -1,5 +1,6 @@
 """What `scaler explain` says: a target's decision-log records in plain words and figures, over a
-period or at an instant. The spans, gaps and totals it reads are scaler/record/timeline.py's,
+period or at an instant, and the total of a ScaledObject over its triggers. The spans, gaps and
+totals it reads are scaler/record/timeline.py's (a ScaledObject's scaler/record/scaledobject.py's),
 the times and targets it is asked about scaler/record/explain_args.py's. Pure: no clock, no I/O.
 """
 
@@ -11,9 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scaler.decision.spec import format_duration
-from scaler.record import decisionrecord, timeline
+from scaler.record import decisionrecord, scaledobject, timeline
 from scaler.record.decisionrecord import Record
-from scaler.record.timeline import HOUR, Totals
+from scaler.record.timeline import HOUR, Gap, Totals
 
 
 def when(at: float) -> str:
@@ -189,12 +190,7 @@ def report(
         "  " + line
         for line in summary(timeline.totals(inside), shadow=first.get("mode") == "shadow")
     ]
-    for g in gaps:
-        if g.end > since and g.start < until:
-            lines.append(
-                f"  no record {when(max(g.start, since))} to {when(min(g.end, until))}: "
-                f"{g.why}; not counted"
-            )
+    lines += _no_record(gaps, since=since, until=until)
     lines.append("changes:")
     previous: tuple[Any, ...] | None = None
     for s in inside:
@@ -206,6 +202,49 @@ def report(
         earlier = f" (in force since {when(began)})" if began < s.start else ""
         lines.append(f"  {when(s.start)}{earlier} {describe(s.record)}")
     return lines
+
+
+def _no_record(gaps: Sequence[Gap], *, since: float, until: float) -> list[str]:
+    return [
+        f"  no record {when(max(g.start, since))} to {when(min(g.end, until))}: {g.why}; "
+        "not counted"
+        for g in gaps
+        if g.end > since and g.start < until
+    ]
+
+
+def object_report(
+    records: Sequence[Record],
+    *,
+    keys: Sequence[str],
+    since: float,
+    until: float,
+    seen_until: Mapping[str, float] | None = None,
+) -> list[str]:
+    """The text of the total over [since, until] of the ScaledObject whose triggers (or
+    fingerprints of one trigger) are `keys`: what its HPA ran, the max of their requests at
+    each time (scaler/record/scaledobject.py); empty when none was in force then."""
+    seen = seen_until or {}
+    triggers = {
+        key: timeline.spans(
+            [r for r in records if r.get("target") == key], seen_until=seen.get(key)
+        )
+        for key in keys
+    }
+    got = scaledobject.combine(triggers, since=since, until=until)
+    if got.totals.known_hours <= 0:
+        return []
+    name = keys[0].split("#", 1)[0]
+    return [
+        f"{name}, the ScaledObject: the max of its {len(keys)} triggers' requests at each time, "
+        "as its HPA scales (the sections below are each trigger's own)",
+        f"period {when(since)} to {when(until)} ({hours_text((until - since) / HOUR)})",
+        *("  " + line for line in summary(got.totals, shadow=False)),
+        f"  prewarm here is what prewarm added to the max; the triggers' own (the sections' "
+        f"sum) is {got.triggers_prewarm_replica_hours:.2f} replica-hours; the reason and price at "
+        "each time are the trigger's that set the max",
+        *_no_record(got.gaps, since=since, until=until),
+    ]
 
 
 def _nearest(records: Sequence[Record], at: float) -> str:

@@ -1,6 +1,8 @@
 """`scaler explain NAMESPACE/NAME`: the recent decisions of a target and why, in words and
 figures, from a running scaler (`--server URL`, its GET /explain) or from a decision log
-(`--log FILE`, with its rotated FILE.1, FILE.2, ...). The words are scaler/record/explain.py's.
+(`--log FILE`, with its rotated FILE.1, FILE.2, ...). The words are scaler/record/explain.py's;
+a ScaledObject with several triggers or fingerprints gets its total (scaler/record/scaledobject.py)
+above their sections.
 
 A corrupt or unreadable line is reported as FILE:LINE with the fix (the first 20 of a file; the
 rest are counted), and the rest is read; a file whose first 1000 lines hold no record is taken
@@ -54,13 +56,19 @@ def add_parser(sub: Any) -> None:
         "explain",
         help="why a target got the replicas it got: totals and decisions in words",
         description="Print what a target was asked to run over a period, and why: GPU-hours, "
-        "prewarm replica-hours, money (with costPerReplicaHour), time per reason, then every "
-        "decision change in plain words. Reads the running scaler's GET /explain (--server) or "
-        "a decision log written with `scaler serve --decision-log FILE` (--log; FILE.1, "
+        "prewarm replica-hours, money (with costPerReplicaHour), time per reason, then "
+        "every decision change in plain words, per trigger (target "
+        "NAMESPACE/NAME#FINGERPRINT). A ScaledObject with more than one trigger, or an "
+        "edited trigger (its new metadata is a new fingerprint), first gets one total: "
+        "its HPA runs the max of its triggers' requests at each time, so its GPU-hours "
+        "are that max's, its prewarm what prewarm added to the max (the sections' "
+        "prewarm is each trigger's ledger's), and a stretch where one trigger has no "
+        "record is not counted. Reads the running scaler's GET /explain (--server) or a "
+        "decision log written with `scaler serve --decision-log FILE` (--log; FILE.1, "
         "FILE.2, ... rotated from it are read too), or a backtest's DIR/decisions.jsonl "
         "(target backtest/NAME; the backtest's last line is the command over its scored "
-        "span). Exit status: 0 explained, 1 no decision in the period (the last one before "
-        "it is named), 2 an unknown target, bad arguments or no readable source.",
+        "span). Exit status: 0 explained, 1 no decision in the period (the last one "
+        "before it is named), 2 an unknown target, bad arguments or no readable source.",
         epilog="examples:\n"
         "  scaler explain inference/llm --server http://scaler.keda.svc:8080 --since 6h\n"
         "  scaler explain inference/llm --log decisions.jsonl --since 2026-11-28 "
@@ -120,9 +128,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
             )
     if len(keys) > 1:
         print(
-            f"{wanted} has {len(keys)} triggers: {', '.join(keys)} (name one as "
-            "NAMESPACE/NAME#FINGERPRINT to see only it)"
+            f"{wanted} has {len(keys)} triggers (or fingerprints of an edited trigger): "
+            f"{', '.join(keys)} (name one as NAMESPACE/NAME#FINGERPRINT to see only it)"
         )
+        if since < until:
+            total = explain.object_report(
+                records, keys=keys, since=since, until=until, seen_until=seen
+            )
+            if total:
+                print("\n".join(total))
     found = False
     for key in keys:
         lines = explain.report(records, key=key, since=since, until=until, seen_until=seen)
