@@ -128,8 +128,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
             )
     if len(keys) > 1:
         print(
-            f"{wanted} has {len(keys)} triggers (or fingerprints of an edited trigger): "
-            f"{', '.join(keys)} (name one as NAMESPACE/NAME#FINGERPRINT to see only it)"
+            f"{wanted} has {len(keys)} triggers: {', '.join(keys)} (name one as "
+            "NAMESPACE/NAME#FINGERPRINT to see only it; an edited trigger's old and new "
+            "fingerprints are two)"
         )
         if since < until:
             total = explain.object_report(

@@ -98,6 +98,9 @@ def test_explain_reads_a_running_server_then_the_rotated_log_it_wrote(tmp_path: 
     keys = sorted({line.split()[0] for line in live.stdout.splitlines() if "  metric " in line})
     assert len(keys) == 2 and f"team-a/llm has 2 triggers: {', '.join(keys)}" in live.stdout
     assert "GPU-hours (replica-hours served): " in live.stdout and " USD" in live.stdout
+    # one total for the ScaledObject, before the sections
+    total = "team-a/llm, the ScaledObject: the max of its 2 triggers' requests"
+    assert live.stdout.index(total) < live.stdout.index(f"{keys[0]}  metric ")
     assert "time per reason: " in live.stdout
     for n in answered:
         assert f"asked {n} (reactive " in live.stdout
@@ -120,6 +123,7 @@ def test_explain_reads_a_running_server_then_the_rotated_log_it_wrote(tmp_path: 
     assert "the rest is read" in logged.stderr
     for key in keys:
         assert f"{key}  metric " in logged.stdout
+    assert total in logged.stdout
     for n in answered:
         assert f"asked {n} (reactive " in logged.stdout
     # the very first decision is in the oldest rotated file, and --at finds it
