@@ -223,18 +223,15 @@ def object_report(
 ) -> list[str]:
     """The text of the total over [since, until] of the ScaledObject whose triggers (or
     fingerprints of one trigger) are `keys`: what its HPA ran, the max of their requests at
-    each time (scaler/record/scaledobject.py); empty when none was in force then."""
-    seen = seen_until or {}
-    triggers = {
-        key: timeline.spans(
-            [r for r in records if r.get("target") == key], seen_until=seen.get(key)
-        )
-        for key in keys
-    }
+    each time (scaler/record/scaledobject.py), or at the instant `since == until`; empty when
+    none was in force then."""
+    triggers = scaledobject.timelines(records, keys=keys, seen_until=seen_until or {})
+    name = keys[0].split("#", 1)[0]
+    if since == until:
+        return _object_at(scaledobject.ran_at(triggers, at=since), name=name, count=len(keys))
     got = scaledobject.combine(triggers, since=since, until=until)
     if got.totals.known_hours <= 0:
         return []
-    name = keys[0].split("#", 1)[0]
     return [
         f"{name}, the ScaledObject: the max of its {len(keys)} triggers' requests at each time, "
         "as its HPA scales (the sections below are each trigger's own)",
@@ -244,6 +241,19 @@ def object_report(
         f"sum) is {got.triggers_prewarm_replica_hours:.2f} replica-hours; the reason and price at "
         "each time are the trigger's that set the max",
         *_no_record(got.gaps, since=since, until=until),
+    ]
+
+
+def _object_at(ran: Record | str | None, *, name: str, count: int) -> list[str]:
+    """The ScaledObject's line for an instant (`scaledobject.ran_at`'s answer)."""
+    if ran is None:
+        return []
+    head = f"{name}, the ScaledObject:"
+    if isinstance(ran, str):
+        return [f"{head} what its HPA ran then is not known: {ran}"]
+    return [
+        f"{head} its HPA ran {num(ran['desired'])}, the max of its {count} triggers' requests: "
+        f"{ran['target']}'s, of which prewarm added {num(ran['prewarm'])} to the max"
     ]
 
 

@@ -63,12 +63,13 @@ def add_parser(sub: Any) -> None:
         "its HPA runs the max of its triggers' requests at each time, so its GPU-hours "
         "are that max's, its prewarm what prewarm added to the max (the sections' "
         "prewarm is each trigger's ledger's), and a stretch where one trigger has no "
-        "record is not counted. Reads the running scaler's GET /explain (--server) or a "
-        "decision log written with `scaler serve --decision-log FILE` (--log; FILE.1, "
-        "FILE.2, ... rotated from it are read too), or a backtest's DIR/decisions.jsonl "
-        "(target backtest/NAME; the backtest's last line is the command over its scored "
-        "span). Exit status: 0 explained, 1 no decision in the period (the last one "
-        "before it is named), 2 an unknown target, bad arguments or no readable source.",
+        "record is not counted (with --at: what it ran then, set by which trigger). "
+        "Reads the running scaler's GET /explain (--server) or a decision log written "
+        "with `scaler serve --decision-log FILE` (--log; FILE.1, FILE.2, ... rotated "
+        "from it are read too), or a backtest's DIR/decisions.jsonl (target "
+        "backtest/NAME; the backtest's last line is the command over its scored span). "
+        "Exit status: 0 explained, 1 no decision in the period (the last one before it "
+        "is named), 2 an unknown target, bad arguments or no readable source.",
         epilog="examples:\n"
         "  scaler explain inference/llm --server http://scaler.keda.svc:8080 --since 6h\n"
         "  scaler explain inference/llm --log decisions.jsonl --since 2026-11-28 "
@@ -132,12 +133,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
             "NAMESPACE/NAME#FINGERPRINT to see only it; an edited trigger's old and new "
             "fingerprints are two)"
         )
-        if since < until:
-            total = explain.object_report(
-                records, keys=keys, since=since, until=until, seen_until=seen
-            )
-            if total:
-                print("\n".join(total))
+        total = explain.object_report(records, keys=keys, since=since, until=until, seen_until=seen)
+        if total:
+            print("\n".join(total))
     found = False
     for key in keys:
         lines = explain.report(records, key=key, since=since, until=until, seen_until=seen)

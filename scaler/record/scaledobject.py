@@ -26,13 +26,14 @@ An instant is known when a decision of a trigger is in force and no trigger is i
 own (timeline.Gap): in one trigger's gap what the HPA ran is not known (that trigger may have
 asked more, or KEDA's fallback applied). Those gaps, and the stretches between the period's
 first and last decisions where no trigger has a decision in force, are the ScaledObject's
-stretches with no record, not counted.
+stretches with no record, not counted. `combine` sums a period; `ran_at` answers an instant.
 """
 
 from __future__ import annotations
 
 import bisect
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -57,9 +58,28 @@ class ObjectTotals:
     """The sum of the triggers' own prewarm replica-hours (what their sections say)."""
 
 
+def timelines(
+    records: Sequence[Record], *, keys: Sequence[str], seen_until: Mapping[str, float]
+) -> Timelines:
+    """The timelines of the triggers `keys` from their records (any order). A trigger whose
+    last line is `unanswered` (timeline.left_open) is in a gap until a trigger of the
+    ScaledObject starts after it (an edit that fixed its query: the old target is superseded
+    without a `stop`), else until the last decision of the others ends."""
+    mine = {key: [r for r in records if r.get("target") == key] for key in keys}
+    firsts = [min(float(r["at"]) for r in rs) for rs in mine.values() if rs]
+    out = {key: timeline.spans(rs, seen_until=seen_until.get(key)) for key, rs in mine.items()}
+    last = max((s[-1].end for s, _ in out.values() if s), default=-math.inf)
+    for key, rs in mine.items():
+        for g in timeline.left_open(rs):
+            end = min((t for t in firsts if t > g.start), default=last)
+            if end > g.start:
+                out[key][1].append(Gap(g.start, end, g.why))
+    return out
+
+
 def combine(triggers: Timelines, *, since: float, until: float) -> ObjectTotals:
     """The totals over [since, until] of the ScaledObject whose triggers' timelines these are."""
-    spans = {key: timeline.clip(s, since, until) for key, (s, _) in triggers.items()}
+    spans = {key: timeline.clip(s, since, until) for key, (s, _) in sorted(triggers.items())}
     gaps = [
         Gap(max(g.start, since), min(g.end, until), g.why)
         for _, trigger_gaps in triggers.values()
@@ -70,24 +90,42 @@ def combine(triggers: Timelines, *, since: float, until: float) -> ObjectTotals:
         {x for s in spans.values() for span in s for x in (span.start, span.end)}
         | {x for g in gaps for x in (g.start, g.end)}
     )
-    starts = {key: [span.start for span in s] for key, s in spans.items()}
     known: list[Span] = []
     missing: list[Gap] = []
     for start, end in itertools.pairwise(edges):
-        if end <= start:
-            continue
-        hole = next((g for g in gaps if g.start <= start < g.end), None)
-        asked = [
-            s[i]
-            for key, s in sorted(spans.items())
-            if (i := bisect.bisect_right(starts[key], start) - 1) >= 0 and start < s[i].end
-        ]
-        if hole is not None or not asked:
-            missing.append(Gap(start, end, hole.why if hole is not None else NO_TRIGGER))
-        else:
-            known.append(Span(_served([s.record for s in asked]), start, end))
+        ran = _ran(spans, gaps, at=start) if end > start else None
+        if isinstance(ran, str):
+            missing.append(Gap(start, end, ran))
+        elif ran is not None:
+            known.append(Span(ran, start, end))
     charged = sum(timeline.totals(s).prewarm_replica_hours for s in spans.values())
     return ObjectTotals(timeline.totals(known), _merged(missing), charged)
+
+
+def ran_at(triggers: Timelines, *, at: float) -> Record | str | None:
+    """What the ScaledObject ran at the instant `at`: the record of the trigger that set the
+    max, its `prewarm` what prewarm added to the max; or why that is not known (a trigger's
+    gap); None when no trigger had a decision in force."""
+    ran = _ran(
+        {key: list(s) for key, (s, _) in sorted(triggers.items())},
+        [g for _, gaps in triggers.values() for g in gaps],
+        at=at,
+    )
+    return None if ran == NO_TRIGGER else ran
+
+
+def _ran(spans: Mapping[str, Sequence[Span]], gaps: Sequence[Gap], *, at: float) -> Record | str:
+    """The served record at `at` (`spans`: each trigger's in time order), or the why of a
+    trigger's gap, or NO_TRIGGER."""
+    hole = next((g for g in gaps if g.start <= at < g.end), None)
+    if hole is not None:
+        return hole.why
+    asked = []
+    for s in spans.values():
+        i = bisect.bisect_right(s, at, key=lambda span: span.start) - 1
+        if i >= 0 and at < s[i].end:
+            asked.append(s[i].record)
+    return _served(asked) if asked else NO_TRIGGER
 
 
 def _without_prewarm(r: Record) -> float:

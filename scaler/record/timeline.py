@@ -13,6 +13,7 @@ record holds until the target was last seen deciding (the server knows), else on
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -100,6 +101,17 @@ def spans(
             gaps.append(Gap(end, float(nxt["at"])))
         out.append(Span(line, at, end))
     return out, gaps
+
+
+def left_open(records: Sequence[Record]) -> list[Gap]:
+    """The gap ONE target's last line leaves open when it is `unanswered`: KEDA was not answered
+    from its `at` on, for as long as the log knows (to infinity; clip it). `spans` reports no
+    gap after a last line, as nothing after it is the target's; a ScaledObject's other triggers
+    still decided then (scaler/record/scaledobject.py), but what its HPA ran is not known."""
+    last = max(records, key=lambda r: float(r["at"]), default=None)
+    if last is None or last.get("event") != decisionrecord.UNANSWERED:
+        return []
+    return [Gap(float(last["at"]), math.inf, _unanswered(last))]
 
 
 def _ended(line: Record) -> float:

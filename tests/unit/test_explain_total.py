@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from scaler.decision.policy import Reason
-from scaler.record import scaledobject, timeline
+from scaler.record import scaledobject
 from scaler.record.decisionlog import DecisionLog
 from scaler.serving.state import TargetState
 from tests.unit.decision_records import STEP, decide, target
@@ -111,9 +111,9 @@ def test_two_live_triggers_run_the_max_of_their_requests_and_prewarm_only_above_
     assert got.totals.known_hours == pytest.approx(2.0) and got.gaps == []
 
 
-def timelines(records: list[dict[str, Any]]) -> dict[str, tuple[Any, Any]]:
+def timelines(records: list[dict[str, Any]]) -> scaledobject.Timelines:
     keys = sorted({str(r["target"]) for r in records})
-    return {k: timeline.spans([r for r in records if r["target"] == k]) for k in keys}
+    return scaledobject.timelines(records, keys=keys, seen_until={})
 
 
 def test_while_one_trigger_is_unanswered_the_scaledobject_is_not_known_and_not_counted() -> None:
@@ -164,3 +164,59 @@ def test_a_shadow_trigger_s_prewarm_is_not_served_so_not_in_the_scaledobject_s_p
     assert got.totals.replica_hours == pytest.approx(6.0)
     assert got.totals.prewarm_replica_hours == 0.0
     assert got.triggers_prewarm_replica_hours == pytest.approx(3.0)
+
+
+def test_at_an_instant_the_scaledobject_says_what_its_hpa_ran_and_which_trigger_set_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "decisions.jsonl"
+    before, after = edited(path)
+    overlap = min(after) + STEP / 2  # both fingerprints decided: the old one asked more
+    old, new = before[overlap - STEP / 2]["target"], after[overlap - STEP / 2]["target"]
+    for at, asked, who, prewarm in ((overlap, 9, old, 0), (overlap + HOUR, 7, new, 1)):
+        code = exit_code(["explain", "team-a/llm", "--log", str(path), "--at", f"@{at}"])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert (
+            f"team-a/llm, the ScaledObject: its HPA ran {asked}, the max of its 2 triggers' "
+            f"requests: {who}'s, of which prewarm added {prewarm} to the max"
+        ) in out
+
+
+def test_at_an_instant_in_one_trigger_s_gap_what_ran_is_not_known() -> None:
+    a = target(metricName="llm-queue")
+    b = target(metricName="llm-tokens")
+    log = DecisionLog(None)
+    steps = int(HOUR / STEP)
+    run(log, a, [(10, 0)] * (2 * steps), first=0)
+    run(log, b, [(4, 0)] * steps, first=0)
+    log.unanswered(b.spec.key, at=T0 + HOUR, why="Prometheus refused the query")
+    log.close()
+    records = log.recent([a.spec.key, b.spec.key], since=T0, until=T0 + 4 * HOUR)
+    ran = scaledobject.ran_at(timelines(records), at=T0 + HOUR / 2)
+    assert isinstance(ran, dict) and ran["target"] == a.spec.key and ran["desired"] == 10
+    # B's query is still refused at its last line: not known while A still decides
+    assert "KEDA was not answered" in str(scaledobject.ran_at(timelines(records), at=T0 + HOUR))
+    got = scaledobject.combine(timelines(records), since=T0, until=T0 + 4 * HOUR)
+    assert [(g.start, g.end) for g in got.gaps] == [(T0 + HOUR, T0 + 2 * HOUR)]
+    assert scaledobject.ran_at(timelines(records), at=T0 + 3 * HOUR) is None
+
+
+def test_an_edit_that_fixes_a_refused_query_ends_its_old_fingerprint_s_unanswered_gap() -> None:
+    """The old target ends `unanswered` with no `stop` (superseded while not answered): the
+    ScaledObject is not known from then until the new fingerprint starts, then known again."""
+    old = target()
+    new = target(threshold="40")
+    log = DecisionLog(None)
+    steps = int(HOUR / STEP)
+    run(log, old, [(5, 0)] * steps, first=0)
+    log.unanswered(old.spec.key, at=T0 + HOUR, why="Prometheus refused the query")
+    log.stop(old.spec.key)  # superseded: no line after an unanswered one
+    run(log, new, [(6, 0)] * steps, first=steps + 20)  # the fixed trigger, 10 minutes later
+    log.close()
+    records = log.recent([old.spec.key, new.spec.key], since=T0, until=T0 + 4 * HOUR)
+    assert [r["event"] for r in records if r["target"] == old.spec.key][-1] == "unanswered"
+    got = scaledobject.combine(timelines(records), since=T0, until=T0 + 4 * HOUR)
+    fixed = T0 + HOUR + 20 * STEP
+    assert [(g.start, g.end) for g in got.gaps] == [(T0 + HOUR, fixed)]
+    assert got.totals.replica_hours == pytest.approx(5 + 6)
