@@ -219,4 +219,5 @@ def test_an_edit_that_fixes_a_refused_query_ends_its_old_fingerprint_s_unanswere
     got = scaledobject.combine(timelines(records), since=T0, until=T0 + 4 * HOUR)
     fixed = T0 + HOUR + 20 * STEP
     assert [(g.start, g.end) for g in got.gaps] == [(T0 + HOUR, fixed)]
+    assert "KEDA was not answered (Prometheus refused the query)" in got.gaps[0].why
     assert got.totals.replica_hours == pytest.approx(5 + 6)
