@@ -116,18 +116,25 @@ def timelines(records: list[dict[str, Any]]) -> scaledobject.Timelines:
     return scaledobject.timelines(records, keys=keys, seen_until={})
 
 
-def test_while_one_trigger_is_unanswered_the_scaledobject_is_not_known_and_not_counted() -> None:
-    """Its HPA ran KEDA's fallback or the other trigger's request, or more: not known."""
+def refused(*, hours: int, back: bool) -> tuple[list[dict[str, Any]], str]:
+    """Triggers A (10 replicas for `hours`) and B (4), B's query refused after its first hour
+    and, when `back`, answered again in the third; the records and A's key."""
     a = target(metricName="llm-queue")
     b = target(metricName="llm-tokens")
     log = DecisionLog(None)
     steps = int(HOUR / STEP)
-    run(log, a, [(10, 0)] * (3 * steps), first=0)
+    run(log, a, [(10, 0)] * (hours * steps), first=0)
     run(log, b, [(4, 0)] * steps, first=0)
     log.unanswered(b.spec.key, at=T0 + HOUR, why="Prometheus refused the query")
-    run(log, b, [(4, 0)] * steps, first=2 * steps)
+    if back:
+        run(log, b, [(4, 0)] * steps, first=2 * steps)
     log.close()
-    records = log.recent([a.spec.key, b.spec.key], since=T0, until=T0 + 4 * HOUR)
+    return log.recent([a.spec.key, b.spec.key], since=T0, until=T0 + 4 * HOUR), a.spec.key
+
+
+def test_while_one_trigger_is_unanswered_the_scaledobject_is_not_known_and_not_counted() -> None:
+    """Its HPA ran KEDA's fallback or the other trigger's request, or more: not known."""
+    records, _ = refused(hours=3, back=True)
     got = scaledobject.combine(timelines(records), since=T0, until=T0 + 3 * HOUR)
     assert got.totals.known_hours == pytest.approx(2.0)
     assert got.totals.replica_hours == pytest.approx(20.0)
@@ -184,17 +191,9 @@ def test_at_an_instant_the_scaledobject_says_what_its_hpa_ran_and_which_trigger_
 
 
 def test_at_an_instant_in_one_trigger_s_gap_what_ran_is_not_known() -> None:
-    a = target(metricName="llm-queue")
-    b = target(metricName="llm-tokens")
-    log = DecisionLog(None)
-    steps = int(HOUR / STEP)
-    run(log, a, [(10, 0)] * (2 * steps), first=0)
-    run(log, b, [(4, 0)] * steps, first=0)
-    log.unanswered(b.spec.key, at=T0 + HOUR, why="Prometheus refused the query")
-    log.close()
-    records = log.recent([a.spec.key, b.spec.key], since=T0, until=T0 + 4 * HOUR)
+    records, a = refused(hours=2, back=False)
     ran = scaledobject.ran_at(timelines(records), at=T0 + HOUR / 2)
-    assert isinstance(ran, dict) and ran["target"] == a.spec.key and ran["desired"] == 10
+    assert isinstance(ran, dict) and ran["target"] == a and ran["desired"] == 10
     # B's query is still refused at its last line: not known while A still decides
     assert "KEDA was not answered" in str(scaledobject.ran_at(timelines(records), at=T0 + HOUR))
     got = scaledobject.combine(timelines(records), since=T0, until=T0 + 4 * HOUR)
