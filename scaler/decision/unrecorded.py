@@ -16,11 +16,12 @@ once the record can show the reserve's span (`settles_at`), it is read again (`s
 one pod was scraped throughout the window and the span and after it (`covered`, at the
 rebuild and then), every decision any pod made in them is in its counter (replicas decide
 alike), and the reserve shrinks to what the record shows beyond the ledger's own charges.
-Without such a pod (a lone replica restarted, a pod killed just before the
-rebuild, pods replaced within the window) a charge may be in no record at all, and the whole
-reserve stays. "Throughout" starts at the ScaledObject's first record when that is in the
-window: what is left out is a pod that charged before any pod was ever scraped for it and died
-unscraped, at most once in a ScaledObject's life.
+Without such a pod (a lone replica restarted, in place too: a series whose counter falls is
+two processes, `covered`; a pod killed just before the rebuild, pods replaced within the
+window) a charge may be in no record at all, and the whole reserve stays. "Throughout" starts
+at the ScaledObject's first record when that is in the window: what is left out is a pod that
+charged before any pod was ever scraped for it and died unscraped, at most once in a
+ScaledObject's life.
 """
 
 from __future__ import annotations
@@ -104,19 +105,27 @@ def covered(series: Iterable[budget.Samples], *, since: float, until: float, ste
     the first value of any series when that is later, through `until`: one pod scraped
     throughout (a failed scrape or a pod gone leaves a stale marker, and Prometheus then
     answers no value) since anything was recorded, so every decision any pod made in between
-    is in its counter (replicas decide alike). False without any series."""
-    times = []
+    is in its counter (replicas decide alike). A series whose counter falls in that span is
+    not one: its container restarted in place (OOMKilled, a failed liveness probe), so the same
+    pod name and IP carry a new process' counter on, with no gap when no scrape fell in the
+    restart, and what the old one charged after its last scrape is in no record. False
+    without any series."""
+    times, values = [], []
     for samples in series:
         rows = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
-        times.append(rows[np.isfinite(rows).all(axis=1), 0])
+        rows = rows[np.isfinite(rows).all(axis=1)]
+        times.append(rows[:, 0])
+        values.append(rows[:, 1])
     firsts = [at[0] for at in times if len(at)]
     if not firsts:
         return False
     since = max(since, min(firsts) - SLACK)
     wanted = math.floor((until - since) / step + 1e-9) + 1
-    return any(
-        np.count_nonzero((at >= since - SLACK) & (at <= until + SLACK)) >= wanted for at in times
-    )
+    for at, value in zip(times, values, strict=True):
+        span = (at >= since - SLACK) & (at <= until + SLACK)
+        if np.count_nonzero(span) >= wanted and not np.any(np.diff(value[span]) < 0):
+            return True
+    return False
 
 
 def settled(
