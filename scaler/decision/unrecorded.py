@@ -154,6 +154,14 @@ CHECK_SCRAPES = 4
 missed scrape or two, or a Prometheus a minute behind, is no alarm (`SpendCheck`)."""
 RECHECK_MISSING = 300.0
 """Seconds between reads of a record found missing a target's charges, until it holds them."""
+SKEW = 60.0
+"""Seconds before its first unproven charge the record is read from: Prometheus stamps a
+sample with its own clock, so with the scaler's clock ahead of it a charge's first sample can
+be stamped before the charge. Read from the charge itself, the value there would already hold
+it, no rise would follow when it was the only one (a one-step hold), and with prewarm then held
+at 0 none ever would: the target would be held reactive for good. A rise in the SKEW before the
+charge may be of an earlier one; at worst a record that stopped scraping is found a check
+later (RECHECK_FOUND)."""
 RECHECK_FOUND = 3600.0
 """Seconds from a read that found a target's charges to the next: a record that later stops
 scraping the scaler is noticed within this, not at every charge."""
@@ -184,17 +192,23 @@ class SpendCheck:
         if math.isfinite(at):
             self.since = min(self.since, at)
 
+    @property
+    def read_from(self) -> float:
+        """Where the record is read from to judge it: SKEW before `since`."""
+        return self.since - SKEW
+
     def due(self, now: float, *, delay: float) -> bool:
         """A charge is older than `delay` and the last read is far enough back."""
         return math.isfinite(self.since) and now >= max(self.since + delay, self.next_at)
 
     def judge(self, series: Iterable[budget.Samples], *, now: float) -> bool:
-        """Judge the record read from `since` through `now` (one series per pod): it holds the
-        charges when any pod's counter rose after `since` (every pod charges the same
+        """Judge the record read from `read_from` through `now` (one series per pod): it holds
+        the charges when any pod's counter rose after `read_from` (every pod charges the same
         decisions, so another pod's record serves a restart as well as this one's). Returns
         whether `missing` changed."""
-        spent = budget.spent_per_step(series, start=self.since)
-        found = any(at > self.since + SLACK and amount > 0 for at, amount in spent)
+        start = self.read_from
+        spent = budget.spent_per_step(series, start=start)
+        found = any(at > start + SLACK and amount > 0 for at, amount in spent)
         changed = self.missing == found
         self.missing = not found
         if found:  # the next charge starts the next wait, an hour on at the soonest
