@@ -62,3 +62,37 @@ def test_steps_behind_a_stepped_back_clock_are_charged_then_refused(
     messages = [r.getMessage() for r in caplog.records]
     assert sum("stepped back 600s" in m for m in messages) == 1
     assert sum("past" in m and "again" in m for m in messages) == 1
+
+
+@pytest.mark.parametrize("fails", [4, 1])
+def test_a_decision_held_while_its_source_failed_is_held_behind_only_what_is_left(
+    tmp_path: Path, fails: int
+) -> None:
+    # The source fails from step 4: step 3's decision is held through step 11 (240 s of the
+    # 300 s of staleness). Then the clock steps back: the steps behind held it 300 s more,
+    # answered 540 s after it was made, as if the step back had made it fresh. From step 1:
+    # step 0's, refused since step 10, was answered again for 300 s.
+    engine, _, clock, target = make(tmp_path / "d.jsonl", budget="24", down=range(fails, 60))
+    stamps = [NOW + i * STEP for i in range(12)]
+    behind = [NOW + (i - BACK) * STEP for i in range(12, 12 + BACK)]
+    refused: list[float] = []
+
+    async def run() -> None:
+        state = engine.ensure(target)
+        state.ledger_known = True
+        for at in stamps + behind:
+            clock.t = at
+            engine.ensure(target)
+            await engine.tick(at)
+            clock.t += 1.0
+            try:
+                engine.answer(state)
+            except Unavailable:
+                refused.append(at)
+
+    asyncio.run(run())
+    state = engine.targets[target.key]
+    engine.close()
+    assert state.decided_at == NOW + (fails - 1) * STEP
+    held = max(0, int(STALENESS / STEP) - (12 - fails))  # what staleness leaves after step 11
+    assert refused == [at for at in stamps if at >= NOW + (fails + 9) * STEP] + behind[held:]
