@@ -166,7 +166,8 @@ class Booking:
         step cannot be decided (engine `_launch`): it is held the same way, its age the seconds
         held since (`state.behind`: the decision's stamp is in the future), from its age at
         `behind` (held while its source failed, or refused already), and booked even when its
-        stamp was booked before the clock went back."""
+        stamp was booked before the clock went back. Once the clock is past that step, a step
+        held (its source failing) counts the seconds held behind it in the decision's age."""
         decision, predictive, spec = state.decision, state.predictive, state.spec
         back = behind is not None
         if decision is None or predictive is None or (now in state.booked and not back):
@@ -175,7 +176,7 @@ class Booking:
             return  # answered INVALID_ARGUMENT (engine `answer`); closed in the log at the refusal
         if behind is not None and state.behind == 0.0:  # the first step behind it
             state.behind = max(0.0, behind - state.decided_at)
-        age = state.behind if back else now - state.decided_at
+        age = state.behind if back else now - state.decided_at + state.behind
         served_until = now - age + self.settings.staleness
         if now >= served_until:
             staleness = specs.format_duration(self.settings.staleness)

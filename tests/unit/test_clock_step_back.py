@@ -96,3 +96,35 @@ def test_a_decision_held_while_its_source_failed_is_held_behind_only_what_is_lef
     assert state.decided_at == NOW + (fails - 1) * STEP
     held = max(0, int(STALENESS / STEP) - (12 - fails))  # what staleness leaves after step 11
     assert refused == [at for at in stamps if at >= NOW + (fails + 9) * STEP] + behind[held:]
+
+
+def test_a_decision_held_behind_the_clock_then_while_its_source_fails_is_held_to_staleness(
+    tmp_path: Path,
+) -> None:
+    # Step 11's decision is held behind a clock stepped back 4 steps (3 held steps: 90 s),
+    # then the source fails as the clock passes step 11: it was answered, and charged, for
+    # --staleness more, 390 s after it was made.
+    engine, _, clock, target = make(tmp_path / "d.jsonl", budget="24", down=range(12, 60))
+    stamps = [NOW + i * STEP for i in range(12)]
+    stamps += [NOW + i * STEP for i in range(8, 12)]  # stepped back 4 steps
+    stamps += [NOW + i * STEP for i in range(12, 24)]
+    refused: list[float] = []
+
+    async def run() -> None:
+        state = engine.ensure(target)
+        state.ledger_known = True
+        for at in stamps:
+            clock.t = at
+            engine.ensure(target)
+            await engine.tick(at)
+            clock.t += 1.0
+            try:
+                engine.answer(state)
+            except Unavailable:
+                refused.append(at)
+
+    asyncio.run(run())
+    state = engine.targets[target.key]
+    engine.close()
+    assert state.decided_at == NOW + 11 * STEP
+    assert refused == [NOW + i * STEP for i in range(18, 24)]  # 90 s + 210 s of holds
