@@ -8,6 +8,7 @@ failed refresh's is (booking.py `hold`): charged, counted and cut to the budget,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 
@@ -128,3 +129,33 @@ def test_a_decision_held_behind_the_clock_then_while_its_source_fails_is_held_to
     engine.close()
     assert state.decided_at == NOW + 11 * STEP
     assert refused == [NOW + i * STEP for i in range(18, 24)]  # 90 s + 210 s of holds
+
+
+def test_a_decision_refused_behind_the_clock_is_not_charged_once_it_is_past(
+    tmp_path: Path,
+) -> None:
+    # Refused behind a clock stepped back twice --staleness, then the source fails as the clock
+    # passes the step it left: those steps were charged and logged as held, though refused.
+    engine, _, clock, target = make(tmp_path / "d.jsonl", budget="24", down=range(12, 60))
+    stamps = [NOW + i * STEP for i in range(12)]
+    stamps += [NOW + (i - BACK) * STEP for i in range(11, 11 + BACK + 6)]
+    prewarm = 0.0
+
+    async def run() -> float:
+        nonlocal prewarm
+        state = engine.ensure(target)
+        state.ledger_known = True
+        for at in stamps:
+            clock.t = at
+            engine.ensure(target)
+            await engine.tick(at)
+            clock.t += 1.0
+            with contextlib.suppress(Unavailable):
+                desired = engine.answer(state).desired
+                assert state.decision is not None
+                prewarm += (desired - state.decision.reactive) * STEP / HOUR
+        return state.ledger.spent(NOW)
+
+    charged = asyncio.run(run())
+    engine.close()
+    assert charged == pytest.approx(prewarm)
