@@ -16,11 +16,12 @@ once the record can show the reserve's span (`settles_at`), it is read again (`s
 one pod was scraped throughout the window and the span and after it (`covered`, at the
 rebuild and then), every decision any pod made in them is in its counter (replicas decide
 alike), and the reserve shrinks to what the record shows beyond the ledger's own charges.
-Without such a pod (a lone replica restarted, a pod killed just before the
-rebuild, pods replaced within the window) a charge may be in no record at all, and the whole
-reserve stays. "Throughout" starts at the ScaledObject's first record when that is in the
-window: what is left out is a pod that charged before any pod was ever scraped for it and died
-unscraped, at most once in a ScaledObject's life.
+Without such a pod (a lone replica restarted, in place too: a series whose counter falls is
+two processes, `covered`; a pod killed just before the rebuild, pods replaced within the
+window) a charge may be in no record at all, and the whole reserve stays. "Throughout" starts
+at the ScaledObject's first record when that is in the window: what is left out is a pod that
+charged before any pod was ever scraped for it and died unscraped, at most once in a
+ScaledObject's life.
 """
 
 from __future__ import annotations
@@ -104,19 +105,27 @@ def covered(series: Iterable[budget.Samples], *, since: float, until: float, ste
     the first value of any series when that is later, through `until`: one pod scraped
     throughout (a failed scrape or a pod gone leaves a stale marker, and Prometheus then
     answers no value) since anything was recorded, so every decision any pod made in between
-    is in its counter (replicas decide alike). False without any series."""
-    times = []
+    is in its counter (replicas decide alike). A series whose counter falls in that span is
+    not one: its container restarted in place (OOMKilled, a failed liveness probe), so the same
+    pod name and IP carry a new process' counter on, with no gap when no scrape fell in the
+    restart, and what the old one charged after its last scrape is in no record. False
+    without any series."""
+    times, values = [], []
     for samples in series:
         rows = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
-        times.append(rows[np.isfinite(rows).all(axis=1), 0])
+        rows = rows[np.isfinite(rows).all(axis=1)]
+        times.append(rows[:, 0])
+        values.append(rows[:, 1])
     firsts = [at[0] for at in times if len(at)]
     if not firsts:
         return False
     since = max(since, min(firsts) - SLACK)
     wanted = math.floor((until - since) / step + 1e-9) + 1
-    return any(
-        np.count_nonzero((at >= since - SLACK) & (at <= until + SLACK)) >= wanted for at in times
-    )
+    for at, value in zip(times, values, strict=True):
+        span = (at >= since - SLACK) & (at <= until + SLACK)
+        if np.count_nonzero(span) >= wanted and not np.any(np.diff(value[span]) < 0):
+            return True
+    return False
 
 
 def settled(
@@ -145,6 +154,14 @@ CHECK_SCRAPES = 4
 missed scrape or two, or a Prometheus a minute behind, is no alarm (`SpendCheck`)."""
 RECHECK_MISSING = 300.0
 """Seconds between reads of a record found missing a target's charges, until it holds them."""
+SKEW = 60.0
+"""Seconds before its first unproven charge the record is read from: Prometheus stamps a
+sample with its own clock, so with the scaler's clock ahead of it a charge's first sample can
+be stamped before the charge. Read from the charge itself, the value there would already hold
+it, no rise would follow when it was the only one (a one-step hold), and with prewarm then held
+at 0 none ever would: the target would be held reactive for good. A rise in the SKEW before the
+charge may be of an earlier one; at worst a record that stopped scraping is found a check
+later (RECHECK_FOUND)."""
 RECHECK_FOUND = 3600.0
 """Seconds from a read that found a target's charges to the next: a record that later stops
 scraping the scaler is noticed within this, not at every charge."""
@@ -175,17 +192,23 @@ class SpendCheck:
         if math.isfinite(at):
             self.since = min(self.since, at)
 
+    @property
+    def read_from(self) -> float:
+        """Where the record is read from to judge it: SKEW before `since`."""
+        return self.since - SKEW
+
     def due(self, now: float, *, delay: float) -> bool:
         """A charge is older than `delay` and the last read is far enough back."""
         return math.isfinite(self.since) and now >= max(self.since + delay, self.next_at)
 
     def judge(self, series: Iterable[budget.Samples], *, now: float) -> bool:
-        """Judge the record read from `since` through `now` (one series per pod): it holds the
-        charges when any pod's counter rose after `since` (every pod charges the same
+        """Judge the record read from `read_from` through `now` (one series per pod): it holds
+        the charges when any pod's counter rose after `read_from` (every pod charges the same
         decisions, so another pod's record serves a restart as well as this one's). Returns
         whether `missing` changed."""
-        spent = budget.spent_per_step(series, start=self.since)
-        found = any(at > self.since + SLACK and amount > 0 for at, amount in spent)
+        start = self.read_from
+        spent = budget.spent_per_step(series, start=start)
+        found = any(at > start + SLACK and amount > 0 for at, amount in spent)
         changed = self.missing == found
         self.missing = not found
         if found:  # the next charge starts the next wait, an hour on at the soonest

@@ -32,7 +32,7 @@ def answer(state: TargetState, *, now: float, staleness: float) -> Answer:
             f"{state.spec.label}: the clock stepped back behind its last decision, which has "
             f"been held for {staleness:.0f}s; KEDA's fallback applies until the clock passes it"
         )
-    age = now - state.decided_at
+    age = now - state.decided_at + state.behind  # and the seconds held behind a stepped clock
     if age > staleness:
         raise Unavailable(
             f"{state.spec.label}: last good decision is {age:.0f}s old "

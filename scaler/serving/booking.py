@@ -154,7 +154,7 @@ class Booking:
         )
         return True
 
-    def hold(self, state: TargetState, now: float, *, behind: bool = False) -> None:
+    def hold(self, state: TargetState, now: float, *, behind: float | None = None) -> None:
         """A refresh failed: KEDA is still answered the last good decision until it is
         `staleness` old (engine `answer`). Book the step as a decided one, so the ledger, the
         spend counters and the decision log keep to what KEDA was answered: its prewarm charged
@@ -162,28 +162,33 @@ class Booking:
         answers stop, a line logged if the cut changed it. Once they stop, one `unanswered`
         line.
 
-        With `behind`, the wall clock stepped back behind the step the decision was made for,
-        so this step cannot be decided (engine `_launch`): it is held the same way, its age the
-        seconds held since (`state.behind`: the decision's stamp is in the future), and booked
-        even when its stamp was booked before the clock went back."""
+        With `behind` (the step tried last, which the wall clock stepped back behind), this
+        step cannot be decided (engine `_launch`): it is held the same way, its age the seconds
+        held since (`state.behind`: the decision's stamp is in the future), from its age at
+        `behind` (held while its source failed, or refused already), and booked even when its
+        stamp was booked before the clock went back. Once the clock is past that step, a step
+        held (its source failing) counts the seconds held behind it in the decision's age."""
         decision, predictive, spec = state.decision, state.predictive, state.spec
-        if decision is None or predictive is None or (now in state.booked and not behind):
+        back = behind is not None
+        if decision is None or predictive is None or (now in state.booked and not back):
             return  # nothing answered yet, or this step is booked
         if state.bad_query is not None:
             return  # answered INVALID_ARGUMENT (engine `answer`); closed in the log at the refusal
-        age = state.behind if behind else now - state.decided_at
+        if behind is not None and state.behind == 0.0:  # the first step behind it
+            state.behind = max(0.0, behind - state.decided_at)
+        age = state.behind if back else now - state.decided_at + state.behind
         served_until = now - age + self.settings.staleness
         if now >= served_until:
             staleness = specs.format_duration(self.settings.staleness)
-            cause = "the clock stepped back" if behind else state.error or "engine stalled"
+            cause = "the clock stepped back" if back else state.error or "engine stalled"
             self.log.unanswered(
                 spec.key, at=served_until, why=f"no fresh decision for {staleness}: {cause}"
             )
-            if behind:
+            if back:
                 state.behind = math.inf  # refused until the clock passes the decision's step
             return
         span = min(self.settings.step, served_until - now)
-        if behind:
+        if back:
             state.behind += span
         limits = _limits(spec)
         allowance = state.ledger.allowance(now, span) if state.budget_usable else 0

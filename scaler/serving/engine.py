@@ -233,7 +233,7 @@ class Engine:
             tried = self._tried.get(key, -math.inf)
             if tried > now and self._held_behind.get(key) != now:
                 self._held_behind[key] = now  # the clock stepped back: booked once a step
-                self.booking.hold(state, now, behind=True)
+                self.booking.hold(state, now, behind=tried)
             if tried >= now:
                 continue
             if key in self._running:  # still refreshing an earlier step: this one is held

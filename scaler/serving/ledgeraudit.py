@@ -111,7 +111,7 @@ class Audits:
         check, spec = state.spend_check, state.spec
         since = check.since
         try:
-            samples = await self._read(state, start=since, now=now)
+            samples = await self._read(state, start=check.read_from, now=now)
         except ScalerError as exc:  # no verdict: a record that cannot be read is not "missing"
             logger.debug("%s: spend record not checked, it failed: %s", spec.key, exc)
             return

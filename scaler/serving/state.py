@@ -114,8 +114,9 @@ class TargetState:
     step skipped while an earlier one's refresh runs is held before that refresh ends."""
     behind: float = 0.0
     """Seconds held from `decision` while the wall clock stood behind the step it was decided
-    for (stepped back: an NTP correction, a VM resumed), booked as held steps: `staleness` of
-    them at most, then inf (answers refused, engine `answer`); 0 at the next decision."""
+    for (stepped back: an NTP correction, a VM resumed), booked as held steps, counted from its
+    age at the step the clock left (held while the source failed): `staleness` at most, then
+    inf (answers refused, engine `answer`); 0 at the next decision."""
     active: bool = False
     error: str | None = None
     bad_query: BadQuery | None = None

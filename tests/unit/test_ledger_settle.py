@@ -248,3 +248,34 @@ def test_a_settled_ledger_holds_at_least_every_charge_any_pod_made(
         if t <= t1 and (t >= t0 or any(b <= t < d for b, d, _ in lives))
     )
     assert ledger.spent(t1) >= truth - 1e-9
+
+
+@dataclass
+class RestartedInPlace(Pod):
+    """A pod whose scaler container restarted at `restarted` (OOMKilled, a failed liveness
+    probe): the same pod name and IP, so the same series, its counter from 0 again. What the
+    old process charged after its last scrape is in no record."""
+
+    restarted: float = math.inf
+
+    def value(self, at: float, *, reactive: bool) -> float:
+        scraped = (
+            self.born + self.phase + math.floor((at - self.born - self.phase) / SCRAPE) * SCRAPE
+        )
+        if reactive or scraped < self.restarted:
+            return super().value(at, reactive=reactive)
+        return 0.0  # the new process charged nothing yet
+
+
+def test_a_series_whose_counter_reset_is_not_a_pod_scraped_throughout() -> None:
+    # The scaler's container restarted in place 10 s before the rebuild: it charged 0.05
+    # replica-hours 40 minutes before (scraped), and 0.1 20 s before it, after its last scrape
+    # (25 s before). Its series goes on under the same labels, from 0, with no gap: that is two
+    # processes, not one pod scraped throughout, and the 0.1 is in no record: the reserve
+    # stays, where it was settled to nothing and the 0.1 spent again.
+    spend = [(NOW - 40 * 60.0, 0.05), (NOW - 20.0, 0.1)]
+    pod = RestartedInPlace(born=NOW - 50 * 60.0, spend=spend, restarted=NOW - 10.0)
+    left, reserve, _ = run([pod], minutes=12)
+    share = 0.3 * (50 / 60 + (len(left) - 1) * STEP / HOUR)
+    assert left[-1] == pytest.approx(max(0.0, share - 0.05 - reserve), abs=0.01)
+    assert left[-1] <= share - 0.05 - 0.1

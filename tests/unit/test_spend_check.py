@@ -51,7 +51,7 @@ def test_a_charge_is_not_looked_for_before_several_scrape_intervals_have_passed(
 def test_a_record_without_a_rise_after_the_charge_is_missing_until_one_shows() -> None:
     check = unrecorded.SpendCheck()
     check.charged(NOW)
-    at = grid(NOW, NOW + 300.0)
+    at = grid(check.read_from, NOW + 300.0)  # from a minute before it (unrecorded.SKEW)
     flat = np.column_stack([at, np.full(at.size, 2.0)])  # another trigger's old spend, flat
     assert check.judge([flat], now=NOW + 300.0)  # changed: missing
     assert check.missing and not check.due(NOW + 301.0, delay=DELAY)  # read again later
@@ -118,9 +118,12 @@ class Spiky:
         return Sample(at=at, value=200.0 if round((at - NOW) / STEP) % 40 == 0 else 100.0)
 
 
-def serve(*, scraped: bool, steps: int) -> tuple[Engine, TargetState, list[policy.Decision]]:
-    """An engine deciding one target for `steps` steps, its spend counter scraped 5 s after
-    each step into the record (`scraped`) or never."""
+def serve(
+    *, scraped: bool, steps: int, ahead: float = 0.0, meta: dict[str, str] | None = None
+) -> tuple[Engine, TargetState, list[policy.Decision]]:
+    """An engine deciding one target (`meta` added to its metadata) for `steps` steps, its
+    spend counter scraped 5 s after each step into the record (`scraped`) or never; the
+    scaler's clock `ahead` seconds of the Prometheus that stamps the samples."""
     clock = ManualClock(NOW)
     settings = EngineSettings(
         step=STEP, model_step=300.0, fit_workers=0, ledger_scrape_interval=SCRAPE
@@ -134,7 +137,9 @@ def serve(*, scraped: bool, steps: int) -> tuple[Engine, TargetState, list[polic
         spend_record=record,  # type: ignore[arg-type]
     )
     engine.fitter.maybe_fit = lambda *_: None  # type: ignore[method-assign]  # no model
-    target = spec.parse("gpu", "llm", {"query": "load", "threshold": "10", "prewarmBudget": "24"})
+    target = spec.parse(
+        "gpu", "llm", {"query": "load", "threshold": "10", "prewarmBudget": "24", **(meta or {})}
+    )
     decisions = []
 
     async def run() -> TargetState:
@@ -148,7 +153,7 @@ def serve(*, scraped: bool, steps: int) -> tuple[Engine, TargetState, list[polic
                 value = engine.telemetry.registry.get_sample_value(
                     "scaler_prewarm_replica_hours_total", {"target": target.key}
                 )
-                record.scraped.append((clock.t + 5.0, value or 0.0))
+                record.scraped.append((clock.t + 5.0 - ahead, value or 0.0))
         return state
 
     state = asyncio.run(run())
@@ -192,5 +197,22 @@ def test_a_record_that_holds_the_scalers_spend_changes_nothing(
     engine, state, decisions = serve(scraped=True, steps=80)
     assert not any(d.reason is policy.Reason.SPEND_UNRECORDED for d in decisions)
     assert sum(d.prewarm > 0 for d in decisions[40:]) >= 10  # the second spike's hold too
+    assert missing_gauge(engine, state) == 0.0
+    assert not caplog.records
+
+
+@pytest.mark.parametrize("ahead", [10.0, 40.0])
+def test_a_one_step_hold_with_the_scalers_clock_ahead_of_prometheus_is_found(
+    ahead: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A lead time a step past the stabilisation window: each spike's hold prewarms one step.
+    # Prometheus stamps the scrape that holds it with its own clock, `ahead` seconds behind
+    # the scaler's: before the step it was charged for. Read from that step, the record
+    # already held it and never rose: the target was held reactive for good (the second
+    # spike's hold too), the ERROR said the record did not hold spend it held.
+    caplog.set_level(logging.ERROR, logger="scaler.serving.ledgeraudit")
+    engine, state, decisions = serve(scraped=True, steps=80, ahead=ahead, meta={"leadTime": "330s"})
+    assert [i for i, d in enumerate(decisions) if d.prewarm > 0] == [10, 50]
+    assert not any(d.reason is policy.Reason.SPEND_UNRECORDED for d in decisions)
     assert missing_gauge(engine, state) == 0.0
     assert not caplog.records
