@@ -326,6 +326,14 @@ def reactive_per_step(series: Iterable[Samples], *, start: float) -> list[tuple[
     return _increments(series, start=start, born_within=False)
 
 
+def finite_rows(samples: Samples) -> tuple[FloatArray, FloatArray]:
+    """The (times, values) of one series' `samples`, rows with a value that is not finite (a
+    gap) skipped."""
+    pairs = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
+    at, value = pairs[np.isfinite(pairs).all(axis=1)].T
+    return at, value
+
+
 def _increments(
     series: Iterable[Samples], *, start: float, born_within: bool
 ) -> list[tuple[float, float]]:
@@ -334,8 +342,7 @@ def _increments(
     fresh replica rebuilds 1,000 ledgers of a day's samples at start (docs/benchmark.md)."""
     times, steps = [], []
     for samples in series:
-        pairs = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
-        at, value = pairs[np.isfinite(pairs).all(axis=1)].T  # gaps are skipped
+        at, value = finite_rows(samples)
         if len(at) == 0:
             continue
         step_spend = np.empty_like(value)

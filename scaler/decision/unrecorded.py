@@ -112,10 +112,9 @@ def covered(series: Iterable[budget.Samples], *, since: float, until: float, ste
     without any series."""
     times, values = [], []
     for samples in series:
-        rows = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
-        rows = rows[np.isfinite(rows).all(axis=1)]
-        times.append(rows[:, 0])
-        values.append(rows[:, 1])
+        at, value = budget.finite_rows(samples)
+        times.append(at)
+        values.append(value)
     firsts = [at[0] for at in times if len(at)]
     if not firsts:
         return False
