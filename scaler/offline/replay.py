@@ -137,6 +137,12 @@ def simulate(
     def accuracy() -> drift.Accuracy | None:
         return monitor.accuracy() if config.drift else None
 
+    def book(t: int, at: float, decision: policy.Decision) -> None:
+        """Charge step `t`'s prewarm (at `at`) and record its reactive replicas, as decided."""
+        floor_at[t] = decision.prewarm > 0 and ledger.at_floor(at)
+        spent[t] = ledger.charge(at, decision.prewarm, step)
+        ledger.record_reactive(at, limits.clamp(decision.reactive), step)
+
     def no_data(t: int, at: float) -> None:
         """A step with no load sample, not scored: before any decision, minReplicas; after,
         the last decision held as the engine holds one (booking.py `hold`): its prewarm cut
@@ -153,9 +159,7 @@ def simulate(
         )
         if last is not None:
             last = policy.held(last, limits=limits, allowance=ledger.allowance(at, step))
-            floor_at[t] = last.prewarm > 0 and ledger.at_floor(at)
-            spent[t] = ledger.charge(at, last.prewarm, step)
-            ledger.record_reactive(at, limits.clamp(last.reactive), step)
+            book(t, at, last)
             held = replace(last, reason=policy.Reason.NO_DATA)
         desired[t], reactive[t] = held.desired, held.reactive
         reasons.append(held.reason.value)
@@ -232,9 +236,7 @@ def simulate(
                 held_load=hold_load if config.charge_hold else None,
                 after_drop=monitor.no_margin,
             )
-        floor_at[t] = decision.prewarm > 0 and ledger.at_floor(now)
-        spent[t] = ledger.charge(now, decision.prewarm, step)
-        ledger.record_reactive(now, limits.clamp(decision.reactive), step)
+        book(t, now, decision)
         desired[t], reactive[t], last = decision.desired, decision.reactive, decision
         reasons.append(decision.reason.value)
         if on_step is not None:
