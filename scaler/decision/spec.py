@@ -120,6 +120,11 @@ class TargetSpec:
         """Seconds of forecast the decision reads: lead time plus horizon."""
         return self.lead_time + self.horizon
 
+    @property
+    def no_budget(self) -> bool:
+        """No prewarm may be bought: an amount of 0 (`prewarmBudget: "0"`) and no share."""
+        return self.prewarm_budget <= 0 and self.prewarm_budget_share is None
+
 
 T = TypeVar("T")
 

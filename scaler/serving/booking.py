@@ -40,7 +40,7 @@ def _limits(spec: TargetSpec) -> policy.Limits:
         min_replicas=spec.min_replicas,
         max_replicas=spec.max_replicas,
         max_prewarm_replicas=spec.max_prewarm_replicas,
-        no_budget=spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None,
+        no_budget=spec.no_budget,
     )
 
 

@@ -169,13 +169,12 @@ class TargetState:
             share=spec.prewarm_budget_share,
             wake_hours=budget.wake_floor(spec.max_prewarm_replicas, spec.lookahead),
         )
-        nothing = spec.prewarm_budget <= 0 and spec.prewarm_budget_share is None
         return cls(
             spec=spec,
             ledger=ledger,
             last_asked=now,
             registered=now,
-            ledger_known=not spend_record or nothing,
+            ledger_known=not spend_record or spec.no_budget,
         )
 
 
