@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from scaler import argtypes, commands, helptext, logsetup, serve_flags, threads, wiring
+from scaler import argtypes, commands, helptext, logsetup, serve_flags, threads
 from scaler.clock import WallClock
 from scaler.errors import UNREACHABLE_EXIT, ScalerError, Unreachable
 
@@ -48,6 +48,10 @@ def exit_deadline(grace: float) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # Here, not at the top: every other command (check, backtest, retrain...) runs without
+    # gRPC's C core loaded, whose poller threads aborted `scaler check` under a memory limit.
+    from scaler import wiring
+
     settings = serve_flags.settings_from(args)
 
     async def main() -> None:

@@ -12,7 +12,6 @@ from scaler import argtypes, switches
 from scaler.decision import ranges
 from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
-from scaler.serving import certificates
 from scaler.settings import (
     EngineSettings,
     PrometheusSettings,
@@ -309,7 +308,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         client_ca=args.tls_client_ca,
         require_client_cert=args.tls_require_client_cert,
     )
-    certificates.check_flags(tls)
+    tls.check()
     if args.staleness < 2 * args.step:
         raise ConfigError(
             f"--staleness {format_duration(args.staleness)} is under twice --step "

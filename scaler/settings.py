@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaler.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class TLSSettings:
@@ -23,6 +25,37 @@ class TLSSettings:
     @property
     def enabled(self) -> bool:
         return self.cert is not None
+
+    def check(self) -> None:
+        """ConfigError for a combination of TLS flags that would not do what it says: every one
+        `scaler serve` refuses at start-up, before any file is read."""
+        if self.key is not None and self.cert is None:
+            raise ConfigError("--tls-key is set but --tls-cert is not; give both")
+        if self.cert is not None and self.key is None:
+            raise ConfigError("--tls-cert is set but --tls-key is not; give both")
+        client = [
+            flag
+            for flag, given in (
+                ("--tls-client-ca", self.client_ca is not None),
+                ("--tls-require-client-cert", self.require_client_cert),
+            )
+            if given
+        ]
+        if self.cert is None and client:
+            verb = "is" if len(client) == 1 else "are"
+            raise ConfigError(
+                f"{' and '.join(client)} {verb} set but --tls-cert is not, so the ExternalScaler "
+                "would be plaintext and open to anyone; give --tls-cert and --tls-key too"
+            )
+        if self.require_client_cert and self.client_ca is None:
+            raise ConfigError(
+                "--tls-require-client-cert needs --tls-client-ca to verify clients against"
+            )
+        if self.client_ca is not None and not self.require_client_cert:
+            raise ConfigError(
+                "--tls-client-ca is set without --tls-require-client-cert: gRPC would accept any "
+                "client, with a certificate from another CA or none; add --tls-require-client-cert"
+            )
 
 
 @dataclass(frozen=True)

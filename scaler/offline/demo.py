@@ -26,7 +26,7 @@ from scaler.clock import ReplayClock
 from scaler.decision import ranges
 from scaler.decision.spec import format_duration
 from scaler.errors import ConfigError
-from scaler.offline import backtest_checks, demo_keda, demo_report, demo_text
+from scaler.offline import backtest_checks, demo_report, demo_text
 from scaler.offline.demo_text import Row
 from scaler.offline.traces import read_trace
 from scaler.serving.engine import Engine
@@ -151,6 +151,9 @@ def default_threshold(trace: Series, path: Path) -> float:
 async def _run(
     args: argparse.Namespace, trace_path: Path, step: float, threshold: float
 ) -> list[Row]:
+    # Here, not at the top: the parser of every command imports this module, and gRPC's C core
+    # (with its poller threads) has no business in `scaler check` or `scaler backtest`.
+    from scaler.offline import demo_keda
     from scaler.wiring import run_server
 
     clock = ReplayClock(

@@ -101,7 +101,7 @@ class Certificates:
     they change."""
 
     def __init__(self, tls: TLSSettings, *, address: str | None = None) -> None:
-        check_flags(tls)
+        tls.check()
         self.tls = tls
         self.address = address
         """HOST:PORT that KEDA dials (--scaler-address), whose host the names must cover."""
@@ -231,38 +231,6 @@ class Certificates:
     def _stamps(self) -> Stamp:
         stats = [os.stat(p) for p in self._paths]
         return tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
-
-
-def check_flags(tls: TLSSettings) -> None:
-    """ConfigError for a combination of TLS flags that would not do what it says: every one
-    `scaler serve` refuses at start-up, before any file is read."""
-    if tls.key is not None and tls.cert is None:
-        raise ConfigError("--tls-key is set but --tls-cert is not; give both")
-    if tls.cert is not None and tls.key is None:
-        raise ConfigError("--tls-cert is set but --tls-key is not; give both")
-    client = [
-        flag
-        for flag, given in (
-            ("--tls-client-ca", tls.client_ca is not None),
-            ("--tls-require-client-cert", tls.require_client_cert),
-        )
-        if given
-    ]
-    if tls.cert is None and client:
-        verb = "is" if len(client) == 1 else "are"
-        raise ConfigError(
-            f"{' and '.join(client)} {verb} set but --tls-cert is not, so the ExternalScaler "
-            "would be plaintext and open to anyone; give --tls-cert and --tls-key too"
-        )
-    if tls.require_client_cert and tls.client_ca is None:
-        raise ConfigError(
-            "--tls-require-client-cert needs --tls-client-ca to verify clients against"
-        )
-    if tls.client_ca is not None and not tls.require_client_cert:
-        raise ConfigError(
-            "--tls-client-ca is set without --tls-require-client-cert: gRPC would accept any "
-            "client, with a certificate from another CA or none; add --tls-require-client-cert"
-        )
 
 
 READ_ATTEMPTS = 3

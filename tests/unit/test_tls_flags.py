@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from scaler.errors import ConfigError
-from scaler.serving import certificates
 from scaler.settings import TLSSettings
 
 CA = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -34,7 +33,7 @@ def test_client_flags_without_a_server_certificate_name_what_was_given(
     tls: TLSSettings, named: str, not_named: str | None
 ) -> None:
     with pytest.raises(ConfigError) as refused:
-        certificates.check_flags(tls)
+        tls.check()
     message = str(refused.value)
     assert named in message and "but --tls-cert is not" in message
     if not_named is not None:
