@@ -363,18 +363,10 @@ def _increments(
     return list(zip(at[kept].tolist(), spent[kept].tolist(), strict=True))
 
 
-def read_in_money(*, cost_per_replica_hour: float | None, share: float | None) -> bool:
-    """True when a ledger's spend is read back in money, each trigger's replica-hours at that
-    trigger's own price (sources/prometheus_ledger.py): an amount budget with a price. An edit
-    of `costPerReplicaHour` is a new trigger, and the spend its predecessor made in the window
-    was paid at the old price; priced at the new one, a cut price would hand back money that
-    was spent. A share is unit-free (both sides priced alike), so it is read in replica-hours."""
-    return cost_per_replica_hour is not None and share is None
-
-
 def seed(ledger: Ledger, spent: Iterable[tuple[float, float]], *, money: bool = False) -> None:
     """Add replica-hours spent elsewhere (`spent_per_step`) to `ledger`, priced in its units;
-    with `money` they are already in the ledger's units (`read_in_money`), and kept as given.
+    with `money` they are already in the ledger's units (TargetSpec.spend_in_money), and kept
+    as given.
 
     The spend counter also shows this process's own charges once they are scraped, so only
     spend stamped before the ledger's first own charge is taken: from there on the ledger's

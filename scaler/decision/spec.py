@@ -125,6 +125,16 @@ class TargetSpec:
         """No prewarm may be bought: an amount of 0 (`prewarmBudget: "0"`) and no share."""
         return self.prewarm_budget <= 0 and self.prewarm_budget_share is None
 
+    @property
+    def spend_in_money(self) -> bool:
+        """The ledger's spend is read back in money, each trigger's replica-hours at that
+        trigger's own price (sources/prometheus_ledger.py): an amount budget with a price. An
+        edit of `costPerReplicaHour` is a new trigger, and the spend its predecessor made in the
+        window was paid at the old price; priced at the new one, a cut price would hand back
+        money that was spent. A share is unit-free (both sides priced alike), so it is read in
+        replica-hours."""
+        return self.cost_per_replica_hour is not None and self.prewarm_budget_share is None
+
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ import logging
 from functools import partial
 
 from models.base import FloatArray
-from scaler.decision import budget, policy, unrecorded
+from scaler.decision import policy, unrecorded
 from scaler.errors import ScalerError
 from scaler.serving import isolation
 from scaler.serving.ledgerrebuild import LEDGER_STEP, SPEND_RECORD
@@ -88,11 +88,9 @@ class Audits:
         except ScalerError as exc:  # the reserve stays until it can be read
             logger.debug("%s: reserve not settled yet, the spend record failed: %s", spec.key, exc)
             return
-        money = budget.read_in_money(
-            cost_per_replica_hour=spec.cost_per_replica_hour, share=spec.prewarm_budget_share
-        )  # a record read in money is in the ledger's units; in replica-hours, priced
         own = ledger.charges.total_between(reserve.at, reserve.own_until + unrecorded.SLACK)
-        price = 1.0 if money else ledger.price(1.0)
+        # a record read in money is in the ledger's units; one in replica-hours is priced
+        price = 1.0 if spec.spend_in_money else ledger.price(1.0)
         kept = unrecorded.settled(samples, reserve=reserve, own=own, price=price)
         ledger.release(reserve.at, reserve.amount - kept)
         state.reserve = None

@@ -80,16 +80,15 @@ class Rebuilds:
             sample_step=LEDGER_STEP,
         )
         spent = budget.spent_per_step(samples, start=start)
-        money = budget.read_in_money(
-            cost_per_replica_hour=spec.cost_per_replica_hour, share=spec.prewarm_budget_share
-        )  # then the record is each trigger's spend at its own price (an edit's old one)
-        reserve_amount = state.ledger.price(reserve) if money else reserve
-        budget.seed(state.ledger, [*spent, (now, reserve_amount)], money=money)
+        # in money, the record is each trigger's spend at its own price (an edit's old one)
+        money = spec.spend_in_money
+        priced = state.ledger.price(reserve)  # the reserve in the ledger's units, as seeded
+        budget.seed(state.ledger, [*spent, (now, priced if money else reserve)], money=money)
         if reserve > 0 and (  # settled once the record can show its span (ledgeraudit.py)
             not samples or unrecorded.covered(samples, since=start, until=now, step=LEDGER_STEP)
         ):
             state.reserve = unrecorded.Reserve.booked(
-                state.ledger.price(reserve),  # as seeded: in the ledger's units
+                priced,
                 at=now,
                 start=start,
                 step=self.settings.step,

@@ -64,7 +64,7 @@ class SpendRecord(Protocol):
         of rows per series; raises SourceUnavailable when the record cannot be read. `reactive`
         reads the reactive replica-hours counter (what a share budget is a share of) instead.
         The spend of an amount budget with a price is in money, each trigger's at its own
-        price (budget.read_in_money); otherwise the values are replica-hours."""
+        price (TargetSpec.spend_in_money); otherwise the values are replica-hours."""
         ...
 
     def spent_samples_of(

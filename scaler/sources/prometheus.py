@@ -186,7 +186,7 @@ class PrometheusSource:
         ScaledObject at start, start + step, ... <= end: one (n, 2) array of rows per series
         (per scaler pod and trigger key), none when nothing was ever recorded. In money, each
         trigger's at the price it exported, for an amount budget with a price
-        (budget.read_in_money): an edited price does not reprice what was spent before.
+        (TargetSpec.spend_in_money): an edited price does not reprice what was spent before.
 
         Asks the default URL, never spec.server_address: the ledger lives in the Prometheus
         that scrapes the scaler, not in the one holding the target's load.

@@ -3,7 +3,7 @@ budget.spent_per_step), read from the Prometheus that scrapes the scaler: one (n
 array of (time, value) rows per series (per scaler pod and trigger key), many ScaledObjects
 in one range query per connection (`spent_samples_of`), chunked under MAX_POINTS and decoded by
 sources/matrix.py on the transport's own uncompressed request (`Client.matrix`). A ledger
-read back in money (budget.read_in_money) has each trigger's series priced at the
+read back in money (TargetSpec.spend_in_money) has each trigger's series priced at the
 `costPerReplicaHour` that trigger exported (one instant query of PRICE_GAUGE per read).
 
 Must not: ask a target's serverAddress (the ledger lives in the scaler's Prometheus, the
@@ -21,7 +21,6 @@ from functools import partial
 import numpy as np
 
 from models.base import FloatArray
-from scaler.decision import budget
 from scaler.decision.spec import TargetSpec
 from scaler.errors import ConfigError
 from scaler.sources import (
@@ -81,12 +80,6 @@ def spent_samples_of(
     return found
 
 
-def _in_money(spec: TargetSpec) -> bool:
-    """Whether `spec`'s ledger is read back in money (budget.read_in_money)."""
-    share, cost = spec.prewarm_budget_share, spec.cost_per_replica_hour
-    return budget.read_in_money(cost_per_replica_hour=cost, share=share)
-
-
 def _spent_of(
     transport: Transport,
     specs: list[TargetSpec],
@@ -123,13 +116,13 @@ def _spent_of(
                 chunks = series[owner].setdefault(name, [])
                 chunks.append(prometheus_answers.counter_samples(found["values"]))
     prices: dict[str, float] = {}
-    if priced and triggers and any(_in_money(spec) for spec in specs):
+    if priced and triggers and any(spec.spend_in_money for spec in specs):
         prices = _prices(transport, first, selector, at=end, window=end - start, began=began)
     out: dict[str, list[FloatArray]] = {}
     for spec in specs:
         own = series[spend_key(spec)]
         arrays = {name: np.concatenate(chunks) for name, chunks in own.items()}
-        if _in_money(spec):
+        if spec.spend_in_money:
             arrays = {
                 name: _at_price(rows, prices, triggers[name], spec) for name, rows in arrays.items()
             }

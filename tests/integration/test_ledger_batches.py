@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from models.base import DAY
 from scaler.clock import ManualClock
-from scaler.decision import budget, spec
+from scaler.decision import spec
 from scaler.decision.spec import TargetSpec
 from scaler.errors import SourceUnavailable
 from scaler.serving import ledgerreads
@@ -40,13 +40,7 @@ def targets() -> list[TargetSpec]:
 def priced(specs: list[TargetSpec]) -> int:
     """Targets whose ledger is in money: each read alone asks the prices its spend was paid at
     too (one instant query)."""
-    return sum(
-        1
-        for s in specs
-        if budget.read_in_money(
-            cost_per_replica_hour=s.cost_per_replica_hour, share=s.prewarm_budget_share
-        )
-    )
+    return sum(1 for s in specs if s.spend_in_money)
 
 
 def ledgers(
