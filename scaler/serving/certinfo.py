@@ -24,12 +24,12 @@ def validity(cert: bytes, path: Path) -> tuple[float, float]:
     """The start and end of the validity of the first certificate in the PEM `cert` (the
     server's own; its chain follows it), epoch seconds."""
     try:
-        first = x509.load_pem_x509_certificates(cert)[0]
+        leaf = first(cert)
     except ValueError as exc:
         raise ConfigError(
             f"TLS certificate {path} cannot be parsed ({exc}); give a PEM certificate chain"
         ) from None
-    return first.not_valid_before_utc.timestamp(), first.not_valid_after_utc.timestamp()
+    return leaf.not_valid_before_utc.timestamp(), leaf.not_valid_after_utc.timestamp()
 
 
 def subject_names(cert: x509.Certificate) -> list[str]:
@@ -60,10 +60,7 @@ def only_leaves(pem: bytes | None) -> list[str]:
     basicConstraints CA:TRUE): a leaf given where a CA is wanted, which verifies no client.
     Empty when one is a CA, or when it cannot be parsed (Python's ssl has read it already, and
     OpenSSL reads more than cryptography parses)."""
-    try:
-        cas = x509.load_pem_x509_certificates(pem) if pem else []
-    except ValueError:
-        return []
+    cas = _bundle(pem) or []
     if any(is_authority(c) for c in cas):
         return []
     return [c.subject.rfc4514_string() for c in cas]
@@ -78,11 +75,19 @@ def is_authority(cert: x509.Certificate) -> bool:
 
 def subjects(pem: bytes | None) -> str:
     """The subjects of the certificates in a CA bundle (Python's ssl has read it already)."""
-    try:
-        cas = x509.load_pem_x509_certificates(pem or b"")
-    except ValueError:  # OpenSSL reads more than cryptography parses: say less, never fail
+    cas = _bundle(pem)
+    if cas is None:  # say less, never fail
         return "its CA bundle"
     return "; ".join(ca.subject.rfc4514_string() for ca in cas)
+
+
+def _bundle(pem: bytes | None) -> list[x509.Certificate] | None:
+    """The certificates of a CA bundle; None when there is none or cryptography cannot parse
+    it (OpenSSL, which Python's ssl has read it with already, reads more than cryptography)."""
+    try:
+        return x509.load_pem_x509_certificates(pem or b"")
+    except ValueError:
+        return None
 
 
 def host_of(address: str) -> str:
