@@ -9,23 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-PROBE = (
-    "import sys\n"
-    "from scaler import cli\n"
-    "code = cli.main(sys.argv[1:])\n"
-    "print(code, sorted({m.split('.')[0] for m in sys.modules if m.startswith('grpc')}))\n"
-)
 
-
-def loaded_after(*argv: str) -> str:
+def grpc_after(code: str) -> bool:
+    """Whether a fresh interpreter has grpc loaded after running `code`."""
+    probe = f"import sys\n{code}\nprint('grpc' in sys.modules)\n"
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
-    return out.stdout.strip().splitlines()[-1]
+    return out.stdout.strip().splitlines()[-1] == "True"
 
 
 def test_scaler_check_runs_without_grpc(tmp_path: Path) -> None:
@@ -37,15 +28,8 @@ def test_scaler_check_runs_without_grpc(tmp_path: Path) -> None:
         "    - type: external\n"
         "      metadata: {scalerAddress: 'scaler:9000', query: 'sum(x)', threshold: '3'}\n"
     )
-    assert loaded_after("check", str(manifest)) == "0 []"
-
-
-def grpc_after(code: str) -> bool:
-    probe = f"import sys\n{code}\nprint('grpc' in sys.modules)\n"
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    return out.stdout.strip() == "True"
+    run = f"from scaler import cli\nassert cli.main(['check', {str(manifest)!r}]) == 0"
+    assert not grpc_after(run)
 
 
 def test_the_full_parser_leaves_grpc_to_serve_and_demo() -> None:
