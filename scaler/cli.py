@@ -49,7 +49,7 @@ def exit_deadline(grace: float) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     # Here, not at the top: every other command (check, backtest, retrain...) runs without
-    # gRPC's C core loaded, whose poller threads aborted `scaler check` under a memory limit.
+    # gRPC's C core loaded (a `scaler check` under a memory limit once aborted in its poller).
     from scaler import wiring
 
     settings = serve_flags.settings_from(args)

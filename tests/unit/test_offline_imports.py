@@ -1,7 +1,8 @@
 """The commands that never talk gRPC (check, backtest, explain, retrain) run without gRPC's C
-core loaded. Its poller threads once aborted `scaler check` under a 2 GiB address-space limit
-("Epoll1Poller: epoll_wait: Bad file descriptor", exit -6) in
-tests/unit/test_yaml_aliases.py, a command that had imported grpc only to build its parser."""
+core loaded. A `scaler check` under a 2 GiB address-space limit once aborted in gRPC's poller
+("Epoll1Poller: epoll_wait: Bad file descriptor", exit -6, in tests/unit/test_yaml_aliases.py;
+never reproduced, so not proven the only cause), in a command that had imported grpc only to
+build its parser."""
 
 from __future__ import annotations
 
